@@ -1,0 +1,221 @@
+//! Client commands: validation first (a rejected command changes nothing), then effects.
+
+use super::state::{Deletion, DeletionStage, PartitionWrite, Topic};
+use super::{describe, Broker, JournalWaiter, PendingOp, ProduceProgress};
+use crate::command::{Command, ProduceRecord, RecordPosition, Reply, TopicSettings};
+use crate::effect::{AppendRecord, StorageOp};
+use crate::error::BrokerError;
+use crate::ids::{RequestId, TopicId};
+use crate::journal::{JournalRecord, TopicMeta};
+use crate::name::validate_topic_name;
+use crate::partitioner::partition_for_key;
+use crate::planted::Bug;
+use std::collections::BTreeMap;
+
+impl Broker {
+    pub(super) fn command(&mut self, request: RequestId, command: Command) {
+        let result = match command {
+            Command::CreateTopic { name, partitions, settings } => self.create(request, name, partitions, settings),
+            Command::DeleteTopic { name } => self.delete(request, name),
+            Command::Produce { topic, records } => self.produce(request, &topic, records),
+            Command::Fetch { topic, partition, offset, max_records } => {
+                self.fetch(request, &topic, partition, offset, max_records)
+            }
+            Command::ListTopics => Ok(Some(Reply::Topics(self.live_topics()))),
+            Command::DescribeTopic { name } => self.visible(&name).map(|t| Some(Reply::Described(describe(t)))),
+        };
+        match result {
+            Ok(Some(reply)) => self.reply(request, Ok(reply)),
+            Ok(None) => {} // answered later
+            Err(e) => self.reply(request, Err(e)),
+        }
+    }
+
+    /// The live, created topic named `name`.
+    fn visible(&self, name: &str) -> Result<&Topic, BrokerError> {
+        self.live_names
+            .get(name)
+            .and_then(|id| self.topics.get(id))
+            .filter(|t| t.visible())
+            .ok_or_else(|| BrokerError::TopicNotFound { name: name.to_string() })
+    }
+
+    fn create(
+        &mut self,
+        request: RequestId,
+        name: String,
+        partitions: u32,
+        settings: TopicSettings,
+    ) -> Result<Option<Reply>, BrokerError> {
+        validate_topic_name(&name)?;
+        if partitions == 0 || partitions > self.config.max_partitions {
+            return Err(BrokerError::InvalidPartitionCount { requested: partitions, max: self.config.max_partitions });
+        }
+        if settings.deletion_grace_ms > self.config.max_grace_ms {
+            return Err(BrokerError::InvalidSettings(format!(
+                "deletion grace {} ms exceeds the limit of {} ms",
+                settings.deletion_grace_ms, self.config.max_grace_ms
+            )));
+        }
+        if self.live_names.contains_key(&name) {
+            return Err(BrokerError::TopicAlreadyExists { name });
+        }
+        let id = TopicId(self.next_topic_id);
+        self.next_topic_id += 1;
+        let meta = TopicMeta { id, name: name.clone(), partitions, settings };
+        let seq = self.journal.push(JournalRecord::TopicCreated(meta.clone()));
+        let mut topic = Topic::new(meta, false);
+        topic.create_waiter = Some((request, partitions));
+        self.topics.insert(id, topic);
+        self.live_names.insert(name, id);
+        self.journal_waiters.entry(seq).or_default().push(JournalWaiter::Created(id));
+        Ok(None)
+    }
+
+    fn delete(&mut self, request: RequestId, name: String) -> Result<Option<Reply>, BrokerError> {
+        if let Some(id) = self.live_names.remove(&name) {
+            let seq = self.journal.push(JournalRecord::TopicDeleted { id });
+            let early_ack = self.bug(Bug::AckDeleteBeforeTombstoneDurable);
+            if let Some(t) = self.topics.get_mut(&id) {
+                t.deletion = Some(Deletion {
+                    stage: DeletionStage::AwaitTombstone,
+                    tombstone_seq: seq,
+                    waiters: if early_ack { vec![] } else { vec![request] },
+                    removed: Default::default(),
+                    removing: Default::default(),
+                    backing_off: Default::default(),
+                });
+            }
+            self.deleting_names.insert(name, id);
+            self.journal_waiters.entry(seq).or_default().push(JournalWaiter::Tombstone(id));
+            return Ok(early_ack.then_some(Reply::DeleteAccepted { topic: id }));
+        }
+        // Already being deleted: accepted once more, no second pipeline.
+        let pending = self.deleting_names.get(&name).and_then(|id| self.topics.get_mut(id));
+        match pending.and_then(|t| t.deletion.as_mut().map(|d| (t.meta.id, d))) {
+            Some((id, d)) if d.stage != DeletionStage::AwaitTombstone => Ok(Some(Reply::DeleteAccepted { topic: id })),
+            Some((_, d)) => {
+                d.waiters.push(request);
+                Ok(None)
+            }
+            None => Err(BrokerError::TopicNotFound { name }),
+        }
+    }
+
+    fn produce(
+        &mut self,
+        request: RequestId,
+        topic: &str,
+        records: Vec<ProduceRecord>,
+    ) -> Result<Option<Reply>, BrokerError> {
+        let t = self.visible(topic)?;
+        if records.is_empty() {
+            return Err(BrokerError::InvalidRequest("a produce needs at least one record".into()));
+        }
+        if records.len() > self.config.max_batch_records {
+            return Err(BrokerError::InvalidRequest(format!(
+                "{} records exceed the batch limit of {}",
+                records.len(),
+                self.config.max_batch_records
+            )));
+        }
+        let limit = self.config.max_record_bytes;
+        if let Some(i) = records.iter().position(|r| r.key.as_ref().map_or(0, Vec::len) + r.value.len() > limit) {
+            return Err(BrokerError::InvalidRequest(format!("record {i} exceeds the size limit of {limit} bytes")));
+        }
+        // Assign partitions without touching state, so a rejection changes nothing.
+        let n = t.meta.partitions;
+        let mut cursor = t.round_robin;
+        let assigned: Vec<u32> = records
+            .iter()
+            .map(|r| match &r.key {
+                Some(key) => partition_for_key(key, n),
+                None => {
+                    let p = cursor % n;
+                    cursor = cursor.wrapping_add(1);
+                    p
+                }
+            })
+            .collect();
+        if let Some(p) = assigned.iter().find(|&&p| t.partitions.get(p as usize).is_none_or(|p| p.failed.is_some())) {
+            let why = t.partitions.get(*p as usize).and_then(|p| p.failed.clone()).unwrap_or_default();
+            return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
+        }
+        let id = t.meta.id;
+        let early_ack = self.bug(Bug::AckProduceBeforeSync);
+        let logs: Vec<_> = (0..n).map(|p| self.log_of(t, p)).collect();
+        let Some(t) = self.topics.get_mut(&id) else { return Err(BrokerError::TopicNotFound { name: topic.into() }) };
+        t.round_robin = cursor;
+        let mut batches: BTreeMap<u32, Vec<AppendRecord>> = BTreeMap::new();
+        let mut positions = Vec::with_capacity(records.len());
+        for (record, p) in records.into_iter().zip(assigned) {
+            let part = &mut t.partitions[p as usize];
+            let offset = part.next_offset;
+            part.next_offset += 1;
+            positions.push(RecordPosition { partition: p, offset });
+            batches.entry(p).or_default().push(AppendRecord { offset, record });
+        }
+        let mut issue = Vec::new();
+        for (p, batch) in batches {
+            let part = &mut t.partitions[p as usize];
+            let end = part.next_offset;
+            part.inflight += 2;
+            part.writes.push_back(PartitionWrite { request, end, ops_left: 2 });
+            issue.push((logs[p as usize], end, batch));
+        }
+        let partitions_left = issue.len();
+        for (log, end, records) in issue {
+            self.op(StorageOp::Append { log, records }, PendingOp::Append { log, end });
+            self.op(StorageOp::SyncLog { log }, PendingOp::SyncLog { log, end });
+        }
+        if early_ack {
+            return Ok(Some(Reply::Produced { positions }));
+        }
+        self.produces.insert(request, ProduceProgress { positions, partitions_left });
+        Ok(None)
+    }
+
+    fn fetch(
+        &mut self,
+        request: RequestId,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        max_records: u32,
+    ) -> Result<Option<Reply>, BrokerError> {
+        let t = self.visible(topic)?;
+        let Some(p) = t.partitions.get(partition as usize) else {
+            return Err(BrokerError::PartitionNotFound {
+                name: topic.to_string(),
+                partition,
+                partitions: t.meta.partitions,
+            });
+        };
+        if max_records == 0 || max_records > self.config.max_fetch_records {
+            return Err(BrokerError::InvalidRequest(format!(
+                "max_records must be between 1 and {}",
+                self.config.max_fetch_records
+            )));
+        }
+        if let Some(why) = &p.failed {
+            return Err(BrokerError::Storage(format!("partition {partition} of {topic:?} is unavailable: {why}")));
+        }
+        let high_watermark = p.high_watermark;
+        if offset > high_watermark {
+            return Err(BrokerError::OffsetOutOfRange { offset, high_watermark });
+        }
+        if offset == high_watermark {
+            return Ok(Some(Reply::Fetched { records: vec![], high_watermark }));
+        }
+        let count = (high_watermark - offset).min(u64::from(max_records)) as u32;
+        let (id, log) = (t.meta.id, self.log_of(t, partition));
+        if let Some(p) = self.topics.get_mut(&id).and_then(|t| t.partitions.get_mut(partition as usize)) {
+            p.inflight += 1;
+        }
+        self.op(
+            StorageOp::Read { log, offset, max_records: count },
+            PendingOp::Read { request, log, offset, count, high_watermark },
+        );
+        Ok(None)
+    }
+}

@@ -1,0 +1,163 @@
+//! Storage completions and timers: each result is checked against what was asked.
+
+use super::{Broker, PendingOp, TimerPurpose};
+use crate::command::Reply;
+use crate::effect::{OpOutput, OpResult, StorageOp};
+use crate::error::{BrokerError, HaltReason, StorageError};
+use crate::ids::{LogId, OpId};
+
+impl Broker {
+    pub(super) fn completion(&mut self, op: OpId, pending: PendingOp, result: OpResult) {
+        match pending {
+            PendingOp::ReadJournal => match result {
+                Ok(OpOutput::Journal(image)) => self.journal_read(image),
+                Ok(_) => self.halt(HaltReason::wrong_output(op, "a journal image")),
+                Err(_) => {
+                    let delay = self.config.backoff_ms(self.journal_retries);
+                    self.journal_retries += 1;
+                    self.timer_in(delay, TimerPurpose::RetryReadJournal);
+                }
+            },
+            PendingOp::JournalWrite => match result {
+                Ok(OpOutput::Done) => {
+                    if self.journal.op_done() {
+                        self.journal_durable();
+                    }
+                }
+                Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
+                Err(e) => self.halt(HaltReason::JournalWriteFailed(e)),
+            },
+            PendingOp::ListLogs => match result {
+                Ok(OpOutput::Logs(logs)) => self.logs_listed(logs),
+                Ok(_) => self.halt(HaltReason::wrong_output(op, "a log list")),
+                Err(_) => {
+                    let delay = self.config.backoff_ms(self.journal_retries);
+                    self.journal_retries += 1;
+                    self.timer_in(delay, TimerPurpose::RetryListLogs);
+                }
+            },
+            PendingOp::OpenLog(log) => match result {
+                Ok(OpOutput::Opened { next_offset }) => self.log_opened(log, Ok(next_offset)),
+                Ok(_) => self.halt(HaltReason::wrong_output(op, "an opened log")),
+                Err(e) => self.log_opened(log, Err(e)),
+            },
+            PendingOp::CreateLog(log) => match result {
+                Ok(OpOutput::Done) => self.log_created(log),
+                Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
+                Err(_) => self.create_failed(log),
+            },
+            PendingOp::Append { log, end } | PendingOp::SyncLog { log, end } => match result {
+                Ok(OpOutput::Done) => self.write_done(log, end),
+                Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
+                Err(error) => self.halt(HaltReason::LogWriteFailed { log, error }),
+            },
+            PendingOp::Read { request, log, offset, count, high_watermark } => {
+                self.io_finished(log);
+                let reply = match result {
+                    Ok(OpOutput::Records(records)) => {
+                        let dense = records.iter().enumerate().all(|(i, r)| r.offset == offset + i as u64);
+                        if records.is_empty() || records.len() > count as usize || !dense {
+                            Err(BrokerError::Storage(format!(
+                                "read of {log} from offset {offset} returned {} records, not a dense run of up to {count}",
+                                records.len()
+                            )))
+                        } else {
+                            Ok(Reply::Fetched { records, high_watermark })
+                        }
+                    }
+                    Ok(_) => Err(BrokerError::Storage(format!("read of {log} returned something other than records"))),
+                    Err(StorageError::Corrupt { position, record_offset, detail, .. }) => {
+                        Err(BrokerError::CorruptRecord {
+                            log: log.file_name(),
+                            offset: record_offset.unwrap_or(offset),
+                            detail: format!("{detail} (byte {position})"),
+                        })
+                    }
+                    Err(e) => Err(BrokerError::Storage(e.to_string())),
+                };
+                self.reply(request, reply);
+            }
+            PendingOp::RemoveLog(log) => match result {
+                Ok(OpOutput::Done) => self.log_removed(log),
+                Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
+                Err(_) => self.removal_failed(log),
+            },
+            PendingOp::RemoveStray(log) => match result {
+                Ok(OpOutput::Done) => {
+                    self.retries.remove(&log);
+                }
+                Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
+                Err(_) => self.retry_later(log, TimerPurpose::RetryStray(log)),
+            },
+        }
+    }
+
+    pub(super) fn timer(&mut self, purpose: TimerPurpose) {
+        match purpose {
+            TimerPurpose::Grace(id) => self.grace_over(id),
+            TimerPurpose::RetryRemove(log) => self.retry_removal(log),
+            TimerPurpose::RetryCreate(log) => self.retry_create(log),
+            TimerPurpose::RetryOpen(log) => {
+                self.op(StorageOp::OpenLog { log }, PendingOp::OpenLog(log));
+            }
+            TimerPurpose::RetryStray(log) => {
+                self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveStray(log));
+            }
+            TimerPurpose::RetryReadJournal => {
+                self.op(StorageOp::ReadJournal, PendingOp::ReadJournal);
+            }
+            TimerPurpose::RetryListLogs => {
+                self.op(StorageOp::ListLogs, PendingOp::ListLogs);
+            }
+        }
+    }
+
+    /// Arms a retry of a background operation on `log`, with exponential backoff.
+    pub(super) fn retry_later(&mut self, log: LogId, purpose: TimerPurpose) {
+        let attempt = self.retries.entry(log).or_insert(0);
+        let delay = self.config.backoff_ms(*attempt);
+        *attempt += 1;
+        self.timer_in(delay, purpose);
+    }
+
+    /// One storage operation on `log` finished; a deletion may now proceed.
+    pub(super) fn io_finished(&mut self, log: LogId) {
+        let Some(id) = self.owner_of(log) else { return };
+        if let Some(p) = self.topics.get_mut(&id).and_then(|t| t.partitions.get_mut(log.partition as usize)) {
+            p.inflight = p.inflight.saturating_sub(1);
+        }
+    }
+
+    /// An append or sync of a produce completed: acknowledge writes in offset order.
+    fn write_done(&mut self, log: LogId, end: u64) {
+        self.io_finished(log);
+        let Some(id) = self.owner_of(log) else { return };
+        let Some(part) = self.topics.get_mut(&id).and_then(|t| t.partitions.get_mut(log.partition as usize)) else {
+            return;
+        };
+        if let Some(w) = part.writes.iter_mut().find(|w| w.end == end) {
+            w.ops_left = w.ops_left.saturating_sub(1);
+        }
+        let mut finished = Vec::new();
+        while part.writes.front().is_some_and(|w| w.ops_left == 0) {
+            if let Some(w) = part.writes.pop_front() {
+                part.high_watermark = part.high_watermark.max(w.end);
+                finished.push(w.request);
+            }
+        }
+        for request in finished {
+            let done = match self.produces.get_mut(&request) {
+                Some(p) => {
+                    p.partitions_left -= 1;
+                    p.partitions_left == 0
+                }
+                None => false,
+            };
+            if done {
+                if let Some(p) = self.produces.remove(&request) {
+                    self.reply(request, Ok(Reply::Produced { positions: p.positions }));
+                }
+            }
+        }
+    }
+}

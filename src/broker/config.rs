@@ -1,0 +1,56 @@
+//! Broker limits and tuning, with defaults a deployment can start from.
+
+/// Limits and tuning of one broker. Every field has a sensible default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The most partitions a topic may have.
+    pub max_partitions: u32,
+    /// The most records one produce may carry.
+    pub max_batch_records: usize,
+    /// The largest key plus value of one record, in bytes.
+    pub max_record_bytes: usize,
+    /// The most records one fetch may ask for.
+    pub max_fetch_records: u32,
+    /// The longest deletion grace delay a topic may ask for, in milliseconds.
+    pub max_grace_ms: u64,
+    /// How many log removals may be in flight at once, across all deletions.
+    pub removal_concurrency: usize,
+    /// The first retry delay after a failed background operation, in milliseconds.
+    pub retry_base_ms: u64,
+    /// The longest retry delay, in milliseconds.
+    pub retry_max_ms: u64,
+    /// Compact once the journal holds at least this many records since the last compaction...
+    pub compaction_min_records: u64,
+    /// ...and more than this many times the live metadata (topics plus pending deletions).
+    pub compaction_ratio: u64,
+    /// Bugs planted on purpose, to prove that the simulator's checkers catch them.
+    #[cfg(feature = "planted-bugs")]
+    pub bugs: crate::planted::PlantedBugs,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_partitions: 1024,
+            max_batch_records: 10_000,
+            max_record_bytes: 1 << 20,
+            max_fetch_records: 10_000,
+            max_grace_ms: 7 * 24 * 3600 * 1000,
+            removal_concurrency: 4,
+            retry_base_ms: 10,
+            retry_max_ms: 5_000,
+            compaction_min_records: 1_000,
+            compaction_ratio: 4,
+            #[cfg(feature = "planted-bugs")]
+            bugs: crate::planted::PlantedBugs::default(),
+        }
+    }
+}
+
+impl Config {
+    /// The delay before retry number `attempt` (0-based): exponential, capped.
+    pub fn backoff_ms(&self, attempt: u32) -> u64 {
+        let factor = 1u64.checked_shl(attempt.min(32)).unwrap_or(u64::MAX);
+        self.retry_base_ms.saturating_mul(factor).min(self.retry_max_ms)
+    }
+}

@@ -1,0 +1,121 @@
+//! Physical deletion, after the tombstone is durable: wait out the grace delay, remove
+//! each log once its own I/O has drained (bounded concurrency, retries with backoff),
+//! journal progress, and journal completion.
+
+use super::state::DeletionStage;
+use super::{Broker, PendingOp, TimerPurpose};
+use crate::command::Reply;
+use crate::effect::StorageOp;
+use crate::ids::{LogId, TopicId};
+use crate::journal::JournalRecord;
+use crate::planted::Bug;
+
+impl Broker {
+    /// The tombstone of `id` is durable: acknowledge, then start removing.
+    pub(super) fn tombstone_durable(&mut self, id: TopicId) {
+        let Some(d) = self.topics.get_mut(&id).and_then(|t| t.deletion.as_mut()) else { return };
+        if d.stage != DeletionStage::AwaitTombstone {
+            return;
+        }
+        let waiters = std::mem::take(&mut d.waiters);
+        for request in waiters {
+            self.reply(request, Ok(Reply::DeleteAccepted { topic: id }));
+        }
+        self.start_physical(id);
+    }
+
+    /// Begins physical removal of a topic whose tombstone is durable.
+    pub(super) fn start_physical(&mut self, id: TopicId) {
+        let Some(t) = self.topics.get_mut(&id) else { return };
+        let grace = t.meta.settings.deletion_grace_ms;
+        let Some(d) = t.deletion.as_mut() else { return };
+        if grace > 0 {
+            d.stage = DeletionStage::Grace;
+            self.timer_in(grace, TimerPurpose::Grace(id));
+        } else {
+            d.stage = DeletionStage::Removing;
+            self.removing.insert(id);
+        }
+    }
+
+    pub(super) fn grace_over(&mut self, id: TopicId) {
+        if let Some(d) = self.topics.get_mut(&id).and_then(|t| t.deletion.as_mut()) {
+            d.stage = DeletionStage::Removing;
+            self.removing.insert(id);
+        }
+    }
+
+    /// Issues log removals up to the concurrency bound and completes finished deletions.
+    pub(super) fn pump_removals(&mut self) {
+        let ignore_reads = self.bug(Bug::RemoveBeforeReadsFinish);
+        let mut completed = Vec::new();
+        let mut issue = Vec::new();
+        for &id in &self.removing {
+            let Some(t) = self.topics.get(&id) else { continue };
+            let Some(d) = t.deletion.as_ref() else { continue };
+            for (p, part) in t.partitions.iter().enumerate() {
+                let p = p as u32;
+                if self.removals_in_flight + issue.len() >= self.config.removal_concurrency {
+                    break;
+                }
+                let idle = part.inflight == 0 || ignore_reads;
+                if idle && !d.removed.contains(&p) && !d.removing.contains(&p) && !d.backing_off.contains(&p) {
+                    issue.push((id, p, self.log_of(t, p)));
+                }
+            }
+            if d.removed.len() == t.partitions.len() && d.removing.is_empty() {
+                completed.push(id);
+            }
+        }
+        for (id, p, log) in issue {
+            if let Some(d) = self.topics.get_mut(&id).and_then(|t| t.deletion.as_mut()) {
+                d.removing.insert(p);
+            }
+            self.removals_in_flight += 1;
+            self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveLog(log));
+        }
+        for id in completed {
+            self.removing.remove(&id);
+            if let Some(t) = self.topics.remove(&id) {
+                if self.deleting_names.get(&t.meta.name) == Some(&id) {
+                    self.deleting_names.remove(&t.meta.name);
+                }
+            }
+            self.journal.push(JournalRecord::DeletionCompleted { id });
+        }
+    }
+
+    /// The topic being deleted that owns `log`, with the partition.
+    fn deleting_owner(&mut self, log: LogId) -> Option<&mut super::state::Deletion> {
+        let id = self.owner_of(log)?;
+        self.topics.get_mut(&id)?.deletion.as_mut()
+    }
+
+    pub(super) fn log_removed(&mut self, log: LogId) {
+        self.removals_in_flight = self.removals_in_flight.saturating_sub(1);
+        self.retries.remove(&log);
+        let id = self.owner_of(log);
+        let Some(d) = self.deleting_owner(log) else { return };
+        d.removing.remove(&log.partition);
+        if d.removed.insert(log.partition) {
+            if let Some(id) = id {
+                self.journal.push(JournalRecord::PartitionRemoved { id, partition: log.partition });
+            }
+        }
+    }
+
+    pub(super) fn removal_failed(&mut self, log: LogId) {
+        self.removals_in_flight = self.removals_in_flight.saturating_sub(1);
+        if let Some(d) = self.deleting_owner(log) {
+            d.removing.remove(&log.partition);
+            d.backing_off.insert(log.partition);
+        }
+        self.retry_later(log, TimerPurpose::RetryRemove(log));
+    }
+
+    pub(super) fn retry_removal(&mut self, log: LogId) {
+        if let Some(d) = self.deleting_owner(log) {
+            d.backing_off.remove(&log.partition);
+        }
+    }
+}

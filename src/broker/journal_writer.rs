@@ -1,0 +1,132 @@
+//! Group commit of journal records, and compaction, one journal operation at a time.
+//!
+//! Records are queued with a sequence number. When nothing is in flight, the queue is
+//! written as one append followed by one sync; or, when compaction is due, the whole
+//! state is written as a snapshot into a new journal (atomic replace), which makes
+//! every queued record durable at once. Waiters learn durability by sequence number.
+
+use crate::journal::{encode_compacted, JournalRecord, Snapshot};
+
+/// What the in-flight journal work makes durable once it completes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Flight {
+    /// An append and a sync; `ops_left` of the two are outstanding.
+    AppendSync { upto: u64, records: u64, ops_left: u8 },
+    /// An atomic replace with a snapshot, creating journal `epoch`.
+    Replace { upto: u64, epoch: u64 },
+}
+
+/// The next journal operation(s) to issue.
+#[derive(Debug)]
+pub(crate) enum JournalIo {
+    AppendSync { bytes: Vec<u8> },
+    Replace { contents: Vec<u8>, keep_old: bool },
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct JournalWriter {
+    pub epoch: u64,
+    queue: Vec<JournalRecord>,
+    last_seq: u64,
+    durable_seq: u64,
+    pub flight: Option<Flight>,
+    /// Records in the current journal file (snapshot included).
+    records_in_file: u64,
+    /// A replace is required before anything else (first start, torn tail).
+    forced_replace: Option<bool>,
+}
+
+impl JournalWriter {
+    /// A writer continuing journal `epoch` that already holds `records`.
+    pub fn resume(epoch: u64, records: u64) -> JournalWriter {
+        JournalWriter { epoch, records_in_file: records, ..JournalWriter::default() }
+    }
+
+    /// Requires a replace before the next append (`keep_old`: back up the old file).
+    pub fn force_replace(&mut self, keep_old: bool) {
+        self.forced_replace = Some(keep_old || self.forced_replace.unwrap_or(false));
+    }
+
+    /// Queues a record; returns its sequence number.
+    pub fn push(&mut self, rec: JournalRecord) -> u64 {
+        self.queue.push(rec);
+        self.last_seq += 1;
+        self.last_seq
+    }
+
+    /// Nothing in flight and no replace owed.
+    pub fn idle(&self) -> bool {
+        self.flight.is_none() && self.forced_replace.is_none()
+    }
+
+    pub fn durable_seq(&self) -> u64 {
+        self.durable_seq
+    }
+
+    pub fn is_durable(&self, seq: u64) -> bool {
+        seq <= self.durable_seq
+    }
+
+    /// Whether compaction is due given the live metadata size.
+    fn compaction_due(&self, live_entries: u64, min_records: u64, ratio: u64) -> bool {
+        let file = self.records_in_file + self.queue.len() as u64;
+        file >= min_records && file > ratio.saturating_mul(live_entries.max(1))
+    }
+
+    /// The next I/O to issue, if nothing is in flight and there is work.
+    /// `snapshot` is called only when a replace is chosen.
+    pub fn next_io(
+        &mut self,
+        live_entries: u64,
+        min_records: u64,
+        ratio: u64,
+        snapshot: impl FnOnce() -> Snapshot,
+    ) -> Option<JournalIo> {
+        if self.flight.is_some() {
+            return None;
+        }
+        let keep_old = self.forced_replace;
+        if keep_old.is_some() || (!self.queue.is_empty() && self.compaction_due(live_entries, min_records, ratio)) {
+            let epoch = self.epoch + 1;
+            self.queue.clear();
+            self.forced_replace = None;
+            self.flight = Some(Flight::Replace { upto: self.last_seq, epoch });
+            let contents = encode_compacted(epoch, snapshot());
+            return Some(JournalIo::Replace { contents, keep_old: keep_old.unwrap_or(false) });
+        }
+        if self.queue.is_empty() {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        for r in &self.queue {
+            r.encode(self.epoch, &mut bytes);
+        }
+        let records = self.queue.len() as u64;
+        self.queue.clear();
+        self.flight = Some(Flight::AppendSync { upto: self.last_seq, records, ops_left: 2 });
+        Some(JournalIo::AppendSync { bytes })
+    }
+
+    /// One journal operation completed successfully. Returns true if the in-flight
+    /// work is now durable (and `durable_seq` advanced).
+    pub fn op_done(&mut self) -> bool {
+        match self.flight.take() {
+            Some(Flight::AppendSync { upto, records, ops_left }) if ops_left > 1 => {
+                self.flight = Some(Flight::AppendSync { upto, records, ops_left: ops_left - 1 });
+                false
+            }
+            Some(Flight::AppendSync { upto, records, .. }) => {
+                self.durable_seq = upto;
+                self.records_in_file += records;
+                true
+            }
+            Some(Flight::Replace { upto, epoch }) => {
+                self.durable_seq = upto;
+                self.epoch = epoch;
+                self.records_in_file = 1;
+                true
+            }
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,401 @@
+//! The broker state machine: commands, completions and timers in; effects out.
+//!
+//! ```text
+//!  client ──Command──▶ ┌────────┐ ──Storage op──▶ runtime (executor, disk)
+//!  runtime ─Completion▶│ Broker │ ──Reply───────▶ client
+//!  runtime ─Timer─────▶└────────┘ ──SetTimer/Halt▶ runtime
+//! ```
+//!
+//! Every entry point takes the current virtual time. Effects queue up inside the
+//! broker; the runtime drains them with [`Broker::poll_effect`].
+
+mod commands;
+mod completions;
+mod config;
+mod creation;
+mod deletion;
+mod journal_writer;
+mod recovery;
+mod state;
+
+pub use config::Config;
+
+use crate::command::{Command, Reply, TopicDescription};
+use crate::effect::{Effect, OpResult, StorageOp};
+use crate::error::{BrokerError, HaltReason};
+use crate::ids::{LogId, OpId, RequestId, TimerId, TopicId};
+use crate::journal::{MetaState, MetaTopic};
+use crate::time::Time;
+use journal_writer::{JournalIo, JournalWriter};
+use state::Topic;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Whether the broker serves commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Replaying the journal and opening logs; commands are refused as unavailable.
+    Recovering,
+    /// Serving commands.
+    Serving,
+    /// Stopped after a fatal error; drop it and start a new broker.
+    Halted,
+}
+
+/// A pending deletion as [`Broker::pending_deletions`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeletionStatus {
+    /// The incarnation being removed.
+    pub topic: TopicId,
+    /// Its name.
+    pub name: String,
+    /// Its partition count.
+    pub partitions: u32,
+    /// How many of its logs are removed.
+    pub removed: u32,
+    /// Whether the tombstone is durable (the delete was acknowledged).
+    pub tombstone_durable: bool,
+}
+
+/// What an in-flight storage operation is for.
+#[derive(Debug, Clone)]
+enum PendingOp {
+    ReadJournal,
+    JournalWrite,
+    ListLogs,
+    OpenLog(LogId),
+    CreateLog(LogId),
+    Append { log: LogId, end: u64 },
+    SyncLog { log: LogId, end: u64 },
+    Read { request: RequestId, log: LogId, offset: u64, count: u32, high_watermark: u64 },
+    RemoveLog(LogId),
+    RemoveStray(LogId),
+}
+
+/// What a timer is for.
+#[derive(Debug, Clone, Copy)]
+enum TimerPurpose {
+    Grace(TopicId),
+    RetryRemove(LogId),
+    RetryCreate(LogId),
+    RetryOpen(LogId),
+    RetryStray(LogId),
+    RetryReadJournal,
+    RetryListLogs,
+}
+
+/// The pure broker core. See the module docs for its shape and the crate docs for an example.
+#[derive(Debug)]
+pub struct Broker {
+    config: Config,
+    now: Time,
+    phase: Phase,
+    effects: VecDeque<Effect>,
+    next_op: u64,
+    next_timer: u64,
+    ops: BTreeMap<OpId, PendingOp>,
+    timers: BTreeMap<TimerId, TimerPurpose>,
+    topics: BTreeMap<TopicId, Topic>,
+    /// Names of live topics (and topics being created).
+    live_names: BTreeMap<String, TopicId>,
+    /// The newest incarnation being deleted under each name.
+    deleting_names: BTreeMap<String, TopicId>,
+    next_topic_id: u64,
+    journal: JournalWriter,
+    /// Journal sequence numbers whose durability something waits for.
+    journal_waiters: BTreeMap<u64, Vec<JournalWaiter>>,
+    /// Client requests not yet answered.
+    requests: BTreeSet<RequestId>,
+    /// Produce requests: how many partition writes each still waits for.
+    produces: BTreeMap<RequestId, ProduceProgress>,
+    removals_in_flight: usize,
+    /// Deletions past their grace delay, removing logs.
+    removing: BTreeSet<TopicId>,
+    recovery: Option<recovery::Recovery>,
+    /// Retry counts of background operations, for backoff.
+    retries: BTreeMap<LogId, u32>,
+    journal_retries: u32,
+}
+
+#[derive(Debug, Clone)]
+struct ProduceProgress {
+    positions: Vec<crate::command::RecordPosition>,
+    partitions_left: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum JournalWaiter {
+    Created(TopicId),
+    Tombstone(TopicId),
+}
+
+impl Broker {
+    /// Starts a broker over existing (or empty) storage. It begins recovering at once:
+    /// its first effect reads the journal. Commands are refused until it serves.
+    pub fn start(config: Config, now: Time) -> Broker {
+        let mut b = Broker {
+            config,
+            now,
+            phase: Phase::Recovering,
+            effects: VecDeque::new(),
+            next_op: 1,
+            next_timer: 1,
+            ops: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            topics: BTreeMap::new(),
+            live_names: BTreeMap::new(),
+            deleting_names: BTreeMap::new(),
+            next_topic_id: 0,
+            journal: JournalWriter::default(),
+            journal_waiters: BTreeMap::new(),
+            requests: BTreeSet::new(),
+            produces: BTreeMap::new(),
+            removals_in_flight: 0,
+            removing: BTreeSet::new(),
+            recovery: None,
+            retries: BTreeMap::new(),
+            journal_retries: 0,
+        };
+        b.begin_recovery();
+        b
+    }
+
+    /// Handles one client command. Its reply comes out as an [`Effect::Reply`] with
+    /// the same request id, now or after storage work.
+    pub fn handle_command(&mut self, now: Time, request: RequestId, command: Command) {
+        self.tick(now);
+        match self.phase {
+            Phase::Halted => {
+                return self.reply_now(request, Err(BrokerError::Unavailable("the broker has halted".into())))
+            }
+            Phase::Recovering => {
+                return self.reply_now(request, Err(BrokerError::Unavailable("the broker is recovering".into())))
+            }
+            Phase::Serving => {}
+        }
+        if self.requests.contains(&request) {
+            return self.reply_now(request, Err(BrokerError::DuplicateRequestId(request.0)));
+        }
+        self.requests.insert(request);
+        self.command(request, command);
+        self.pump();
+    }
+
+    /// Handles the completion of storage operation `op`.
+    pub fn handle_completion(&mut self, now: Time, op: OpId, result: OpResult) {
+        self.tick(now);
+        if self.phase == Phase::Halted {
+            return;
+        }
+        match self.ops.remove(&op) {
+            None => self.halt(HaltReason::unknown_op(op)),
+            Some(pending) => self.completion(op, pending, result),
+        }
+        self.pump();
+    }
+
+    /// Handles a timer firing. Unknown (stale) timers are ignored.
+    pub fn handle_timer(&mut self, now: Time, timer: TimerId) {
+        self.tick(now);
+        if self.phase == Phase::Halted {
+            return;
+        }
+        if let Some(purpose) = self.timers.remove(&timer) {
+            self.timer(purpose);
+        }
+        self.pump();
+    }
+
+    /// The next effect, if any. Drain until `None` after every input.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// Drains every queued effect.
+    pub fn drain_effects(&mut self) -> Vec<Effect> {
+        self.effects.drain(..).collect()
+    }
+
+    /// Whether the broker is recovering, serving or halted.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// How many storage operations are outstanding.
+    pub fn ops_in_flight(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// How many timers are armed and not yet fired.
+    pub fn timers_armed(&self) -> usize {
+        self.timers.len()
+    }
+
+    /// Live topics (created and not deleting), ordered by name.
+    pub fn live_topics(&self) -> Vec<TopicDescription> {
+        self.live_names.values().filter_map(|id| self.topics.get(id)).filter(|t| t.visible()).map(describe).collect()
+    }
+
+    /// Deletions not yet complete, ordered by topic id.
+    pub fn pending_deletions(&self) -> Vec<DeletionStatus> {
+        self.topics
+            .values()
+            .filter_map(|t| {
+                let d = t.deletion.as_ref()?;
+                Some(DeletionStatus {
+                    topic: t.meta.id,
+                    name: t.meta.name.clone(),
+                    partitions: t.meta.partitions,
+                    removed: d.removed.len() as u32,
+                    tombstone_durable: self.journal.is_durable(d.tombstone_seq),
+                })
+            })
+            .collect()
+    }
+
+    /// The epoch of the journal file being written.
+    pub fn journal_epoch(&self) -> u64 {
+        self.journal.epoch
+    }
+
+    fn tick(&mut self, now: Time) {
+        self.now = self.now.max(now);
+    }
+
+    fn op(&mut self, op: StorageOp, pending: PendingOp) -> OpId {
+        let id = OpId(self.next_op);
+        self.next_op += 1;
+        self.ops.insert(id, pending);
+        self.effects.push_back(Effect::Storage { id, op });
+        id
+    }
+
+    fn timer_in(&mut self, ms: u64, purpose: TimerPurpose) {
+        let id = TimerId(self.next_timer);
+        self.next_timer += 1;
+        self.timers.insert(id, purpose);
+        self.effects.push_back(Effect::SetTimer { id, at: self.now.plus_millis(ms) });
+    }
+
+    /// Replies to a request that was never admitted (it is not tracked).
+    fn reply_now(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
+        self.effects.push_back(Effect::Reply { request, reply });
+    }
+
+    /// Replies to an admitted request and forgets it.
+    fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
+        if self.requests.remove(&request) {
+            self.effects.push_back(Effect::Reply { request, reply });
+        }
+    }
+
+    /// Stops the broker: every admitted request learns that its outcome is unknown.
+    fn halt(&mut self, reason: HaltReason) {
+        if self.phase == Phase::Halted {
+            return;
+        }
+        self.phase = Phase::Halted;
+        let why = reason.to_string();
+        for request in std::mem::take(&mut self.requests) {
+            self.effects.push_back(Effect::Reply { request, reply: Err(BrokerError::Halted(why.clone())) });
+        }
+        self.ops.clear();
+        self.timers.clear();
+        self.effects.push_back(Effect::Halt(reason));
+    }
+
+    /// Whether planted bug `bug` is switched on (always false without the feature).
+    #[allow(unused_variables)]
+    fn bug(&self, bug: crate::planted::Bug) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        {
+            self.config.bugs.has(bug)
+        }
+        #[cfg(not(feature = "planted-bugs"))]
+        {
+            false
+        }
+    }
+
+    /// The log that stores `partition` of `topic`.
+    fn log_of(&self, topic: &Topic, partition: u32) -> LogId {
+        let id = if self.bug(crate::planted::Bug::KeyStorageByName) {
+            TopicId(crate::partitioner::murmur2(topic.meta.name.as_bytes()) as u32 as u64)
+        } else {
+            topic.meta.id
+        };
+        LogId { topic: id, partition }
+    }
+
+    /// Finds the topic and partition a log belongs to.
+    fn owner_of(&self, log: LogId) -> Option<TopicId> {
+        if self.bug(crate::planted::Bug::KeyStorageByName) {
+            return self.topics.values().rev().find(|t| self.log_of(t, log.partition) == log).map(|t| t.meta.id);
+        }
+        self.topics.contains_key(&log.topic).then_some(log.topic)
+    }
+
+    /// Issues whatever work is ready: journal writes and log removals.
+    fn pump(&mut self) {
+        if self.phase == Phase::Halted {
+            return;
+        }
+        let live = self.topics.len() as u64;
+        let (min, ratio) = (self.config.compaction_min_records, self.config.compaction_ratio);
+        let (topics, next_id) = (&self.topics, self.next_topic_id);
+        match self.journal.next_io(live, min, ratio, || meta_state_of(topics, next_id).snapshot()) {
+            Some(JournalIo::AppendSync { bytes }) => {
+                self.op(StorageOp::AppendJournal { bytes }, PendingOp::JournalWrite);
+                self.op(StorageOp::SyncJournal, PendingOp::JournalWrite);
+            }
+            Some(JournalIo::Replace { contents, keep_old }) => {
+                self.op(StorageOp::ReplaceJournal { contents, keep_old }, PendingOp::JournalWrite);
+            }
+            None => {}
+        }
+        if self.phase == Phase::Serving {
+            self.pump_removals();
+        }
+    }
+
+    /// Journal work completed: wake everything waiting for durability.
+    fn journal_durable(&mut self) {
+        let durable = self.journal.durable_seq();
+        let later = self.journal_waiters.split_off(&(durable + 1));
+        let ready = std::mem::replace(&mut self.journal_waiters, later);
+        for waiter in ready.into_values().flatten() {
+            match waiter {
+                JournalWaiter::Created(id) => self.create_logs(id),
+                JournalWaiter::Tombstone(id) => self.tombstone_durable(id),
+            }
+        }
+        self.maybe_finish_recovery();
+    }
+}
+
+/// The metadata state the journal describes (queued records included).
+fn meta_state_of(topics: &BTreeMap<TopicId, Topic>, next_topic_id: u64) -> MetaState {
+    let topics = topics
+        .values()
+        .map(|t| {
+            let removed = t.deletion.as_ref().map(|d| d.removed.clone()).unwrap_or_default();
+            (t.meta.id, MetaTopic { meta: t.meta.clone(), deleting: t.deletion.is_some(), removed })
+        })
+        .collect();
+    MetaState { next_topic_id, topics }
+}
+
+/// The public description of a topic.
+fn describe(t: &Topic) -> TopicDescription {
+    TopicDescription {
+        name: t.meta.name.clone(),
+        id: t.meta.id,
+        partitions: t.meta.partitions,
+        settings: t.meta.settings.clone(),
+        high_watermarks: t.partitions.iter().map(|p| p.high_watermark).collect(),
+    }
+}

@@ -1,0 +1,158 @@
+//! Recovery: replay the journal (a torn tail is cut by rewriting the journal, with a
+//! backup; corruption before the tail refuses to start), open every live log (creating
+//! missing ones, restoring next offsets), remove stray logs nothing names, then serve
+//! and resume every pending deletion.
+
+use super::state::{Deletion, DeletionStage, Topic};
+use super::{Broker, PendingOp, Phase, TimerPurpose};
+use crate::effect::StorageOp;
+use crate::error::{HaltReason, StorageError};
+use crate::ids::LogId;
+use crate::journal::{decode_journal, MetaState, JOURNAL_FILE};
+use crate::planted::Bug;
+use std::collections::BTreeSet;
+
+/// Progress of recovery.
+#[derive(Debug, Default)]
+pub(super) struct Recovery {
+    /// Whether the journal was read and replayed.
+    replayed: bool,
+    /// Live logs still being opened or created.
+    pub opening: BTreeSet<LogId>,
+}
+
+impl Broker {
+    pub(super) fn begin_recovery(&mut self) {
+        self.recovery = Some(Recovery::default());
+        self.op(StorageOp::ReadJournal, PendingOp::ReadJournal);
+    }
+
+    pub(super) fn journal_read(&mut self, image: Option<Vec<u8>>) {
+        let meta = match image {
+            None => {
+                self.journal = super::JournalWriter::resume(0, 0);
+                self.journal.force_replace(false);
+                MetaState::default()
+            }
+            Some(bytes) => match decode_journal(&bytes) {
+                Err(c) => {
+                    return self.halt(HaltReason::CorruptJournal {
+                        file: JOURNAL_FILE.to_string(),
+                        offset: c.offset,
+                        detail: c.detail,
+                    })
+                }
+                Ok(d) => {
+                    self.journal = super::JournalWriter::resume(d.epoch, d.records.len() as u64);
+                    if d.torn_tail.is_some() {
+                        self.journal.force_replace(true);
+                    }
+                    MetaState::replay(d.records.iter().map(|(_, r)| r))
+                }
+            },
+        };
+        self.install(meta);
+        self.op(StorageOp::ListLogs, PendingOp::ListLogs);
+        if let Some(r) = self.recovery.as_mut() {
+            r.replayed = true;
+        }
+        self.maybe_finish_recovery();
+    }
+
+    /// Rebuilds topics from replayed metadata and opens every live log.
+    fn install(&mut self, meta: MetaState) {
+        self.next_topic_id = meta.next_topic_id;
+        let clear_deleting = self.bug(Bug::ReloadClearsDeleting);
+        let mut open = Vec::new();
+        for (id, mt) in meta.topics {
+            let mut topic = Topic::new(mt.meta, true);
+            let name = topic.meta.name.clone();
+            if mt.deleting && !clear_deleting {
+                topic.deletion = Some(Deletion {
+                    stage: DeletionStage::AwaitTombstone,
+                    tombstone_seq: 0,
+                    waiters: vec![],
+                    removed: mt.removed,
+                    removing: BTreeSet::new(),
+                    backing_off: BTreeSet::new(),
+                });
+                self.deleting_names.insert(name, id);
+            } else {
+                for p in 0..topic.meta.partitions {
+                    open.push(self.log_of(&topic, p));
+                }
+                for part in &mut topic.partitions {
+                    part.inflight = 1;
+                }
+                self.live_names.insert(name, id);
+            }
+            self.topics.insert(id, topic);
+        }
+        for log in open {
+            if let Some(r) = self.recovery.as_mut() {
+                r.opening.insert(log);
+            }
+            self.op(StorageOp::OpenLog { log }, PendingOp::OpenLog(log));
+        }
+    }
+
+    pub(super) fn logs_listed(&mut self, logs: Vec<LogId>) {
+        for log in logs {
+            let owned = self
+                .owner_of(log)
+                .and_then(|id| self.topics.get(&id))
+                .is_some_and(|t| log.partition < t.meta.partitions);
+            if !owned {
+                self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveStray(log));
+            }
+        }
+    }
+
+    pub(super) fn log_opened(&mut self, log: LogId, result: Result<u64, StorageError>) {
+        let owner = self.owner_of(log);
+        let part =
+            owner.and_then(|id| self.topics.get_mut(&id)).and_then(|t| t.partitions.get_mut(log.partition as usize));
+        match result {
+            Ok(next) => {
+                if let Some(p) = part {
+                    p.next_offset = next;
+                    p.high_watermark = next;
+                    p.ready = true;
+                }
+            }
+            // Missing: create it (the log stays counted as busy).
+            Err(StorageError::NotFound(_)) => {
+                self.op(StorageOp::CreateLog { log }, PendingOp::CreateLog(log));
+                return;
+            }
+            Err(e @ StorageError::Corrupt { .. }) => {
+                if let Some(p) = part {
+                    p.failed = Some(e.to_string());
+                }
+            }
+            Err(_) => return self.retry_later(log, TimerPurpose::RetryOpen(log)),
+        }
+        self.io_finished(log);
+        if let Some(r) = self.recovery.as_mut() {
+            r.opening.remove(&log);
+        }
+        self.maybe_finish_recovery();
+    }
+
+    /// Serves once the journal is replayed and durable and every live log is open.
+    pub(super) fn maybe_finish_recovery(&mut self) {
+        let done = self.recovery.as_ref().is_some_and(|r| r.replayed && r.opening.is_empty());
+        if !done || !self.journal.idle() || self.phase != Phase::Recovering {
+            return;
+        }
+        self.recovery = None;
+        self.phase = Phase::Serving;
+        if self.bug(Bug::SkipResumeDeletions) {
+            return;
+        }
+        let pending: Vec<_> = self.topics.values().filter(|t| t.deletion.is_some()).map(|t| t.meta.id).collect();
+        for id in pending {
+            self.start_physical(id);
+        }
+    }
+}

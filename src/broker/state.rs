@@ -1,0 +1,92 @@
+//! The broker's in-memory picture of topics, partitions and deletions.
+
+use crate::ids::RequestId;
+use crate::journal::TopicMeta;
+use std::collections::{BTreeSet, VecDeque};
+
+/// One produce's write to one partition: acknowledged in offset order.
+#[derive(Debug, Clone)]
+pub(crate) struct PartitionWrite {
+    pub request: RequestId,
+    /// One past the last offset this write appends.
+    pub end: u64,
+    /// Storage operations (append, sync) still outstanding.
+    pub ops_left: u8,
+}
+
+/// One partition of a topic incarnation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Partition {
+    /// The offset the next appended record gets.
+    pub next_offset: u64,
+    /// Records below this offset are durable and acknowledged.
+    pub high_watermark: u64,
+    /// Storage operations outstanding on this log (reads, writes, creation).
+    pub inflight: u32,
+    /// Writes not yet acknowledged, in offset order.
+    pub writes: VecDeque<PartitionWrite>,
+    /// Why the log cannot be used (it failed validation on open), if it cannot.
+    pub failed: Option<String>,
+    /// Whether the log exists (created or opened); false until then.
+    pub ready: bool,
+}
+
+/// Where a deletion stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeletionStage {
+    /// The tombstone is queued or being written.
+    AwaitTombstone,
+    /// The tombstone is durable; waiting out the grace delay.
+    Grace,
+    /// Removing logs (each once its own I/O has drained).
+    Removing,
+}
+
+/// A deletion in progress.
+#[derive(Debug, Clone)]
+pub(crate) struct Deletion {
+    pub stage: DeletionStage,
+    /// Journal sequence number of the tombstone.
+    pub tombstone_seq: u64,
+    /// Requests waiting for the tombstone to be durable.
+    pub waiters: Vec<RequestId>,
+    /// Partitions whose log is removed.
+    pub removed: BTreeSet<u32>,
+    /// Partitions whose removal is in flight.
+    pub removing: BTreeSet<u32>,
+    /// Partitions waiting for a retry timer, with their failure count.
+    pub backing_off: BTreeSet<u32>,
+}
+
+/// One topic incarnation, live or being deleted.
+#[derive(Debug, Clone)]
+pub(crate) struct Topic {
+    pub meta: TopicMeta,
+    /// True once every log exists and the create is acknowledged (or after recovery).
+    pub created: bool,
+    pub partitions: Vec<Partition>,
+    /// Round-robin cursor for keyless records.
+    pub round_robin: u32,
+    pub deletion: Option<Deletion>,
+    /// Create requests waiting for the logs, with how many logs are still to create.
+    pub create_waiter: Option<(RequestId, u32)>,
+}
+
+impl Topic {
+    pub(crate) fn new(meta: TopicMeta, created: bool) -> Topic {
+        let n = meta.partitions as usize;
+        Topic {
+            meta,
+            created,
+            partitions: vec![Partition::default(); n],
+            round_robin: 0,
+            deletion: None,
+            create_waiter: None,
+        }
+    }
+
+    /// Visible to list, describe, produce and fetch.
+    pub(crate) fn visible(&self) -> bool {
+        self.created && self.deletion.is_none()
+    }
+}

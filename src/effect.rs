@@ -1,0 +1,166 @@
+//! The runtime contract: what the core asks of storage, what it expects back, and
+//! every effect that leaves the core.
+//!
+//! A runtime executes [`StorageOp`]s and reports each one's result with its [`OpId`].
+//! It must honour these rules, which the core's correctness rests on:
+//!
+//! - Operations on the same target (one log, or the journal) take effect in the order
+//!   they were issued. Operations on different targets may run concurrently, and
+//!   completions may be delivered in any order.
+//! - A completion reports success only once the operation's promise (below) holds.
+//! - Any operation may fail. After a failed append or sync, the state of the
+//!   unsynced data is unknown: the core never retries a sync hoping it recovers
+//!   (fsyncgate); it halts and recovers from what is durable.
+
+use crate::command::{ProduceRecord, Reply, StoredRecord};
+use crate::error::{BrokerError, HaltReason, StorageError};
+use crate::ids::{LogId, OpId, RequestId, TimerId};
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+
+/// A record to append, with the offset the core assigned it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppendRecord {
+    /// The offset: the log's next offset at the time of the append.
+    pub offset: u64,
+    /// The record.
+    pub record: ProduceRecord,
+}
+
+/// A storage operation the core asks its runtime to carry out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StorageOp {
+    /// Read the whole metadata journal. Output: [`OpOutput::Journal`], `None` if there is none.
+    ReadJournal,
+    /// Append bytes at the end of the journal. Durable only after a later
+    /// [`StorageOp::SyncJournal`] completes. Output: [`OpOutput::Done`].
+    AppendJournal {
+        /// Encoded journal records.
+        bytes: Vec<u8>,
+    },
+    /// Make every journal append issued before it durable. Output: [`OpOutput::Done`].
+    SyncJournal,
+    /// Atomically replace the journal with `contents` (write a temporary file, sync it,
+    /// rename it over the journal, sync the directory). Once complete, the new journal
+    /// is durable and the old one is gone; a crash before leaves the old one whole.
+    /// With `keep_old`, the old journal's bytes are first copied to a durable backup
+    /// file (recovery keeps a copy of a torn journal). Output: [`OpOutput::Done`].
+    ReplaceJournal {
+        /// The new journal's full contents.
+        contents: Vec<u8>,
+        /// Copy the old journal aside first.
+        keep_old: bool,
+    },
+    /// List every log in storage. Output: [`OpOutput::Logs`], ordered.
+    ListLogs,
+    /// Create an empty log. Idempotent: an existing log is left as it is. Durable once
+    /// complete (its directory entry is synced). Output: [`OpOutput::Done`].
+    CreateLog {
+        /// The log.
+        log: LogId,
+    },
+    /// Open an existing log: validate it, truncate a torn tail (durably) and report the
+    /// next offset. Output: [`OpOutput::Opened`]; `NotFound` if absent.
+    OpenLog {
+        /// The log.
+        log: LogId,
+    },
+    /// Append records (with dense offsets continuing the log). Durable only after a
+    /// later [`StorageOp::SyncLog`] of the same log completes; after a crash an
+    /// unsynced append may vanish or survive in part. Output: [`OpOutput::Done`].
+    Append {
+        /// The log.
+        log: LogId,
+        /// The records, offsets ascending by one.
+        records: Vec<AppendRecord>,
+    },
+    /// Make every append to this log issued before it durable. Output: [`OpOutput::Done`].
+    SyncLog {
+        /// The log.
+        log: LogId,
+    },
+    /// Read up to `max_records` records from `offset`. A record that fails its checksum
+    /// is reported as [`StorageError::Corrupt`], never returned. Output: [`OpOutput::Records`].
+    Read {
+        /// The log.
+        log: LogId,
+        /// The first offset.
+        offset: u64,
+        /// The most records to return.
+        max_records: u32,
+    },
+    /// Remove a log. Idempotent: removing an absent log succeeds. Durable once complete
+    /// (its directory entry is synced). Output: [`OpOutput::Done`].
+    RemoveLog {
+        /// The log.
+        log: LogId,
+    },
+}
+
+impl StorageOp {
+    /// The log this operation targets, if any (journal operations target none).
+    pub fn log(&self) -> Option<LogId> {
+        match self {
+            StorageOp::CreateLog { log }
+            | StorageOp::OpenLog { log }
+            | StorageOp::Append { log, .. }
+            | StorageOp::SyncLog { log }
+            | StorageOp::Read { log, .. }
+            | StorageOp::RemoveLog { log } => Some(*log),
+            StorageOp::ReadJournal
+            | StorageOp::AppendJournal { .. }
+            | StorageOp::SyncJournal
+            | StorageOp::ReplaceJournal { .. }
+            | StorageOp::ListLogs => None,
+        }
+    }
+}
+
+/// What a successful storage operation returns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OpOutput {
+    /// The operation took effect (and is durable where its doc says so).
+    Done,
+    /// The journal's bytes, or `None` if no journal exists yet.
+    Journal(Option<Vec<u8>>),
+    /// Every log in storage, ordered.
+    Logs(Vec<LogId>),
+    /// A log was opened; `next_offset` follows its last whole record.
+    Opened {
+        /// The offset the next append must use.
+        next_offset: u64,
+    },
+    /// Records read, offsets dense from the requested one.
+    Records(Vec<StoredRecord>),
+}
+
+/// The result of one storage operation.
+pub type OpResult = Result<OpOutput, StorageError>;
+
+/// Everything that leaves the core.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Effect {
+    /// Carry out a storage operation and report its result with `id`.
+    Storage {
+        /// Echo this in the completion.
+        id: OpId,
+        /// The operation.
+        op: StorageOp,
+    },
+    /// Answer a client request.
+    Reply {
+        /// The request.
+        request: RequestId,
+        /// The answer.
+        reply: Result<Reply, BrokerError>,
+    },
+    /// Fire timer `id` once virtual time reaches `at`.
+    SetTimer {
+        /// Echo this when firing.
+        id: TimerId,
+        /// When.
+        at: Time,
+    },
+    /// The broker stopped; drop it and start a new one, which recovers from storage.
+    Halt(HaltReason),
+}

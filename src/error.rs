@@ -1,0 +1,178 @@
+//! Typed errors: what a client is told, what a runtime reports, and why a broker halts.
+
+use crate::ids::{LogId, OpId};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Why a client command failed. A command rejected with one of these changed nothing,
+/// except [`BrokerError::Halted`], whose outcome is unknown.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+pub enum BrokerError {
+    /// The name breaks the topic naming rules.
+    #[error("invalid topic name {name:?}: it {reason}")]
+    InvalidTopicName {
+        /// The offending name (at most its first 64 characters).
+        name: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// The partition count is zero or above the configured limit.
+    #[error("invalid partition count {requested}: must be between 1 and {max}")]
+    InvalidPartitionCount {
+        /// What the client asked for.
+        requested: u32,
+        /// The broker's configured limit.
+        max: u32,
+    },
+    /// A topic setting is out of range.
+    #[error("invalid topic settings: {0}")]
+    InvalidSettings(String),
+    /// A live topic (or one being created) already has this name.
+    #[error("topic {name:?} already exists")]
+    TopicAlreadyExists {
+        /// The name.
+        name: String,
+    },
+    /// No live topic has this name (deleted topics are hidden at once).
+    #[error("topic {name:?} not found")]
+    TopicNotFound {
+        /// The name.
+        name: String,
+    },
+    /// The topic exists but has no such partition.
+    #[error("topic {name:?} has no partition {partition} (it has {partitions})")]
+    PartitionNotFound {
+        /// The topic name.
+        name: String,
+        /// The partition asked for.
+        partition: u32,
+        /// How many partitions the topic has.
+        partitions: u32,
+    },
+    /// The fetch offset is past the partition's high watermark.
+    #[error("offset {offset} is out of range: the high watermark is {high_watermark}")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: u64,
+        /// The next offset to be acknowledged.
+        high_watermark: u64,
+    },
+    /// The request is malformed (empty batch, record too large, zero `max_records`, ...).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// Another request with the same id is still in flight.
+    #[error("request id {0} is already in flight")]
+    DuplicateRequestId(u64),
+    /// The broker is not serving: it is recovering or it has halted.
+    #[error("broker unavailable: {0}")]
+    Unavailable(String),
+    /// The broker halted while this request was in flight; it may or may not have taken effect.
+    #[error("broker halted while the request was in flight; its outcome is unknown: {0}")]
+    Halted(String),
+    /// A stored record failed its checksum; it is reported, never served.
+    #[error("record at offset {offset} of {log} is corrupt: {detail}")]
+    CorruptRecord {
+        /// The log holding the record.
+        log: String,
+        /// The first offset that could not be read.
+        offset: u64,
+        /// What the codec found.
+        detail: String,
+    },
+    /// The storage failed to serve a read.
+    #[error("storage error: {0}")]
+    Storage(String),
+}
+
+/// How a storage operation failed, as a runtime reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+pub enum StorageError {
+    /// The file does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// No space left on the device.
+    #[error("disk full: {0}")]
+    DiskFull(String),
+    /// The runtime may not touch the file.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// Any other I/O failure.
+    #[error("I/O error: {0}")]
+    Io(String),
+    /// Stored bytes failed validation (checksum, header, framing).
+    #[error("corrupt data in {file} at byte {position}: {detail}")]
+    Corrupt {
+        /// The file.
+        file: String,
+        /// The byte position where validation failed.
+        position: u64,
+        /// The first record offset affected, for logs.
+        record_offset: Option<u64>,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+/// Why the broker stopped serving. After a halt the runtime drops the broker and
+/// starts a new one, which recovers from what is durable.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+pub enum HaltReason {
+    /// A journal write or sync failed: what is durable is unknown (fsyncgate).
+    #[error("journal write failed: {0}")]
+    JournalWriteFailed(StorageError),
+    /// A log append or sync failed: the log's unsynced tail is in an unknown state.
+    #[error("write to log {log} failed: {error}")]
+    LogWriteFailed {
+        /// The log.
+        log: LogId,
+        /// The failure.
+        error: StorageError,
+    },
+    /// The journal is corrupt before its tail; starting would drop acknowledged metadata.
+    #[error("journal {file} is corrupt at byte {offset}: {detail}; refusing to start")]
+    CorruptJournal {
+        /// The journal file.
+        file: String,
+        /// The byte offset of the first bad record.
+        offset: u64,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A live topic's log failed validation on open in a way recovery cannot repair.
+    #[error("log {log} cannot be opened: {error}")]
+    LogUnreadable {
+        /// The log.
+        log: LogId,
+        /// The failure.
+        error: StorageError,
+    },
+    /// The runtime broke the contract (unknown operation id, wrong kind of output).
+    #[error("runtime contract violated: {0}")]
+    ContractViolation(String),
+}
+
+impl HaltReason {
+    pub(crate) fn unknown_op(op: OpId) -> HaltReason {
+        HaltReason::ContractViolation(format!("completion for unknown operation {}", op.0))
+    }
+
+    pub(crate) fn wrong_output(op: OpId, expected: &str) -> HaltReason {
+        HaltReason::ContractViolation(format!("completion of operation {} is not {expected}", op.0))
+    }
+}
+
+/// A failure to decode a journal or log image, before recovery decides what it means.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum DecodeError {
+    /// The bytes end in the middle of something.
+    #[error("truncated at byte {0}")]
+    Truncated(u64),
+    /// The bytes are not what the format allows.
+    #[error("malformed at byte {position}: {detail}")]
+    Malformed {
+        /// Where.
+        position: u64,
+        /// What.
+        detail: String,
+    },
+}

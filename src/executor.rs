@@ -1,0 +1,258 @@
+//! The storage executor: carries out every [`StorageOp`] over a [`FileSystem`] with the
+//! fsync discipline of a careful database. The real runtime and the simulator share it,
+//! so the simulator tests the real discipline.
+//!
+//! - A new log: create, write its header, fsync the file, fsync the directory.
+//! - A removed log: unlink, fsync the directory.
+//! - A journal replacement: write `journal.tmp`, fsync it, rename it over `journal`,
+//!   fsync the directory.
+//! - A log whose tail is torn is cut to its last whole record and fsynced on open.
+
+use crate::command::StoredRecord;
+use crate::effect::{OpOutput, OpResult, StorageOp};
+use crate::error::StorageError;
+use crate::fs::FileSystem;
+use crate::ids::LogId;
+use crate::journal::JOURNAL_FILE;
+use crate::logcodec::{self, Hole, IndexEntry, LOG_HEADER_LEN};
+use std::collections::BTreeMap;
+
+/// The temporary file a journal replacement is written to before its rename.
+pub const JOURNAL_TMP_FILE: &str = "journal.tmp";
+/// Backups of torn journals are named `journal.torn.N`.
+pub const JOURNAL_BACKUP_PREFIX: &str = "journal.torn.";
+
+/// What the executor knows of an open log.
+#[derive(Debug, Clone)]
+struct OpenLog {
+    len: u64,
+    next_offset: u64,
+    index: Vec<IndexEntry>,
+    holes: Vec<Hole>,
+}
+
+/// Executes storage operations one at a time over a file system.
+///
+/// It caches each open log's index; after a crash, build a new executor over the
+/// surviving file system (the core's recovery reopens every log).
+#[derive(Debug)]
+pub struct Executor<F> {
+    fs: F,
+    logs: BTreeMap<LogId, OpenLog>,
+    journal_len: Option<u64>,
+}
+
+impl<F: FileSystem> Executor<F> {
+    /// An executor over `fs`, with nothing open.
+    pub fn new(fs: F) -> Executor<F> {
+        Executor { fs, logs: BTreeMap::new(), journal_len: None }
+    }
+
+    /// The file system.
+    pub fn fs(&self) -> &F {
+        &self.fs
+    }
+
+    /// The file system, mutably (tests inject damage through it).
+    pub fn fs_mut(&mut self) -> &mut F {
+        &mut self.fs
+    }
+
+    /// Gives the file system back.
+    pub fn into_fs(self) -> F {
+        self.fs
+    }
+
+    /// Carries out one operation and returns its result.
+    pub fn execute(&mut self, op: &StorageOp) -> OpResult {
+        match op {
+            StorageOp::ReadJournal => self.read_journal(),
+            StorageOp::AppendJournal { bytes } => self.append_journal(bytes),
+            StorageOp::SyncJournal => self.fs.sync_file(JOURNAL_FILE).map(|()| OpOutput::Done),
+            StorageOp::ReplaceJournal { contents, keep_old } => self.replace_journal(contents, *keep_old),
+            StorageOp::ListLogs => self.list_logs(),
+            StorageOp::CreateLog { log } => self.create_log(*log),
+            StorageOp::OpenLog { log } => self.open_log(*log).map(|l| OpOutput::Opened { next_offset: l.next_offset }),
+            StorageOp::Append { log, records } => self.append(*log, records),
+            StorageOp::SyncLog { log } => self.fs.sync_file(&log.file_name()).map(|()| OpOutput::Done),
+            StorageOp::Read { log, offset, max_records } => self.read(*log, *offset, *max_records),
+            StorageOp::RemoveLog { log } => self.remove_log(*log),
+        }
+    }
+
+    fn read_journal(&mut self) -> OpResult {
+        match self.fs.read_all(JOURNAL_FILE) {
+            Ok(bytes) => {
+                self.journal_len = Some(bytes.len() as u64);
+                Ok(OpOutput::Journal(Some(bytes)))
+            }
+            Err(StorageError::NotFound(_)) => {
+                self.journal_len = None;
+                Ok(OpOutput::Journal(None))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn append_journal(&mut self, bytes: &[u8]) -> OpResult {
+        let at = match self.journal_len {
+            Some(len) => len,
+            None => self.fs.len(JOURNAL_FILE)?,
+        };
+        // Unknown after a failure: the write may have landed in part.
+        self.journal_len = None;
+        self.fs.write_at(JOURNAL_FILE, at, bytes)?;
+        self.journal_len = Some(at + bytes.len() as u64);
+        Ok(OpOutput::Done)
+    }
+
+    fn replace_journal(&mut self, contents: &[u8], keep_old: bool) -> OpResult {
+        self.journal_len = None;
+        if keep_old {
+            self.back_up_journal()?;
+        }
+        self.fs.create(JOURNAL_TMP_FILE)?;
+        self.fs.truncate(JOURNAL_TMP_FILE, 0)?;
+        self.fs.write_at(JOURNAL_TMP_FILE, 0, contents)?;
+        self.fs.sync_file(JOURNAL_TMP_FILE)?;
+        self.fs.rename(JOURNAL_TMP_FILE, JOURNAL_FILE)?;
+        self.fs.sync_dir()?;
+        self.journal_len = Some(contents.len() as u64);
+        Ok(OpOutput::Done)
+    }
+
+    /// Copies the current journal to the first free `journal.torn.N`, durably.
+    fn back_up_journal(&mut self) -> Result<(), StorageError> {
+        let old = match self.fs.read_all(JOURNAL_FILE) {
+            Ok(old) => old,
+            Err(StorageError::NotFound(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let names = self.fs.list()?;
+        let n = (0u64..).find(|n| !names.contains(&format!("{JOURNAL_BACKUP_PREFIX}{n}"))).unwrap_or(0);
+        let name = format!("{JOURNAL_BACKUP_PREFIX}{n}");
+        self.fs.create(&name)?;
+        self.fs.truncate(&name, 0)?;
+        self.fs.write_at(&name, 0, &old)?;
+        self.fs.sync_file(&name)?;
+        self.fs.sync_dir()
+    }
+
+    fn list_logs(&mut self) -> OpResult {
+        let mut logs: Vec<LogId> = self.fs.list()?.iter().filter_map(|n| LogId::parse_file_name(n)).collect();
+        logs.sort();
+        Ok(OpOutput::Logs(logs))
+    }
+
+    fn create_log(&mut self, log: LogId) -> OpResult {
+        let name = log.file_name();
+        self.logs.remove(&log);
+        self.fs.create(&name)?;
+        if self.fs.len(&name)? < LOG_HEADER_LEN as u64 {
+            self.fs.truncate(&name, 0)?;
+            self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
+        }
+        self.fs.sync_file(&name)?;
+        self.fs.sync_dir()?;
+        Ok(OpOutput::Done)
+    }
+
+    /// Opens `log` (or returns its cached state): validates it and durably cuts a torn tail.
+    fn open_log(&mut self, log: LogId) -> Result<&OpenLog, StorageError> {
+        if !self.logs.contains_key(&log) {
+            let name = log.file_name();
+            let data = self.fs.read_all(&name)?;
+            let img = logcodec::open_log(log, &data)?;
+            let len = if img.needs_header {
+                self.fs.truncate(&name, 0)?;
+                self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
+                self.fs.sync_file(&name)?;
+                LOG_HEADER_LEN as u64
+            } else {
+                if img.valid_len < data.len() as u64 {
+                    self.fs.truncate(&name, img.valid_len)?;
+                    self.fs.sync_file(&name)?;
+                }
+                img.valid_len
+            };
+            let state = OpenLog { len, next_offset: img.next_offset, index: img.index, holes: img.holes };
+            self.logs.insert(log, state);
+        }
+        self.logs.get(&log).ok_or_else(|| StorageError::Io(format!("{log} vanished from the open-log table")))
+    }
+
+    fn append(&mut self, log: LogId, records: &[crate::effect::AppendRecord]) -> OpResult {
+        let (at, next) = {
+            let l = self.open_log(log)?;
+            (l.len, l.next_offset)
+        };
+        let dense = records.iter().enumerate().all(|(i, r)| r.offset == next + i as u64);
+        if !dense {
+            let first = records.first().map_or(next, |r| r.offset);
+            return Err(StorageError::Io(format!("append to {log} at offset {first}, but its next offset is {next}")));
+        }
+        let bytes = logcodec::encode_records(log, records);
+        // Until the write succeeds the tail is unknown: forget the log so it is reopened.
+        let mut state = self.logs.remove(&log).ok_or_else(|| StorageError::Io(format!("{log} is not open")))?;
+        self.fs.write_at(&log.file_name(), at, &bytes)?;
+        let mut pos = at;
+        for (r, len) in records.iter().zip(frame_lengths(&bytes)) {
+            state.index.push(IndexEntry { offset: r.offset, position: pos, len });
+            pos += u64::from(len);
+        }
+        state.len = pos;
+        state.next_offset = next + records.len() as u64;
+        self.logs.insert(log, state);
+        Ok(OpOutput::Done)
+    }
+
+    fn read(&mut self, log: LogId, offset: u64, max_records: u32) -> OpResult {
+        let l = self.open_log(log)?;
+        if let Some(h) = l.holes.iter().find(|h| h.from <= offset && offset < h.to) {
+            return Err(StorageError::Corrupt {
+                file: log.file_name(),
+                position: h.position,
+                record_offset: Some(offset),
+                detail: h.detail.clone(),
+            });
+        }
+        let start = l.index.partition_point(|e| e.offset < offset);
+        let run: Vec<IndexEntry> = l.index[start..]
+            .iter()
+            .take(max_records as usize)
+            .enumerate()
+            .take_while(|(i, e)| e.offset == offset + *i as u64)
+            .map(|(_, e)| *e)
+            .collect();
+        let (Some(first), Some(last)) = (run.first(), run.last()) else {
+            return Ok(OpOutput::Records(Vec::<StoredRecord>::new()));
+        };
+        let span = (last.position + u64::from(last.len) - first.position) as usize;
+        let (position, first_offset) = (first.position, first.offset);
+        let data = self.fs.read_at(&log.file_name(), position, span)?;
+        logcodec::decode_records(log, &data, position, first_offset).map(OpOutput::Records)
+    }
+
+    fn remove_log(&mut self, log: LogId) -> OpResult {
+        self.logs.remove(&log);
+        match self.fs.remove(&log.file_name()) {
+            Ok(()) | Err(StorageError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+        self.fs.sync_dir()?;
+        Ok(OpOutput::Done)
+    }
+}
+
+/// The length of each frame in a buffer of frames this build encoded.
+fn frame_lengths(bytes: &[u8]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while pos + crate::frame::FRAME_HEADER_LEN <= bytes.len() {
+        let len = u32::from_le_bytes([bytes[pos], bytes[pos + 1], bytes[pos + 2], bytes[pos + 3]]);
+        let total = crate::frame::FRAME_HEADER_LEN as u32 + len;
+        out.push(total);
+        pos += total as usize;
+    }
+    out
+}

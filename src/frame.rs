@@ -1,0 +1,183 @@
+//! The frame shared by the journal and the logs: `len:u32 kind:u8 crc:u32 payload`.
+//!
+//! The CRC32C covers a per-file salt, the length, the kind and the payload, so a frame
+//! copied from another file (an older journal epoch, another log) never validates.
+//! The length is trusted only if it fits in what is left of the file.
+
+/// Bytes before a frame's payload.
+pub const FRAME_HEADER_LEN: usize = 9;
+
+/// Appends one frame to `out`.
+pub fn encode_frame(out: &mut Vec<u8>, salt: u64, kind: u8, payload: &[u8]) {
+    let len = payload.len() as u32;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.push(kind);
+    out.extend_from_slice(&frame_crc(salt, len, kind, payload).to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+fn frame_crc(salt: u64, len: u32, kind: u8, payload: &[u8]) -> u32 {
+    let mut head = [0u8; 13];
+    head[..8].copy_from_slice(&salt.to_le_bytes());
+    head[8..12].copy_from_slice(&len.to_le_bytes());
+    head[12] = kind;
+    crc32c::crc32c_append(crc32c::crc32c(&head), payload)
+}
+
+/// One valid frame found in a file image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// Byte position of the frame's header in the file.
+    pub position: u64,
+    /// The frame kind.
+    pub kind: u8,
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+impl Frame<'_> {
+    /// The byte position just after this frame.
+    pub fn end(&self) -> u64 {
+        self.position + (FRAME_HEADER_LEN + self.payload.len()) as u64
+    }
+}
+
+/// A byte range that holds no valid frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRange {
+    /// First bad byte.
+    pub start: u64,
+    /// One past the last bad byte: the next valid frame, or the end of the file.
+    pub end: u64,
+    /// Why the frame at `start` is invalid.
+    pub detail: String,
+}
+
+/// Everything a scan found, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan<'a> {
+    /// Valid frames.
+    pub frames: Vec<Frame<'a>>,
+    /// Bad ranges followed by a valid frame: corruption, not a torn write.
+    pub corrupt: Vec<BadRange>,
+    /// A bad range that runs to the end of the file with nothing valid after it.
+    pub torn_tail: Option<BadRange>,
+}
+
+/// Parses the frame at `pos`, or says why there is none.
+fn frame_at(data: &[u8], pos: usize, salt: u64, max_payload: usize) -> Result<Frame<'_>, String> {
+    let rest = data.len() - pos;
+    if rest < FRAME_HEADER_LEN {
+        return Err(format!("{rest} bytes left, less than a frame header"));
+    }
+    let h = &data[pos..pos + FRAME_HEADER_LEN];
+    let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+    let kind = h[4];
+    let crc = u32::from_le_bytes([h[5], h[6], h[7], h[8]]);
+    let len_usize = len as usize;
+    if len_usize > max_payload {
+        return Err(format!("length {len} exceeds the limit {max_payload}"));
+    }
+    if len_usize > rest - FRAME_HEADER_LEN {
+        return Err(format!("length {len} runs past the end of the file"));
+    }
+    let payload = &data[pos + FRAME_HEADER_LEN..pos + FRAME_HEADER_LEN + len_usize];
+    if frame_crc(salt, len, kind, payload) != crc {
+        return Err("checksum mismatch".to_string());
+    }
+    Ok(Frame { position: pos as u64, kind, payload })
+}
+
+/// Scans `data[start..]` for frames. At an invalid frame it searches the rest of the
+/// image for the next valid one: if there is one, the bad range is corruption; if
+/// not, it is a torn tail.
+pub fn scan(data: &[u8], start: usize, salt: u64, max_payload: usize) -> Scan<'_> {
+    let mut out = Scan::default();
+    let mut pos = start.min(data.len());
+    while pos < data.len() {
+        match frame_at(data, pos, salt, max_payload) {
+            Ok(frame) => {
+                pos = frame.end() as usize;
+                out.frames.push(frame);
+            }
+            Err(detail) => {
+                let next = (pos + 1..data.len()).find(|&q| frame_at(data, q, salt, max_payload).is_ok());
+                let bad = BadRange { start: pos as u64, end: next.unwrap_or(data.len()) as u64, detail };
+                match next {
+                    Some(q) => {
+                        out.corrupt.push(bad);
+                        pos = q;
+                    }
+                    None => {
+                        out.torn_tail = Some(bad);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn three_frames(salt: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        for (i, p) in [&b"alpha"[..], b"beta", b"gamma"].iter().enumerate() {
+            encode_frame(&mut v, salt, i as u8 + 1, p);
+        }
+        v
+    }
+
+    #[test]
+    fn clean_image_scans_whole() {
+        let v = three_frames(7);
+        let s = scan(&v, 0, 7, 1 << 20);
+        assert_eq!(s.frames.len(), 3);
+        assert_eq!(s.frames[1].payload, b"beta");
+        assert!(s.corrupt.is_empty() && s.torn_tail.is_none());
+    }
+
+    #[test]
+    fn cut_last_frame_is_a_torn_tail() {
+        let v = three_frames(7);
+        for cut in 1..(FRAME_HEADER_LEN + 5) {
+            let s = scan(&v[..v.len() - cut], 0, 7, 1 << 20);
+            assert_eq!(s.frames.len(), 2, "cut {cut}");
+            assert!(s.corrupt.is_empty());
+            assert_eq!(s.torn_tail.as_ref().map(|t| t.start), Some(s.frames[1].end()));
+        }
+    }
+
+    #[test]
+    fn bad_middle_frame_is_corruption() {
+        let mut v = three_frames(7);
+        let second = FRAME_HEADER_LEN + 5;
+        v[second + FRAME_HEADER_LEN] ^= 0x40; // flip a payload bit of "beta"
+        let s = scan(&v, 0, 7, 1 << 20);
+        assert_eq!(s.frames.len(), 2);
+        assert_eq!(s.corrupt.len(), 1);
+        assert_eq!(s.corrupt[0].start, second as u64);
+        assert_eq!(s.corrupt[0].detail, "checksum mismatch");
+        assert!(s.torn_tail.is_none());
+    }
+
+    #[test]
+    fn frames_of_another_salt_never_validate() {
+        let v = three_frames(7);
+        let s = scan(&v, 0, 8, 1 << 20);
+        assert!(s.frames.is_empty());
+        assert_eq!(s.torn_tail.map(|t| t.start), Some(0));
+    }
+
+    #[test]
+    fn garbage_length_is_not_trusted() {
+        let mut v = three_frames(7);
+        v[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let s = scan(&v, 0, 7, 1 << 20);
+        assert_eq!(s.frames.len(), 2);
+        assert_eq!(s.corrupt[0].detail, format!("length {} exceeds the limit {}", u32::MAX, 1 << 20));
+    }
+}

@@ -1,0 +1,32 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod broker;
+mod bytes;
+pub mod command;
+pub mod driver;
+pub mod effect;
+pub mod error;
+pub mod executor;
+pub mod frame;
+pub mod fs;
+pub mod ids;
+pub mod journal;
+pub mod logcodec;
+pub mod memfs;
+pub mod name;
+pub mod partitioner;
+pub mod planted;
+pub mod time;
+
+pub use broker::{Broker, Config, DeletionStatus, Phase};
+pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
+pub use driver::SyncDriver;
+pub use effect::{AppendRecord, Effect, OpOutput, OpResult, StorageOp};
+pub use error::{BrokerError, HaltReason, StorageError};
+pub use executor::Executor;
+pub use fs::FileSystem;
+pub use ids::{LogId, OpId, RequestId, TimerId, TopicId};
+pub use memfs::MemFs;
+pub use time::Time;
