@@ -1,0 +1,1 @@
+//! The real file-system runtime for broker-core.

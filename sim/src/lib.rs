@@ -1,0 +1,1 @@
+//! Deterministic simulator for broker-core.
