@@ -1,1 +1,3 @@
 //! Deterministic simulator for broker-core.
+
+pub mod rng;
