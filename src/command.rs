@@ -114,6 +114,8 @@ pub enum Reply {
     },
     /// Every record is durable; positions are in the order the records were given.
     Produced {
+        /// The incarnation the records went to.
+        topic: TopicId,
         /// Where each record landed.
         positions: Vec<RecordPosition>,
     },

@@ -4,9 +4,10 @@
 //! A runtime executes [`StorageOp`]s and reports each one's result with its [`OpId`].
 //! It must honour these rules, which the core's correctness rests on:
 //!
-//! - Operations on the same target (one log, or the journal) take effect in the order
-//!   they were issued. Operations on different targets may run concurrently, and
-//!   completions may be delivered in any order.
+//! - Mutations of the same target (one log, or the journal) take effect in the order
+//!   they were issued. A read may take effect at any time after it is issued (the core
+//!   never removes a log while a read of it is outstanding). Operations on different
+//!   targets may run concurrently, and completions may be delivered in any order.
 //! - A completion reports success only once the operation's promise (below) holds.
 //! - Any operation may fail. After a failed append or sync, the state of the
 //!   unsynced data is unknown: the core never retries a sync hoping it recovers

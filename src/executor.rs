@@ -40,12 +40,29 @@ pub struct Executor<F> {
     fs: F,
     logs: BTreeMap<LogId, OpenLog>,
     journal_len: Option<u64>,
+    /// Planted bug: skip the directory fsync after creating a log or renaming the journal.
+    skip_dir_sync: bool,
 }
 
 impl<F: FileSystem> Executor<F> {
     /// An executor over `fs`, with nothing open.
     pub fn new(fs: F) -> Executor<F> {
-        Executor { fs, logs: BTreeMap::new(), journal_len: None }
+        Executor { fs, logs: BTreeMap::new(), journal_len: None, skip_dir_sync: false }
+    }
+
+    /// Switches on the planted bugs that live in the executor.
+    #[cfg(feature = "planted-bugs")]
+    pub fn plant(&mut self, bugs: &crate::planted::PlantedBugs) {
+        self.skip_dir_sync = bugs.has(crate::planted::Bug::SkipDirSync);
+    }
+
+    /// Fsyncs the directory after an entry was created or renamed (unless the planted
+    /// bug skips it).
+    fn sync_new_entry(&mut self) -> Result<(), StorageError> {
+        if self.skip_dir_sync {
+            return Ok(());
+        }
+        self.fs.sync_dir()
     }
 
     /// The file system.
@@ -116,7 +133,7 @@ impl<F: FileSystem> Executor<F> {
         self.fs.write_at(JOURNAL_TMP_FILE, 0, contents)?;
         self.fs.sync_file(JOURNAL_TMP_FILE)?;
         self.fs.rename(JOURNAL_TMP_FILE, JOURNAL_FILE)?;
-        self.fs.sync_dir()?;
+        self.sync_new_entry()?;
         self.journal_len = Some(contents.len() as u64);
         Ok(OpOutput::Done)
     }
@@ -153,7 +170,7 @@ impl<F: FileSystem> Executor<F> {
             self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
         }
         self.fs.sync_file(&name)?;
-        self.fs.sync_dir()?;
+        self.sync_new_entry()?;
         Ok(OpOutput::Done)
     }
 

@@ -169,9 +169,9 @@ impl Broker {
             self.op(StorageOp::SyncLog { log }, PendingOp::SyncLog { log, end });
         }
         if early_ack {
-            return Ok(Some(Reply::Produced { positions }));
+            return Ok(Some(Reply::Produced { topic: id, positions }));
         }
-        self.produces.insert(request, ProduceProgress { positions, partitions_left });
+        self.produces.insert(request, ProduceProgress { topic: id, positions, partitions_left });
         Ok(None)
     }
 

@@ -155,7 +155,7 @@ impl Broker {
             };
             if done {
                 if let Some(p) = self.produces.remove(&request) {
-                    self.reply(request, Ok(Reply::Produced { positions: p.positions }));
+                    self.reply(request, Ok(Reply::Produced { topic: p.topic, positions: p.positions }));
                 }
             }
         }

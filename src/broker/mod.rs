@@ -118,6 +118,7 @@ pub struct Broker {
 
 #[derive(Debug, Clone)]
 struct ProduceProgress {
+    topic: TopicId,
     positions: Vec<crate::command::RecordPosition>,
     partitions_left: usize,
 }
