@@ -121,6 +121,8 @@ pub enum Reply {
     },
     /// Records from the requested offset, all below the high watermark.
     Fetched {
+        /// The incarnation read from.
+        topic: TopicId,
         /// The records, with dense offsets.
         records: Vec<StoredRecord>,
         /// The partition's high watermark when the fetch was admitted.

@@ -205,7 +205,7 @@ impl Broker {
             return Err(BrokerError::OffsetOutOfRange { offset, high_watermark });
         }
         if offset == high_watermark {
-            return Ok(Some(Reply::Fetched { records: vec![], high_watermark }));
+            return Ok(Some(Reply::Fetched { topic: t.meta.id, records: vec![], high_watermark }));
         }
         let count = (high_watermark - offset).min(u64::from(max_records)) as u32;
         let (id, log) = (t.meta.id, self.log_of(t, partition));

@@ -62,7 +62,7 @@ impl Broker {
                                 records.len()
                             )))
                         } else {
-                            Ok(Reply::Fetched { records, high_watermark })
+                            Ok(Reply::Fetched { topic: log.topic, records, high_watermark })
                         }
                     }
                     Ok(_) => Err(BrokerError::Storage(format!("read of {log} returned something other than records"))),

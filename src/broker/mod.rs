@@ -241,6 +241,13 @@ impl Broker {
         self.live_names.values().filter_map(|id| self.topics.get(id)).filter(|t| t.visible()).map(describe).collect()
     }
 
+    /// Ids of live topics, including those still being created, ascending.
+    pub fn live_topic_ids(&self) -> Vec<TopicId> {
+        let mut ids: Vec<TopicId> = self.live_names.values().copied().collect();
+        ids.sort();
+        ids
+    }
+
     /// Deletions not yet complete, ordered by topic id.
     pub fn pending_deletions(&self) -> Vec<DeletionStatus> {
         self.topics
