@@ -1,3 +1,4 @@
 //! Deterministic simulator for broker-core.
 
+pub mod disk;
 pub mod rng;

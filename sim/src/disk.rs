@@ -1,0 +1,1510 @@
+//! The simulated disk: one flat directory whose files and entries become durable only
+//! through the fsyncs a careful program issues. It is stricter than real file systems,
+//! so that every missing fsync in the storage executor can be caught.
+//!
+//! # Model
+//!
+//! - Every file (an *identity*, like an inode) has a **durable image** and a **live
+//!   image**. Reads see the live image (the page cache). The directory has a
+//!   **durable** and a **live** set of entries (name → file identity).
+//! - Every mutating call appends an **unsynced operation** to one list, in issue order:
+//!   data writes (file, offset, bytes), size changes (file, length), and directory
+//!   operations (create, rename, remove of an entry).
+//! - [`FileSystem::sync_file`] applies that file's pending data operations, in order, to
+//!   its durable image, and nothing else. [`FileSystem::sync_dir`] applies every pending
+//!   directory operation, in order, to the durable directory, and nothing else. So a
+//!   file whose data is synced but whose entry is not may still vanish in a crash, and
+//!   a removed file may come back with its durable content.
+//! - [`SimDisk::crash`] keeps the durable state, applies some of the unsynced operations
+//!   according to a [`CrashMode`], and makes the live state equal to the new durable
+//!   state. Nothing is unsynced afterwards; files no entry names are gone.
+//!
+//! Writes tear at [`SECTOR_SIZE`] granularity: a torn write persists any subset of its
+//! sector-sized pieces (split at absolute sector boundaries of the file), and an append
+//! that grows the file may leave it longer, with zeros or random garbage in the parts
+//! of the new range that did not persist.
+//!
+//! Faults ([`DiskFaults`], all off by default) are injected with the disk's own random
+//! stream and counted in [`FaultCounters`]. Slow operations and reordered completions
+//! are the simulator's business (it schedules completions), not the disk's.
+//!
+//! Everything is deterministic: the only randomness is a [`SimRng`] derived from the
+//! seed given to the constructor, and all state lives in ordered maps and vectors.
+
+use crate::rng::SimRng;
+use broker_core::{FileSystem, StorageError};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The sector size of the simulated disk: the unit of torn writes and of bit rot.
+pub const SECTOR_SIZE: u64 = 512;
+
+/// The largest file the simulated disk holds. A write or truncate past it fails with
+/// [`StorageError::DiskFull`] (a capacity limit, not an injected fault, so not counted).
+pub const MAX_FILE_LEN: u64 = 1 << 30;
+
+/// Per-kind fault probabilities, each in `0.0..=1.0`. All zero by default: a disk
+/// built with [`DiskFaults::default`] never fails on its own (crashes still lose
+/// unsynced data, since the caller asks for them).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DiskFaults {
+    /// Chance that any [`FileSystem`] call fails with [`StorageError::Io`]. It changes
+    /// nothing, except that a failing `write_at` of two or more sectors applies, half
+    /// of the time, a proper prefix of its sector pieces to the live image (a short
+    /// write followed by an error); that prefix is then an ordinary unsynced write.
+    pub io_error: f64,
+    /// Chance that a `write_at`, or a `create` of a new name, fails with
+    /// [`StorageError::DiskFull`], changing nothing.
+    pub disk_full: f64,
+    /// Chance that a `sync_file` of a file with unsynced data fails (ext4/XFS
+    /// behaviour): it returns [`StorageError::Io`] and that file's unsynced data and
+    /// size changes are dropped from the durable future. They stay readable in the
+    /// live image but never become durable, and a later fsync succeeds without them.
+    pub fsync_failure: f64,
+    /// Chance, at each successful `sync_file` of a file named `*.log` that made data
+    /// durable, that one of that file's durable sectors goes bad (latent bit rot).
+    pub bit_rot: f64,
+    /// Chance, during a crash in [`CrashMode::Prefix`] or [`CrashMode::RandomSubset`],
+    /// that a write is applied torn rather than whole ([`CrashMode::OneTorn`] always
+    /// tears its write).
+    pub torn_write: f64,
+    /// Chance that a crash applying an unsynced rename lands it half done: both names
+    /// or neither name durable. Breaks rename atomicity; off by default.
+    pub broken_rename: f64,
+}
+
+impl DiskFaults {
+    /// No faults at all (the default).
+    pub fn none() -> DiskFaults {
+        DiskFaults::default()
+    }
+}
+
+/// How many faults of each kind the disk has injected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FaultCounters {
+    /// Calls failed with an injected I/O error.
+    pub io_errors: u64,
+    /// Failed writes that applied a prefix of their sectors to the live image.
+    pub partial_writes: u64,
+    /// Calls failed with an injected disk-full error.
+    pub disk_full: u64,
+    /// Failed fsyncs (unsynced data dropped from the durable future).
+    pub fsync_failures: u64,
+    /// Unsynced operations dropped by failed fsyncs.
+    pub ops_dropped_by_fsync: u64,
+    /// Durable sectors marked bad by bit rot.
+    pub bit_rot_sectors: u64,
+    /// Writes applied torn by crashes.
+    pub torn_writes: u64,
+    /// Renames a crash left half done (both names or neither).
+    pub broken_renames: u64,
+    /// Crashes.
+    pub crashes: u64,
+    /// Unsynced operations crashes dropped (torn writes count as applied).
+    pub ops_dropped_by_crash: u64,
+}
+
+/// Which unsynced operations a crash applies on top of the durable state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CrashMode {
+    /// None: only the durable state survives.
+    DropAll,
+    /// A random prefix (in issue order) of the unsynced operations; the first operation
+    /// after the prefix may be applied torn (see [`DiskFaults::torn_write`]).
+    Prefix,
+    /// Every unsynced operation but one, chosen at random.
+    AllButOne,
+    /// One random unsynced write, torn (a random subset of its sectors persists);
+    /// everything else is dropped. With no unsynced write, nothing is applied.
+    OneTorn,
+    /// Any subset of the unsynced operations, across all files. Operations on different
+    /// files (and the data and directory sides) commute, so this covers any order
+    /// across files; within one file the subset is applied in issue order, which gives
+    /// each sector the content of some write to it (or its durable content).
+    /// Writes may be torn (see [`DiskFaults::torn_write`]).
+    RandomSubset,
+}
+
+impl CrashMode {
+    /// Every crash mode.
+    pub const ALL: [CrashMode; 5] =
+        [CrashMode::DropAll, CrashMode::Prefix, CrashMode::AllButOne, CrashMode::OneTorn, CrashMode::RandomSubset];
+
+    /// A short name, for traces and replay commands.
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashMode::DropAll => "drop-all",
+            CrashMode::Prefix => "prefix",
+            CrashMode::AllButOne => "all-but-one",
+            CrashMode::OneTorn => "one-torn",
+            CrashMode::RandomSubset => "random-subset",
+        }
+    }
+}
+
+/// What a crash did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CrashReport {
+    /// The crash mode used.
+    pub mode: CrashMode,
+    /// Unsynced operations applied, whole or torn.
+    pub ops_applied: usize,
+    /// Unsynced operations dropped. `ops_applied + ops_dropped` is the number of
+    /// operations that were unsynced before the crash.
+    pub ops_dropped: usize,
+    /// Of the applied operations, writes applied torn.
+    pub ops_torn: usize,
+    /// Of the applied operations, renames left half done.
+    pub renames_broken: usize,
+}
+
+/// A file identity (an inode number). Never reused within one disk.
+type FileId = u64;
+
+#[derive(Clone, Debug, Default)]
+struct File {
+    /// What survives a crash.
+    durable: Vec<u8>,
+    /// What reads see.
+    live: Vec<u8>,
+    /// Bad sectors on the medium (of the durable image). Pristine bytes are kept; reads
+    /// corrupt these sectors deterministically.
+    rot: BTreeSet<u64>,
+    /// Bad sectors the live image has since rewritten whole (or cut off): live reads of
+    /// them are clean, though the medium stays bad until the rewrite becomes durable.
+    live_clean: BTreeSet<u64>,
+}
+
+/// One unsynced operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Op {
+    Write { file: FileId, offset: u64, data: Vec<u8> },
+    Truncate { file: FileId, len: u64 },
+    Create { name: String, file: FileId },
+    Rename { from: String, to: String, file: FileId },
+    Remove { name: String, file: FileId },
+}
+
+impl Op {
+    /// The file whose data or size this operation changes, if it is a data operation.
+    fn data_file(&self) -> Option<FileId> {
+        match self {
+            Op::Write { file, .. } | Op::Truncate { file, .. } => Some(*file),
+            Op::Create { .. } | Op::Rename { .. } | Op::Remove { .. } => None,
+        }
+    }
+}
+
+/// What a crash does with one unsynced operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Drop,
+    Apply,
+    Tear,
+}
+
+/// A simulated disk holding one flat directory. See the [module docs](self) for the model.
+///
+/// Cloning takes a full snapshot, random stream included, so a simulator can try
+/// several crashes from one point.
+#[derive(Clone, Debug)]
+pub struct SimDisk {
+    rng: SimRng,
+    faults: DiskFaults,
+    faults_enabled: bool,
+    files: BTreeMap<FileId, File>,
+    next_file: FileId,
+    durable_dir: BTreeMap<String, FileId>,
+    live_dir: BTreeMap<String, FileId>,
+    pending: Vec<Op>,
+    counters: FaultCounters,
+    rotted: BTreeSet<String>,
+}
+
+impl SimDisk {
+    /// An empty, fault-free disk whose random choices (crash modes, torn sectors,
+    /// garbage) all derive from `seed` (through `SimRng::fork(seed, "disk")`).
+    pub fn new(seed: u64) -> SimDisk {
+        SimDisk::with_faults(seed, DiskFaults::none())
+    }
+
+    /// An empty disk injecting `faults`, all random choices derived from `seed`.
+    pub fn with_faults(seed: u64, faults: DiskFaults) -> SimDisk {
+        SimDisk {
+            rng: SimRng::fork(seed, "disk"),
+            faults,
+            faults_enabled: true,
+            files: BTreeMap::new(),
+            next_file: 1,
+            durable_dir: BTreeMap::new(),
+            live_dir: BTreeMap::new(),
+            pending: Vec::new(),
+            counters: FaultCounters::default(),
+            rotted: BTreeSet::new(),
+        }
+    }
+
+    /// The fault probabilities.
+    pub fn faults(&self) -> DiskFaults {
+        self.faults
+    }
+
+    /// Replaces the fault probabilities.
+    pub fn set_faults(&mut self, faults: DiskFaults) {
+        self.faults = faults;
+    }
+
+    /// Switches fault injection on or off (on at construction). While off, no fault of
+    /// any kind is injected, crashes tear only in [`CrashMode::OneTorn`] and never break
+    /// a rename; sectors already rotted stay bad (the damage is on the medium).
+    pub fn set_faults_enabled(&mut self, enabled: bool) {
+        self.faults_enabled = enabled;
+    }
+
+    /// Whether fault injection is on.
+    pub fn faults_enabled(&self) -> bool {
+        self.faults_enabled
+    }
+
+    /// How many faults of each kind were injected so far.
+    pub fn counters(&self) -> FaultCounters {
+        self.counters
+    }
+
+    /// The sector size: the unit of torn writes and bit rot ([`SECTOR_SIZE`]).
+    pub fn sector_size(&self) -> u64 {
+        SECTOR_SIZE
+    }
+
+    /// How many operations are not yet durable.
+    pub fn unsynced_ops(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The entries that survive a [`CrashMode::DropAll`] crash, sorted.
+    pub fn durable_names(&self) -> Vec<String> {
+        self.durable_dir.keys().cloned().collect()
+    }
+
+    /// The entries reads and `list` see now, sorted.
+    pub fn live_names(&self) -> Vec<String> {
+        self.live_dir.keys().cloned().collect()
+    }
+
+    /// The bytes a read of `name` would return after a [`CrashMode::DropAll`] crash
+    /// (durable content, bit rot applied), or `None` if the durable directory has no
+    /// such entry.
+    pub fn durable_file(&self, name: &str) -> Option<Vec<u8>> {
+        let id = *self.durable_dir.get(name)?;
+        let f = self.files.get(&id)?;
+        let mut out = f.durable.clone();
+        corrupt(&mut out, 0, id, &f.rot, &BTreeSet::new());
+        Some(out)
+    }
+
+    /// The bytes a read of `name` returns now (live content, bit rot applied), or
+    /// `None` if the live directory has no such entry. Injects no fault.
+    pub fn live_file(&self, name: &str) -> Option<Vec<u8>> {
+        let id = *self.live_dir.get(name)?;
+        let f = self.files.get(&id)?;
+        let mut out = f.live.clone();
+        corrupt(&mut out, 0, id, &f.rot, &f.live_clean);
+        Some(out)
+    }
+
+    /// The names (as named when it happened) of every file that has had bit rot
+    /// injected, sorted. Only names ending in `.log` ever appear.
+    pub fn rotted_files(&self) -> Vec<String> {
+        self.rotted.iter().cloned().collect()
+    }
+
+    /// A hash of the whole state (files, entries, unsynced operations, counters and
+    /// the random stream's next output), to prove two runs identical.
+    pub fn state_hash(&self) -> u64 {
+        let mut h = Fnv::new();
+        h.u64(self.dir_hash(&self.durable_dir));
+        h.u64(self.dir_hash(&self.live_dir));
+        for (id, f) in &self.files {
+            h.u64(*id);
+            h.bytes(&f.durable);
+            h.bytes(&f.live);
+            h.u64(f.rot.len() as u64);
+            f.rot.iter().for_each(|s| h.u64(*s));
+            h.u64(f.live_clean.len() as u64);
+            f.live_clean.iter().for_each(|s| h.u64(*s));
+        }
+        h.u64(self.next_file);
+        for op in &self.pending {
+            match op {
+                Op::Write { file, offset, data } => {
+                    h.u64(1);
+                    h.u64(*file);
+                    h.u64(*offset);
+                    h.bytes(data);
+                }
+                Op::Truncate { file, len } => {
+                    h.u64(2);
+                    h.u64(*file);
+                    h.u64(*len);
+                }
+                Op::Create { name, file } => {
+                    h.u64(3);
+                    h.bytes(name.as_bytes());
+                    h.u64(*file);
+                }
+                Op::Rename { from, to, file } => {
+                    h.u64(4);
+                    h.bytes(from.as_bytes());
+                    h.bytes(to.as_bytes());
+                    h.u64(*file);
+                }
+                Op::Remove { name, file } => {
+                    h.u64(5);
+                    h.bytes(name.as_bytes());
+                    h.u64(*file);
+                }
+            }
+        }
+        let c = &self.counters;
+        for v in [
+            c.io_errors,
+            c.partial_writes,
+            c.disk_full,
+            c.fsync_failures,
+            c.ops_dropped_by_fsync,
+            c.bit_rot_sectors,
+            c.torn_writes,
+            c.broken_renames,
+            c.crashes,
+            c.ops_dropped_by_crash,
+        ] {
+            h.u64(v);
+        }
+        self.rotted.iter().for_each(|n| h.bytes(n.as_bytes()));
+        h.u64(self.rng.clone().u64());
+        h.finish()
+    }
+
+    fn dir_hash(&self, dir: &BTreeMap<String, FileId>) -> u64 {
+        let mut h = Fnv::new();
+        for (name, id) in dir {
+            h.bytes(name.as_bytes());
+            h.u64(*id);
+        }
+        h.finish()
+    }
+
+    /// Crashes with a crash mode chosen by the disk's random stream (uniformly).
+    pub fn crash(&mut self) -> CrashReport {
+        let mode = CrashMode::ALL[self.rng.below(CrashMode::ALL.len() as u64) as usize];
+        self.crash_with(mode)
+    }
+
+    /// Crashes with the given mode: the durable state plus the unsynced operations the
+    /// mode applies becomes the new durable state, the live state becomes equal to it,
+    /// nothing is unsynced, and files no durable entry names are gone.
+    pub fn crash_with(&mut self, mode: CrashMode) -> CrashReport {
+        let ops = std::mem::take(&mut self.pending);
+        let n = ops.len();
+        let mut plan = vec![Fate::Drop; n];
+        match mode {
+            CrashMode::DropAll => {}
+            CrashMode::Prefix => {
+                let k = self.rng.below(n as u64 + 1) as usize;
+                plan[..k].fill(Fate::Apply);
+                if k < n && matches!(ops[k], Op::Write { .. }) && self.inject(self.faults.torn_write) {
+                    plan[k] = Fate::Tear;
+                }
+            }
+            CrashMode::AllButOne => {
+                plan.fill(Fate::Apply);
+                if n > 0 {
+                    plan[self.rng.below(n as u64) as usize] = Fate::Drop;
+                }
+            }
+            CrashMode::OneTorn => {
+                let writes: Vec<usize> = (0..n).filter(|&i| matches!(ops[i], Op::Write { .. })).collect();
+                if let Some(&i) = self.rng.pick(&writes) {
+                    plan[i] = Fate::Tear;
+                }
+            }
+            CrashMode::RandomSubset => {
+                for (i, op) in ops.iter().enumerate() {
+                    if self.rng.chance(0.5) {
+                        let tear = matches!(op, Op::Write { .. }) && self.inject(self.faults.torn_write);
+                        plan[i] = if tear { Fate::Tear } else { Fate::Apply };
+                    }
+                }
+            }
+        }
+        let mut report = CrashReport { mode, ops_applied: 0, ops_dropped: 0, ops_torn: 0, renames_broken: 0 };
+        for (op, fate) in ops.into_iter().zip(plan) {
+            match fate {
+                Fate::Drop => report.ops_dropped += 1,
+                Fate::Apply => {
+                    report.ops_applied += 1;
+                    if let Op::Rename { from, to, file } = &op {
+                        if self.inject(self.faults.broken_rename) {
+                            report.renames_broken += 1;
+                            self.break_rename(from, to, *file);
+                            continue;
+                        }
+                    }
+                    self.apply(op);
+                }
+                Fate::Tear => {
+                    report.ops_applied += 1;
+                    report.ops_torn += 1;
+                    if let Op::Write { file, offset, data } = op {
+                        self.apply_torn_write(file, offset, &data);
+                    }
+                }
+            }
+        }
+        // The live state restarts from the durable one; unnamed files are gone.
+        let named: BTreeSet<FileId> = self.durable_dir.values().copied().collect();
+        self.files.retain(|id, _| named.contains(id));
+        for f in self.files.values_mut() {
+            f.live = f.durable.clone();
+            f.live_clean.clear();
+        }
+        self.live_dir = self.durable_dir.clone();
+        self.counters.crashes += 1;
+        self.counters.ops_dropped_by_crash += report.ops_dropped as u64;
+        self.counters.torn_writes += report.ops_torn as u64;
+        self.counters.broken_renames += report.renames_broken as u64;
+        report
+    }
+
+    // --- internals -------------------------------------------------------------------
+
+    /// Whether to inject a fault of probability `p` now (draws only if `p > 0`).
+    fn inject(&mut self, p: f64) -> bool {
+        self.faults_enabled && self.rng.chance(p)
+    }
+
+    /// An injected I/O error for `call` on `name`, if one is due.
+    fn io_fault(&mut self, call: &str, name: &str) -> Result<(), StorageError> {
+        if self.inject(self.faults.io_error) {
+            self.counters.io_errors += 1;
+            return Err(StorageError::Io(format!("injected I/O error: {call} {name}")));
+        }
+        Ok(())
+    }
+
+    fn id_of(&self, name: &str) -> Result<FileId, StorageError> {
+        self.live_dir.get(name).copied().ok_or_else(|| StorageError::NotFound(name.to_string()))
+    }
+
+    fn file_mut(&mut self, id: FileId) -> Result<&mut File, StorageError> {
+        self.files.get_mut(&id).ok_or_else(|| StorageError::Io(format!("simulated disk lost file #{id}")))
+    }
+
+    /// Applies `data` at `offset` to the live image and records the unsynced write.
+    fn live_write(&mut self, id: FileId, offset: u64, data: &[u8]) -> Result<(), StorageError> {
+        let f = self.file_mut(id)?;
+        if data.is_empty() && offset <= f.live.len() as u64 {
+            return Ok(()); // changes nothing: no unsynced operation
+        }
+        put(&mut f.live, offset, data);
+        let cleaned = covered(&f.rot, offset, offset + data.len() as u64, f.live.len() as u64);
+        f.live_clean.extend(cleaned);
+        self.pending.push(Op::Write { file: id, offset, data: data.to_vec() });
+        Ok(())
+    }
+
+    /// Applies one unsynced operation whole to the durable state.
+    fn apply(&mut self, op: Op) {
+        match op {
+            Op::Write { file, offset, data } => {
+                if let Some(f) = self.files.get_mut(&file) {
+                    put(&mut f.durable, offset, &data);
+                    let healed = covered(&f.rot, offset, offset + data.len() as u64, f.durable.len() as u64);
+                    for s in healed {
+                        f.rot.remove(&s);
+                        f.live_clean.remove(&s);
+                    }
+                }
+            }
+            Op::Truncate { file, len } => {
+                if let Some(f) = self.files.get_mut(&file) {
+                    f.durable.resize(len as usize, 0);
+                    f.rot.retain(|s| s * SECTOR_SIZE < len);
+                    f.live_clean.retain(|s| s * SECTOR_SIZE < len);
+                }
+            }
+            Op::Create { name, file } => {
+                self.durable_dir.insert(name, file);
+            }
+            Op::Rename { from, to, file } => {
+                if self.durable_dir.get(&from) == Some(&file) {
+                    self.durable_dir.remove(&from);
+                }
+                self.durable_dir.insert(to, file);
+            }
+            Op::Remove { name, file } => {
+                if self.durable_dir.get(&name) == Some(&file) {
+                    self.durable_dir.remove(&name);
+                }
+            }
+        }
+    }
+
+    /// A rename a crash leaves half done: both names, or neither, name the file.
+    fn break_rename(&mut self, from: &str, to: &str, file: FileId) {
+        if self.rng.chance(0.5) {
+            self.durable_dir.insert(from.to_string(), file);
+            self.durable_dir.insert(to.to_string(), file);
+        } else {
+            if self.durable_dir.get(from) == Some(&file) {
+                self.durable_dir.remove(from);
+            }
+            self.durable_dir.remove(to);
+        }
+    }
+
+    /// Applies a write torn to the durable image: a random subset of its sector pieces
+    /// persists. If it grows the file, the size may or may not persist; the parts of the
+    /// new range that did not persist hold zeros or random garbage.
+    fn apply_torn_write(&mut self, id: FileId, offset: u64, data: &[u8]) {
+        let end = offset + data.len() as u64;
+        let pieces = pieces(offset, end);
+        let keep: Vec<bool> = pieces.iter().map(|_| self.rng.chance(0.5)).collect();
+        let Some(old_len) = self.files.get(&id).map(|f| f.durable.len() as u64) else { return };
+        let mut new_len = old_len;
+        let mut garbage = Vec::new();
+        if end > old_len {
+            let size_persisted = self.rng.chance(0.5);
+            let last_kept = pieces.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| p.1).max();
+            new_len = if size_persisted { end } else { old_len.max(last_kept.unwrap_or(old_len)) };
+            if new_len > old_len && self.rng.chance(0.5) {
+                garbage = vec![0u8; (new_len - old_len) as usize];
+                self.rng.fill(&mut garbage);
+            }
+        }
+        let Some(f) = self.files.get_mut(&id) else { return };
+        if new_len > old_len {
+            f.durable.resize(new_len as usize, 0);
+            if !garbage.is_empty() {
+                f.durable[old_len as usize..].copy_from_slice(&garbage);
+            }
+        }
+        for (&(lo, hi), _) in pieces.iter().zip(&keep).filter(|(_, k)| **k) {
+            let src = &data[(lo - offset) as usize..(hi - offset) as usize];
+            f.durable[lo as usize..hi as usize].copy_from_slice(src);
+            for s in covered(&f.rot, lo, hi, new_len) {
+                f.rot.remove(&s);
+                f.live_clean.remove(&s);
+            }
+        }
+    }
+
+    fn check_name(name: &str) -> Result<(), StorageError> {
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+            return Err(StorageError::Io(format!("invalid file name {name:?} for a flat directory")));
+        }
+        Ok(())
+    }
+
+    fn check_len(name: &str, len: u64) -> Result<(), StorageError> {
+        if len > MAX_FILE_LEN {
+            return Err(StorageError::DiskFull(format!("{name}: {len} bytes exceed the simulated disk's file limit")));
+        }
+        Ok(())
+    }
+}
+
+impl FileSystem for SimDisk {
+    fn create(&mut self, name: &str) -> Result<(), StorageError> {
+        Self::check_name(name)?;
+        self.io_fault("create", name)?;
+        if self.live_dir.contains_key(name) {
+            return Ok(());
+        }
+        if self.inject(self.faults.disk_full) {
+            self.counters.disk_full += 1;
+            return Err(StorageError::DiskFull(format!("injected: create {name}")));
+        }
+        let id = self.next_file;
+        self.next_file += 1;
+        self.files.insert(id, File::default());
+        self.live_dir.insert(name.to_string(), id);
+        self.pending.push(Op::Create { name: name.to_string(), file: id });
+        Ok(())
+    }
+
+    /// On an injected I/O error, a write of two or more sector pieces applies, half of
+    /// the time, a random proper prefix of its pieces to the live image (as an unsynced
+    /// write) before failing.
+    fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StorageError> {
+        let id = self.id_of(name)?;
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| StorageError::Io(format!("{name}: write overflows")))?;
+        Self::check_len(name, end)?;
+        if self.inject(self.faults.io_error) {
+            self.counters.io_errors += 1;
+            let pieces = pieces(offset, end);
+            if pieces.len() >= 2 && self.rng.chance(0.5) {
+                let k = self.rng.between(1, pieces.len() as u64 - 1) as usize;
+                let upto = (pieces[k - 1].1 - offset) as usize;
+                self.live_write(id, offset, &data[..upto])?;
+                self.counters.partial_writes += 1;
+            }
+            return Err(StorageError::Io(format!("injected I/O error: write {name} at {offset}")));
+        }
+        if self.inject(self.faults.disk_full) {
+            self.counters.disk_full += 1;
+            return Err(StorageError::DiskFull(format!("injected: write {name} at {offset}")));
+        }
+        self.live_write(id, offset, data)
+    }
+
+    fn read_at(&mut self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>, StorageError> {
+        let id = self.id_of(name)?;
+        self.io_fault("read", name)?;
+        let f = self.file_mut(id)?;
+        let size = f.live.len() as u64;
+        let start = offset.min(size);
+        let end = start.saturating_add(len as u64).min(size);
+        let mut out = f.live[start as usize..end as usize].to_vec();
+        corrupt(&mut out, start, id, &f.rot, &f.live_clean);
+        Ok(out)
+    }
+
+    fn len(&mut self, name: &str) -> Result<u64, StorageError> {
+        let id = self.id_of(name)?;
+        self.io_fault("len", name)?;
+        Ok(self.file_mut(id)?.live.len() as u64)
+    }
+
+    fn truncate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        let id = self.id_of(name)?;
+        Self::check_len(name, len)?;
+        self.io_fault("truncate", name)?;
+        let f = self.file_mut(id)?;
+        f.live.resize(len as usize, 0);
+        let cut: Vec<u64> = f.rot.iter().copied().filter(|s| s * SECTOR_SIZE >= len).collect();
+        f.live_clean.extend(cut);
+        self.pending.push(Op::Truncate { file: id, len });
+        Ok(())
+    }
+
+    /// Applies this file's unsynced data operations to its durable image, in order.
+    /// May fail with an injected I/O error (nothing changes, the data stays unsynced)
+    /// or an injected fsync failure (the data is dropped from the durable future).
+    fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
+        let id = self.id_of(name)?;
+        self.io_fault("fsync", name)?;
+        let (mine, rest): (Vec<Op>, Vec<Op>) =
+            std::mem::take(&mut self.pending).into_iter().partition(|op| op.data_file() == Some(id));
+        self.pending = rest;
+        if !mine.is_empty() && self.inject(self.faults.fsync_failure) {
+            self.counters.fsync_failures += 1;
+            self.counters.ops_dropped_by_fsync += mine.len() as u64;
+            return Err(StorageError::Io(format!(
+                "injected fsync failure: {name}: {} unsynced operations lost",
+                mine.len()
+            )));
+        }
+        let made_durable = !mine.is_empty();
+        for op in mine {
+            self.apply(op);
+        }
+        if made_durable && name.ends_with(".log") && self.inject(self.faults.bit_rot) {
+            let sectors = self.files.get(&id).map_or(0, |f| (f.durable.len() as u64).div_ceil(SECTOR_SIZE));
+            if sectors > 0 {
+                let s = self.rng.below(sectors);
+                let f = self.file_mut(id)?;
+                f.live_clean.remove(&s);
+                if f.rot.insert(s) {
+                    self.counters.bit_rot_sectors += 1;
+                    self.rotted.insert(name.to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies every unsynced directory operation to the durable directory, in order.
+    fn sync_dir(&mut self) -> Result<(), StorageError> {
+        self.io_fault("fsync", "the directory")?;
+        let (dir_ops, rest): (Vec<Op>, Vec<Op>) =
+            std::mem::take(&mut self.pending).into_iter().partition(|op| op.data_file().is_none());
+        self.pending = rest;
+        for op in dir_ops {
+            self.apply(op);
+        }
+        Ok(())
+    }
+
+    /// Renaming a name to itself, or to another name of the same file (possible only
+    /// after a broken rename), does nothing, as POSIX specifies.
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), StorageError> {
+        let id = self.id_of(from)?;
+        Self::check_name(to)?;
+        self.io_fault("rename", from)?;
+        if self.live_dir.get(to) == Some(&id) {
+            return Ok(());
+        }
+        self.live_dir.remove(from);
+        self.live_dir.insert(to.to_string(), id);
+        self.pending.push(Op::Rename { from: from.to_string(), to: to.to_string(), file: id });
+        Ok(())
+    }
+
+    fn remove(&mut self, name: &str) -> Result<(), StorageError> {
+        let id = self.id_of(name)?;
+        self.io_fault("remove", name)?;
+        self.live_dir.remove(name);
+        self.pending.push(Op::Remove { name: name.to_string(), file: id });
+        Ok(())
+    }
+
+    fn list(&mut self) -> Result<Vec<String>, StorageError> {
+        self.io_fault("list", "the directory")?;
+        Ok(self.live_names())
+    }
+}
+
+/// `data` written at `offset` into `img`, growing it (with zeros) as needed.
+fn put(img: &mut Vec<u8>, offset: u64, data: &[u8]) {
+    let start = offset as usize;
+    let end = start + data.len();
+    if img.len() < end {
+        img.resize(end, 0);
+    }
+    img[start..end].copy_from_slice(data);
+}
+
+/// `lo..hi` split at sector boundaries.
+fn pieces(lo: u64, hi: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut at = lo;
+    while at < hi {
+        let stop = ((at / SECTOR_SIZE + 1) * SECTOR_SIZE).min(hi);
+        out.push((at, stop));
+        at = stop;
+    }
+    out
+}
+
+/// The sectors of `set` that `lo..hi` covers whole in a file `file_len` bytes long
+/// (a last, partial sector counts as covered if the range reaches the end of file).
+fn covered(set: &BTreeSet<u64>, lo: u64, hi: u64, file_len: u64) -> Vec<u64> {
+    if lo >= hi {
+        return Vec::new();
+    }
+    set.range(lo / SECTOR_SIZE..=(hi - 1) / SECTOR_SIZE)
+        .copied()
+        .filter(|&s| {
+            let start = s * SECTOR_SIZE;
+            let end = (start + SECTOR_SIZE).min(file_len);
+            start >= lo && end <= hi
+        })
+        .collect()
+}
+
+/// Corrupts, in `buf` (the bytes of file `id` from position `at`), every byte of a
+/// sector in `rot` but not in `clean`, deterministically: XOR with a non-zero mask
+/// derived from the file, the sector and the position, so a re-read gives the same
+/// bad bytes and a retry never heals them.
+fn corrupt(buf: &mut [u8], at: u64, id: FileId, rot: &BTreeSet<u64>, clean: &BTreeSet<u64>) {
+    if buf.is_empty() {
+        return;
+    }
+    let end = at + buf.len() as u64;
+    for &s in rot.range(at / SECTOR_SIZE..=(end - 1) / SECTOR_SIZE) {
+        if clean.contains(&s) {
+            continue;
+        }
+        let lo = (s * SECTOR_SIZE).max(at);
+        let hi = ((s + 1) * SECTOR_SIZE).min(end);
+        for p in lo..hi {
+            buf[(p - at) as usize] ^= rot_mask(id, s, p);
+        }
+    }
+}
+
+/// The non-zero XOR mask of byte `pos` in bad sector `sector` of file `id`.
+fn rot_mask(id: FileId, sector: u64, pos: u64) -> u8 {
+    let mut z =
+        id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ sector.rotate_left(29) ^ pos.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z as u8) | 1
+}
+
+/// FNV-1a, for [`SimDisk::state_hash`].
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn byte(&mut self, b: u8) {
+        self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+
+    fn u64(&mut self, v: u64) {
+        v.to_le_bytes().into_iter().for_each(|b| self.byte(b));
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.u64(b.len() as u64);
+        b.iter().for_each(|&b| self.byte(b));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SS: usize = SECTOR_SIZE as usize;
+
+    fn disk() -> SimDisk {
+        SimDisk::new(7)
+    }
+
+    /// A file with `data` whose content and entry are durable.
+    fn durable(d: &mut SimDisk, name: &str, data: &[u8]) {
+        d.create(name).unwrap();
+        d.write_at(name, 0, data).unwrap();
+        d.sync_file(name).unwrap();
+        d.sync_dir().unwrap();
+        assert_eq!(d.unsynced_ops(), 0);
+    }
+
+    fn pattern(len: usize, salt: u8) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt) | 0x80).collect()
+    }
+
+    fn faults(f: impl FnOnce(&mut DiskFaults)) -> DiskFaults {
+        let mut x = DiskFaults::default();
+        f(&mut x);
+        x
+    }
+
+    #[test]
+    fn unsynced_create_vanishes_under_drop_all() {
+        let mut d = disk();
+        d.create("a").unwrap();
+        d.write_at("a", 0, b"hello").unwrap();
+        assert_eq!(d.list().unwrap(), vec!["a".to_string()]);
+        assert!(d.durable_names().is_empty());
+        let r = d.crash_with(CrashMode::DropAll);
+        assert_eq!((r.ops_applied, r.ops_dropped), (0, 2));
+        assert!(d.list().unwrap().is_empty());
+        assert_eq!(d.read_all("a"), Err(StorageError::NotFound("a".into())));
+    }
+
+    #[test]
+    fn synced_create_and_synced_dir_survive_every_mode() {
+        for mode in CrashMode::ALL {
+            for seed in 0..20 {
+                let mut d = SimDisk::new(seed);
+                durable(&mut d, "a", b"payload");
+                d.crash_with(mode);
+                assert_eq!(d.read_all("a").unwrap(), b"payload", "{mode:?} seed {seed}");
+                assert_eq!(d.live_names(), vec!["a".to_string()]);
+            }
+        }
+    }
+
+    #[test]
+    fn synced_data_without_dir_sync_vanishes_with_its_entry() {
+        let mut d = disk();
+        d.create("a").unwrap();
+        d.write_at("a", 0, b"data").unwrap();
+        d.sync_file("a").unwrap();
+        assert_eq!(d.unsynced_ops(), 1, "only the create is left");
+        assert!(d.durable_file("a").is_none());
+        d.crash_with(CrashMode::DropAll);
+        assert!(d.live_names().is_empty());
+    }
+
+    #[test]
+    fn dir_sync_does_not_sync_data() {
+        let mut d = disk();
+        d.create("a").unwrap();
+        d.write_at("a", 0, b"data").unwrap();
+        d.sync_dir().unwrap();
+        assert_eq!(d.durable_file("a"), Some(vec![]));
+        d.crash_with(CrashMode::DropAll);
+        assert_eq!(d.read_all("a").unwrap(), b"");
+    }
+
+    #[test]
+    fn write_without_fsync_is_readable_but_lost_under_drop_all() {
+        let mut d = disk();
+        durable(&mut d, "a", b"old");
+        d.write_at("a", 3, b"-new").unwrap();
+        d.truncate("a", 10).unwrap();
+        assert_eq!(d.read_all("a").unwrap(), b"old-new\0\0\0");
+        assert_eq!(d.len("a").unwrap(), 10);
+        assert_eq!(d.durable_file("a").unwrap(), b"old");
+        d.crash_with(CrashMode::DropAll);
+        assert_eq!(d.read_all("a").unwrap(), b"old");
+        assert_eq!(d.unsynced_ops(), 0);
+    }
+
+    #[test]
+    fn sync_file_makes_only_that_file_durable() {
+        let mut d = disk();
+        durable(&mut d, "a", b"");
+        durable(&mut d, "b", b"");
+        d.write_at("a", 0, b"A").unwrap();
+        d.write_at("b", 0, b"B").unwrap();
+        d.create("c").unwrap();
+        d.sync_file("a").unwrap();
+        assert_eq!(d.unsynced_ops(), 2);
+        d.crash_with(CrashMode::DropAll);
+        assert_eq!(d.read_all("a").unwrap(), b"A");
+        assert_eq!(d.read_all("b").unwrap(), b"");
+        assert_eq!(d.live_names(), vec!["a".to_string(), "b".to_string()]);
+    }
+
+    #[test]
+    fn unlink_without_dir_sync_comes_back_with_durable_content() {
+        let mut d = disk();
+        durable(&mut d, "a", b"durable");
+        d.write_at("a", 0, b"DURABLE-but-unsynced").unwrap();
+        d.remove("a").unwrap();
+        assert!(d.list().unwrap().is_empty());
+        assert_eq!(d.durable_names(), vec!["a".to_string()]);
+        d.crash_with(CrashMode::DropAll);
+        assert_eq!(d.read_all("a").unwrap(), b"durable");
+        // Once the directory is synced, the removal sticks.
+        d.remove("a").unwrap();
+        d.sync_dir().unwrap();
+        for mode in CrashMode::ALL {
+            let mut c = d.clone();
+            c.crash_with(mode);
+            assert!(c.live_names().is_empty());
+        }
+    }
+
+    #[test]
+    fn rename_without_dir_sync_may_revert_and_is_atomic() {
+        let (mut reverted, mut landed) = (0, 0);
+        for mode in CrashMode::ALL {
+            for seed in 0..40 {
+                let mut d = SimDisk::new(seed);
+                durable(&mut d, "journal", b"old journal");
+                d.create("journal.tmp").unwrap();
+                d.write_at("journal.tmp", 0, b"new journal").unwrap();
+                d.sync_file("journal.tmp").unwrap();
+                d.rename("journal.tmp", "journal").unwrap();
+                assert_eq!(d.read_all("journal").unwrap(), b"new journal");
+                assert_eq!(d.durable_file("journal").unwrap(), b"old journal");
+                d.crash_with(mode);
+                match d.read_all("journal").unwrap().as_slice() {
+                    b"old journal" => reverted += 1,
+                    b"new journal" => {
+                        landed += 1;
+                        assert!(!d.live_names().contains(&"journal.tmp".to_string()));
+                    }
+                    other => panic!("{mode:?} seed {seed}: journal is {other:?}"),
+                }
+                if mode == CrashMode::DropAll {
+                    assert_eq!(d.live_names(), vec!["journal".to_string()]);
+                }
+            }
+        }
+        assert!(reverted > 0 && landed > 0, "reverted {reverted}, landed {landed}");
+        // After a directory sync the rename survives every crash.
+        let mut d = disk();
+        durable(&mut d, "x", b"1");
+        d.rename("x", "y").unwrap();
+        d.sync_dir().unwrap();
+        for mode in CrashMode::ALL {
+            let mut c = d.clone();
+            c.crash_with(mode);
+            assert_eq!(c.live_names(), vec!["y".to_string()]);
+            assert_eq!(c.read_all("y").unwrap(), b"1");
+        }
+    }
+
+    #[test]
+    fn broken_rename_leaves_both_names_or_neither() {
+        let (mut both, mut neither) = (0, 0);
+        for seed in 0..40 {
+            let mut d = SimDisk::with_faults(seed, faults(|f| f.broken_rename = 1.0));
+            durable(&mut d, "to", b"old");
+            durable(&mut d, "from", b"new");
+            d.rename("from", "to").unwrap();
+            let r = d.crash_with(CrashMode::RandomSubset);
+            if r.ops_applied == 0 {
+                continue;
+            }
+            assert_eq!(r.renames_broken, 1);
+            match d.live_names().len() {
+                2 => {
+                    both += 1;
+                    assert_eq!(d.read_all("to").unwrap(), b"new");
+                    assert_eq!(d.read_all("from").unwrap(), b"new");
+                    // Renaming between two names of one file does nothing (POSIX).
+                    d.rename("from", "to").unwrap();
+                    assert_eq!(d.list().unwrap().len(), 2);
+                }
+                0 => neither += 1,
+                n => panic!("seed {seed}: {n} names"),
+            }
+        }
+        assert!(both > 0 && neither > 0);
+        // Off by default.
+        let mut d = disk();
+        durable(&mut d, "from", b"new");
+        d.rename("from", "to").unwrap();
+        d.crash_with(CrashMode::Prefix);
+        d.crash_with(CrashMode::RandomSubset);
+        assert_eq!(d.counters().broken_renames, 0);
+    }
+
+    #[test]
+    fn prefix_applies_a_prefix_and_all_but_one_drops_exactly_one() {
+        let names = ["a", "b", "c", "d", "e", "f"];
+        let mut sizes = BTreeSet::new();
+        for seed in 0..60 {
+            let mut d = SimDisk::new(seed);
+            for n in names {
+                durable(&mut d, n, b"");
+            }
+            for n in names {
+                d.write_at(n, 0, n.as_bytes()).unwrap();
+            }
+            let mut all_but_one = d.clone();
+            let r = d.crash_with(CrashMode::Prefix);
+            let applied: Vec<bool> = names.iter().map(|n| d.read_all(n).unwrap() == n.as_bytes()).collect();
+            let k = applied.iter().take_while(|a| **a).count();
+            assert!(applied[k..].iter().all(|a| !a), "seed {seed}: not a prefix: {applied:?}");
+            assert_eq!((r.ops_applied, r.ops_dropped), (k, names.len() - k));
+            sizes.insert(k);
+            let r = all_but_one.crash_with(CrashMode::AllButOne);
+            assert_eq!((r.ops_applied, r.ops_dropped), (names.len() - 1, 1));
+            let lost = names.iter().filter(|n| all_but_one.read_all(n).unwrap().is_empty()).count();
+            assert_eq!(lost, 1);
+        }
+        assert!(sizes.len() > 3, "prefix lengths seen: {sizes:?}");
+    }
+
+    #[test]
+    fn random_subset_mixes_files_and_counts_add_up() {
+        let mut seen = BTreeSet::new();
+        for seed in 0..60 {
+            let mut d = SimDisk::new(seed);
+            durable(&mut d, "a", b"");
+            durable(&mut d, "b", b"");
+            d.write_at("a", 0, b"1").unwrap();
+            d.write_at("b", 0, b"2").unwrap();
+            d.create("c").unwrap();
+            let before = d.unsynced_ops();
+            let r = d.crash_with(CrashMode::RandomSubset);
+            assert_eq!(r.ops_applied + r.ops_dropped, before);
+            assert_eq!(d.unsynced_ops(), 0);
+            let state = (
+                d.read_all("a").unwrap() == b"1",
+                d.read_all("b").unwrap() == b"2",
+                d.live_names().contains(&"c".to_string()),
+            );
+            seen.insert(state);
+        }
+        assert_eq!(seen.len(), 8, "every subset of three ops occurs: {seen:?}");
+    }
+
+    #[test]
+    fn torn_write_leaves_a_subset_of_sectors() {
+        let old = pattern(8 * SS, 1);
+        let new = pattern(8 * SS, 2);
+        let mut mixed = 0;
+        for seed in 0..40 {
+            let mut d = SimDisk::new(seed);
+            durable(&mut d, "a.log", &old);
+            d.write_at("a.log", 0, &new).unwrap();
+            let r = d.crash_with(CrashMode::OneTorn);
+            assert_eq!((r.ops_applied, r.ops_torn), (1, 1));
+            let got = d.read_all("a.log").unwrap();
+            assert_eq!(got.len(), old.len());
+            let mut kinds = BTreeSet::new();
+            for s in 0..8 {
+                let range = s * SS..(s + 1) * SS;
+                let sector = &got[range.clone()];
+                assert!(sector == &old[range.clone()] || sector == &new[range], "seed {seed}: sector {s} is neither");
+                kinds.insert(sector == &new[s * SS..(s + 1) * SS]);
+            }
+            if kinds.len() == 2 {
+                mixed += 1;
+            }
+        }
+        assert!(mixed > 30, "only {mixed} of 40 torn writes mixed old and new sectors");
+        assert_eq!(SimDisk::new(0).sector_size(), SECTOR_SIZE);
+    }
+
+    #[test]
+    fn torn_write_tears_at_absolute_sector_boundaries() {
+        // A write from the middle of sector 0 to the middle of sector 2: three pieces.
+        let old = pattern(3 * SS, 1);
+        let new = pattern(2 * SS, 9);
+        let mut outcomes = BTreeSet::new();
+        for seed in 0..30 {
+            let mut d = SimDisk::new(seed);
+            durable(&mut d, "a", &old);
+            d.write_at("a", SECTOR_SIZE / 2, &new).unwrap();
+            d.crash_with(CrashMode::OneTorn);
+            let got = d.read_all("a").unwrap();
+            for (lo, hi) in [(SS / 2, SS), (SS, 2 * SS), (2 * SS, 2 * SS + SS / 2)] {
+                let n = &new[lo - SS / 2..hi - SS / 2];
+                assert!(got[lo..hi] == *n || got[lo..hi] == old[lo..hi], "seed {seed}: piece {lo}..{hi}");
+                outcomes.insert((lo, got[lo..hi] == *n));
+            }
+            assert_eq!(got[..SS / 2], old[..SS / 2]);
+        }
+        assert_eq!(outcomes.len(), 6, "each piece both persisted and lost across seeds");
+    }
+
+    #[test]
+    fn torn_append_may_leave_zeros_or_garbage() {
+        let head = pattern(100, 3);
+        let tail = pattern(4 * SS, 4);
+        let (mut longer, mut garbage, mut zeros) = (0, 0, 0);
+        for seed in 0..80 {
+            let mut d = SimDisk::new(seed);
+            durable(&mut d, "a.log", &head);
+            d.write_at("a.log", head.len() as u64, &tail).unwrap();
+            d.crash_with(CrashMode::OneTorn);
+            let got = d.read_all("a.log").unwrap();
+            assert!(got.len() >= head.len() && got.len() <= head.len() + tail.len());
+            assert_eq!(got[..head.len()], head[..]);
+            if got.len() > head.len() {
+                longer += 1;
+            }
+            for (lo, hi) in pieces(head.len() as u64, (head.len() + tail.len()) as u64) {
+                let (lo, hi) = (lo as usize, (hi as usize).min(got.len()));
+                if lo >= hi {
+                    continue;
+                }
+                let n = &tail[lo - head.len()..hi - head.len()];
+                if got[lo..hi] == *n {
+                    continue;
+                }
+                if got[lo..hi].iter().all(|b| *b == 0) {
+                    zeros += 1;
+                } else {
+                    garbage += 1;
+                }
+            }
+        }
+        assert!(longer > 0 && garbage > 0 && zeros > 0, "longer {longer}, garbage {garbage}, zeros {zeros}");
+    }
+
+    #[test]
+    fn torn_write_fault_tears_in_prefix_and_random_subset() {
+        let old = pattern(6 * SS, 1);
+        let new = pattern(6 * SS, 2);
+        for mode in [CrashMode::Prefix, CrashMode::RandomSubset] {
+            let mut torn = 0;
+            for seed in 0..40 {
+                let mut d = SimDisk::with_faults(seed, faults(|f| f.torn_write = 1.0));
+                durable(&mut d, "a", &old);
+                d.write_at("a", 0, &new).unwrap();
+                torn += d.crash_with(mode).ops_torn;
+                let got = d.read_all("a").unwrap();
+                for s in 0..6 {
+                    let r = s * SS..(s + 1) * SS;
+                    assert!(got[r.clone()] == old[r.clone()] || got[r.clone()] == new[r]);
+                }
+            }
+            assert!(torn > 0, "{mode:?} never tore");
+        }
+        // With the fault off, those modes never tear.
+        for seed in 0..20 {
+            let mut d = SimDisk::new(seed);
+            durable(&mut d, "a", &old);
+            d.write_at("a", 0, &new).unwrap();
+            assert_eq!(d.crash_with(CrashMode::RandomSubset).ops_torn, 0);
+            let got = d.read_all("a").unwrap();
+            assert!(got == old || got == new);
+        }
+    }
+
+    #[test]
+    fn fsync_failure_drops_data_from_the_durable_future() {
+        let mut d = SimDisk::with_faults(1, faults(|f| f.fsync_failure = 1.0));
+        durable(&mut d, "a.log", b"");
+        assert_eq!(d.counters().fsync_failures, 0, "no dirty data, nothing to fail");
+        d.write_at("a.log", 0, b"lost").unwrap();
+        assert!(matches!(d.sync_file("a.log"), Err(StorageError::Io(_))));
+        assert_eq!(d.counters().fsync_failures, 1);
+        assert_eq!(d.counters().ops_dropped_by_fsync, 1);
+        // Still readable from the cache...
+        assert_eq!(d.read_all("a.log").unwrap(), b"lost");
+        // ...and a later fsync succeeds without writing it.
+        assert_eq!(d.sync_file("a.log"), Ok(()));
+        assert_eq!(d.unsynced_ops(), 0);
+        assert_eq!(d.durable_file("a.log").unwrap(), b"");
+        for mode in CrashMode::ALL {
+            let mut c = d.clone();
+            c.crash_with(mode);
+            assert_eq!(c.read_all("a.log").unwrap(), b"", "{mode:?}");
+        }
+        // Data written later is synced, over zeros where the lost write was.
+        d.set_faults(DiskFaults::none());
+        d.write_at("a.log", 4, b"kept").unwrap();
+        d.sync_file("a.log").unwrap();
+        d.crash_with(CrashMode::DropAll);
+        assert_eq!(d.read_all("a.log").unwrap(), b"\0\0\0\0kept");
+    }
+
+    #[test]
+    fn io_errors_change_nothing_but_a_write_prefix() {
+        let mut d = SimDisk::new(3);
+        durable(&mut d, "a", b"abc");
+        d.set_faults(faults(|f| f.io_error = 1.0));
+        let before = d.clone();
+        assert!(matches!(d.create("b"), Err(StorageError::Io(_))));
+        assert!(matches!(d.read_at("a", 0, 3), Err(StorageError::Io(_))));
+        assert!(matches!(d.len("a"), Err(StorageError::Io(_))));
+        assert!(matches!(d.truncate("a", 0), Err(StorageError::Io(_))));
+        assert!(matches!(d.sync_file("a"), Err(StorageError::Io(_))));
+        assert!(matches!(d.sync_dir(), Err(StorageError::Io(_))));
+        assert!(matches!(d.rename("a", "b"), Err(StorageError::Io(_))));
+        assert!(matches!(d.remove("a"), Err(StorageError::Io(_))));
+        assert!(matches!(d.list(), Err(StorageError::Io(_))));
+        assert!(matches!(d.write_at("a", 0, b"x"), Err(StorageError::Io(_))));
+        assert_eq!(d.counters().io_errors, 10);
+        assert_eq!(d.live_file("a"), before.live_file("a"));
+        assert_eq!(d.live_names(), before.live_names());
+        assert_eq!(d.unsynced_ops(), 0);
+        // A failed multi-sector write applies a proper prefix of its sectors, or nothing.
+        let data = pattern(4 * SS, 5);
+        let mut partial = 0;
+        for seed in 0..30 {
+            let mut d = SimDisk::new(seed);
+            durable(&mut d, "a", b"");
+            d.set_faults(faults(|f| f.io_error = 1.0));
+            assert!(d.write_at("a", 0, &data).is_err());
+            let got = d.live_file("a").unwrap();
+            assert!(got.len() % SS == 0 && got.len() < data.len() && got[..] == data[..got.len()]);
+            if !got.is_empty() {
+                partial += 1;
+                assert_eq!(d.unsynced_ops(), 1, "the prefix is an ordinary unsynced write");
+            }
+            assert_eq!(d.counters().partial_writes, u64::from(!got.is_empty()));
+        }
+        assert!(partial > 0 && partial < 30);
+    }
+
+    #[test]
+    fn disk_full_on_writes_and_new_files() {
+        let mut d = SimDisk::with_faults(2, faults(|f| f.disk_full = 1.0));
+        assert!(matches!(d.create("a"), Err(StorageError::DiskFull(_))));
+        assert!(d.live_names().is_empty());
+        d.set_faults(DiskFaults::none());
+        durable(&mut d, "a", b"x");
+        d.set_faults(faults(|f| f.disk_full = 1.0));
+        assert_eq!(d.create("a"), Ok(()), "creating an existing file allocates nothing");
+        assert!(matches!(d.write_at("a", 1, b"y"), Err(StorageError::DiskFull(_))));
+        assert_eq!(d.read_all("a").unwrap(), b"x");
+        assert_eq!(d.counters().disk_full, 2);
+        assert_eq!(d.unsynced_ops(), 0);
+        // Reads, syncs and removals never report a full disk.
+        d.sync_file("a").unwrap();
+        d.remove("a").unwrap();
+        // A file past the size limit is refused without counting a fault.
+        let mut d = disk();
+        d.create("big").unwrap();
+        assert!(matches!(d.write_at("big", MAX_FILE_LEN, b"z"), Err(StorageError::DiskFull(_))));
+        assert!(matches!(d.truncate("big", MAX_FILE_LEN + 1), Err(StorageError::DiskFull(_))));
+        assert_eq!(d.counters().disk_full, 0);
+    }
+
+    #[test]
+    fn bit_rot_is_deterministic_and_healed_by_a_durable_rewrite() {
+        let data = pattern(4 * SS, 6);
+        let mut d = SimDisk::with_faults(5, faults(|f| f.bit_rot = 1.0));
+        d.create("0000000000000001-00000000.log").unwrap();
+        let name = "0000000000000001-00000000.log";
+        d.write_at(name, 0, &data).unwrap();
+        d.sync_file(name).unwrap();
+        d.sync_dir().unwrap();
+        d.set_faults(DiskFaults::none());
+        assert_eq!(d.counters().bit_rot_sectors, 1);
+        assert_eq!(d.rotted_files(), vec![name.to_string()]);
+        let bad = *d.files.values().next().unwrap().rot.iter().next().unwrap() as usize;
+        let first = d.read_all(name).unwrap();
+        assert_ne!(first, data);
+        for s in 0..4 {
+            let r = s * SS..(s + 1) * SS;
+            assert_eq!(first[r.clone()] == data[r.clone()], s != bad, "sector {s}");
+            assert!(first[r.clone()].iter().zip(&data[r]).all(|(a, b)| a != b) || s != bad, "every byte differs");
+        }
+        // Retries never heal it; partial reads see the same bad bytes; crashes keep it.
+        assert_eq!(d.read_all(name).unwrap(), first);
+        assert_eq!(d.read_at(name, (bad * SS + 10) as u64, 7).unwrap(), first[bad * SS + 10..bad * SS + 17]);
+        assert_eq!(d.durable_file(name).unwrap(), first);
+        d.crash_with(CrashMode::DropAll);
+        assert_eq!(d.read_all(name).unwrap(), first);
+        // A partial rewrite of the bad sector does not heal it.
+        d.write_at(name, (bad * SS) as u64, &data[bad * SS..bad * SS + 10]).unwrap();
+        assert_ne!(d.read_all(name).unwrap(), data);
+        // A whole-sector rewrite heals reads at once, but the medium only once synced.
+        let sector = data[bad * SS..(bad + 1) * SS].to_vec();
+        d.write_at(name, (bad * SS) as u64, &sector).unwrap();
+        assert_eq!(d.read_all(name).unwrap(), data);
+        let mut unsynced = d.clone();
+        unsynced.crash_with(CrashMode::DropAll);
+        assert_eq!(unsynced.read_all(name).unwrap(), first, "the unsynced rewrite was lost");
+        d.sync_file(name).unwrap();
+        d.crash_with(CrashMode::DropAll);
+        assert_eq!(d.read_all(name).unwrap(), data);
+    }
+
+    #[test]
+    fn bit_rot_never_hits_files_not_named_log() {
+        let mut d = SimDisk::with_faults(9, faults(|f| f.bit_rot = 1.0));
+        for name in ["journal", "journal.tmp", "journal.torn.0", "x.log.bak", "log"] {
+            d.create(name).unwrap();
+            for i in 0..20u64 {
+                d.write_at(name, i * 100, &pattern(100, i as u8)).unwrap();
+                d.sync_file(name).unwrap();
+            }
+        }
+        d.sync_dir().unwrap();
+        assert_eq!(d.counters().bit_rot_sectors, 0);
+        assert!(d.rotted_files().is_empty());
+        assert!(d.files.values().all(|f| f.rot.is_empty()));
+        d.create("a.log").unwrap();
+        d.write_at("a.log", 0, b"x").unwrap();
+        d.sync_file("a.log").unwrap();
+        assert_eq!(d.rotted_files(), vec!["a.log".to_string()]);
+    }
+
+    #[test]
+    fn truncate_past_a_bad_sector_drops_it_once_durable() {
+        let data = pattern(3 * SS, 6);
+        let mut d = SimDisk::new(1);
+        durable(&mut d, "a.log", &data);
+        d.files.values_mut().next().unwrap().rot.insert(2);
+        d.truncate("a.log", 2 * SECTOR_SIZE).unwrap();
+        d.write_at("a.log", 2 * SECTOR_SIZE, &data[2 * SS..]).unwrap();
+        assert_eq!(d.read_all("a.log").unwrap(), data, "cut and rewritten in the live image");
+        d.sync_file("a.log").unwrap();
+        d.crash_with(CrashMode::DropAll);
+        assert_eq!(d.read_all("a.log").unwrap(), data);
+    }
+
+    #[test]
+    fn disabled_faults_inject_nothing() {
+        let all = faults(|f| {
+            f.io_error = 1.0;
+            f.disk_full = 1.0;
+            f.fsync_failure = 1.0;
+            f.bit_rot = 1.0;
+            f.torn_write = 1.0;
+            f.broken_rename = 1.0;
+        });
+        let mut d = SimDisk::with_faults(4, all);
+        d.set_faults_enabled(false);
+        assert!(!d.faults_enabled());
+        durable(&mut d, "a.log", &pattern(2 * SS, 1));
+        d.write_at("a.log", 0, &pattern(2 * SS, 2)).unwrap();
+        d.rename("a.log", "b.log").unwrap();
+        d.crash_with(CrashMode::RandomSubset);
+        assert_eq!(
+            d.counters(),
+            FaultCounters {
+                crashes: 1,
+                ops_dropped_by_crash: d.counters().ops_dropped_by_crash,
+                ..FaultCounters::default()
+            }
+        );
+        d.set_faults_enabled(true);
+        assert!(d.list().is_err());
+    }
+
+    #[test]
+    fn crash_counters_and_reports_agree() {
+        let mut d = SimDisk::new(11);
+        let mut dropped = 0;
+        for i in 0..10 {
+            d.create(&format!("f{i}")).unwrap();
+            d.write_at(&format!("f{i}"), 0, &pattern(3 * SS, i)).unwrap();
+            let before = d.unsynced_ops();
+            let r = d.crash();
+            assert_eq!(r.ops_applied + r.ops_dropped, before);
+            dropped += r.ops_dropped as u64;
+        }
+        assert_eq!(d.counters().crashes, 10);
+        assert_eq!(d.counters().ops_dropped_by_crash, dropped);
+    }
+
+    /// A random mix of every operation with every fault switched on, then a crash.
+    fn random_run(seed: u64) -> (SimDisk, Vec<String>) {
+        let mut d = SimDisk::with_faults(
+            seed,
+            DiskFaults {
+                io_error: 0.05,
+                disk_full: 0.05,
+                fsync_failure: 0.1,
+                bit_rot: 0.2,
+                torn_write: 0.5,
+                broken_rename: 0.2,
+            },
+        );
+        let mut w = SimRng::new(seed ^ 0xabcd);
+        let names = ["a.log", "b.log", "journal", "journal.tmp"];
+        let mut trace = Vec::new();
+        for step in 0..400 {
+            let name = *w.pick(&names).unwrap();
+            let other = *w.pick(&names).unwrap();
+            let r = match w.below(10) {
+                0 => d.create(name).map(|_| String::new()),
+                1 | 2 => {
+                    let mut buf = vec![0u8; w.below(3 * SECTOR_SIZE) as usize];
+                    w.fill(&mut buf);
+                    d.write_at(name, w.below(2048), &buf).map(|_| String::new())
+                }
+                3 => d.read_at(name, w.below(2048), 700).map(|b| format!("{b:?}")),
+                4 => d.truncate(name, w.below(1500)).map(|_| String::new()),
+                5 => d.sync_file(name).map(|_| String::new()),
+                6 => d.sync_dir().map(|_| String::new()),
+                7 => d.rename(name, other).map(|_| String::new()),
+                8 => d.remove(name).map(|_| String::new()),
+                _ => d.list().map(|l| l.join(",")),
+            };
+            trace.push(format!("{step}: {r:?}"));
+            if step % 97 == 96 {
+                trace.push(format!("{:?}", d.crash()));
+            }
+        }
+        trace.push(format!("{:?}", d.crash()));
+        (d, trace)
+    }
+
+    #[test]
+    fn same_seed_same_everything() {
+        for seed in [1, 2, 99] {
+            let (a, ta) = random_run(seed);
+            let (b, tb) = random_run(seed);
+            assert_eq!(ta, tb);
+            assert_eq!(a.state_hash(), b.state_hash());
+            assert_eq!(a.counters(), b.counters());
+            assert_eq!(a.durable_names(), b.durable_names());
+            assert_eq!(a.live_names(), b.live_names());
+            assert_eq!(a.rotted_files(), b.rotted_files());
+            for n in a.durable_names() {
+                assert_eq!(a.durable_file(&n), b.durable_file(&n));
+                assert_eq!(a.live_file(&n), b.live_file(&n));
+            }
+            let c = a.counters();
+            assert!(c.io_errors > 0 && c.disk_full > 0 && c.crashes == 5, "{c:?}");
+        }
+        assert_ne!(random_run(1).0.state_hash(), random_run(2).0.state_hash());
+    }
+}
