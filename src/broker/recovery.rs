@@ -1,7 +1,12 @@
-//! Recovery: replay the journal (a torn tail is cut by rewriting the journal, with a
-//! backup; corruption before the tail refuses to start), open every live log (creating
-//! missing ones, restoring next offsets), remove stray logs nothing names, then serve
-//! and resume every pending deletion.
+//! Recovery: replay the journal (corruption before the tail refuses to start), rewrite
+//! it as a snapshot (atomic replace; a torn tail is backed up first), then open every
+//! live log (creating missing ones, restoring next offsets), remove stray logs nothing
+//! names, serve, and resume every pending deletion.
+//!
+//! Why rewrite the journal on every start: after a failed fsync, the page cache may
+//! still hold journal records that never became durable, and a restarted process reads
+//! them back. Nothing may act on such a record (create a log, remove one) until it is
+//! durable, so recovery makes everything it read durable first.
 
 use super::state::{Deletion, DeletionStage, Topic};
 use super::{Broker, PendingOp, Phase, TimerPurpose};
@@ -17,6 +22,10 @@ use std::collections::BTreeSet;
 pub(super) struct Recovery {
     /// Whether the journal was read and replayed.
     replayed: bool,
+    /// Whether the logs to open (and the stray check) were issued, after the rewrite.
+    logs_issued: bool,
+    /// Live logs to open once the journal rewrite is durable.
+    to_open: Vec<LogId>,
     /// Live logs still being opened or created.
     pub opening: BTreeSet<LogId>,
 }
@@ -44,19 +53,31 @@ impl Broker {
                 }
                 Ok(d) => {
                     self.journal = super::JournalWriter::resume(d.epoch, d.records.len() as u64);
-                    if d.torn_tail.is_some() {
-                        self.journal.force_replace(true);
-                    }
+                    self.journal.force_replace(d.torn_tail.is_some());
                     MetaState::replay(d.records.iter().map(|(_, r)| r))
                 }
             },
         };
         self.install(meta);
-        self.op(StorageOp::ListLogs, PendingOp::ListLogs);
         if let Some(r) = self.recovery.as_mut() {
             r.replayed = true;
         }
         self.maybe_finish_recovery();
+    }
+
+    /// Once the rewritten journal is durable: open every live log and look for strays.
+    fn issue_log_checks(&mut self) {
+        let Some(r) = self.recovery.as_mut() else { return };
+        if r.logs_issued {
+            return;
+        }
+        r.logs_issued = true;
+        let open = std::mem::take(&mut r.to_open);
+        r.opening.extend(open.iter().copied());
+        for log in open {
+            self.op(StorageOp::OpenLog { log }, PendingOp::OpenLog(log));
+        }
+        self.op(StorageOp::ListLogs, PendingOp::ListLogs);
     }
 
     /// Rebuilds topics from replayed metadata and opens every live log.
@@ -88,11 +109,8 @@ impl Broker {
             }
             self.topics.insert(id, topic);
         }
-        for log in open {
-            if let Some(r) = self.recovery.as_mut() {
-                r.opening.insert(log);
-            }
-            self.op(StorageOp::OpenLog { log }, PendingOp::OpenLog(log));
+        if let Some(r) = self.recovery.as_mut() {
+            r.to_open = open;
         }
     }
 
@@ -141,8 +159,12 @@ impl Broker {
 
     /// Serves once the journal is replayed and durable and every live log is open.
     pub(super) fn maybe_finish_recovery(&mut self) {
-        let done = self.recovery.as_ref().is_some_and(|r| r.replayed && r.opening.is_empty());
-        if !done || !self.journal.idle() || self.phase != Phase::Recovering {
+        let replayed = self.recovery.as_ref().is_some_and(|r| r.replayed);
+        if !replayed || !self.journal.idle() || self.phase != Phase::Recovering {
+            return;
+        }
+        self.issue_log_checks();
+        if self.recovery.as_ref().is_some_and(|r| !r.opening.is_empty()) {
             return;
         }
         self.recovery = None;
