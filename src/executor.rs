@@ -165,10 +165,17 @@ impl<F: FileSystem> Executor<F> {
         let name = log.file_name();
         self.logs.remove(&log);
         self.fs.create(&name)?;
+        let header = logcodec::encode_log_header(log);
         if self.fs.len(&name)? < LOG_HEADER_LEN as u64 {
             self.fs.truncate(&name, 0)?;
-            self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
+        } else if self.fs.read_at(&name, 0, LOG_HEADER_LEN)? != header {
+            let detail = "an existing file under this log's name has another header".to_string();
+            return Err(StorageError::Corrupt { file: name, position: 0, record_offset: None, detail });
         }
+        // Always write the header, even over an identical one: after a failed fsync the
+        // cached header may never reach the disk, and only a new write lets the next
+        // fsync make it durable.
+        self.fs.write_at(&name, 0, &header)?;
         self.fs.sync_file(&name)?;
         self.sync_new_entry()?;
         Ok(OpOutput::Done)
