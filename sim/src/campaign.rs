@@ -1,0 +1,135 @@
+//! A campaign: many seeds, on one or more threads (each seed single-threaded and
+//! deterministic), folded into one summary.
+
+use crate::runner::{run, RunOptions, RunReport};
+use crate::violation::{Checker, Violation};
+use broker_core::Time;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// What a campaign runs.
+#[derive(Clone, Debug, Default)]
+pub struct CampaignOptions {
+    /// The first seed.
+    pub from: u64,
+    /// How many seeds.
+    pub seeds: u64,
+    /// Threads.
+    pub jobs: usize,
+    /// A planted bug.
+    #[cfg(feature = "planted-bugs")]
+    pub bug: Option<broker_core::planted::Bug>,
+}
+
+/// The totals of a campaign.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Seeds that injected no fault or crash.
+    pub fault_free_seeds: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Simulated time, summed over seeds.
+    pub sim_time: Time,
+    /// Storage operations executed.
+    pub storage_ops: u64,
+    /// Client commands.
+    pub commands: u64,
+    /// Crashes.
+    pub crashes: u64,
+    /// Halts.
+    pub halts: u64,
+    /// Restarts.
+    pub restarts: u64,
+    /// Deletions acknowledged.
+    pub deletions_started: u64,
+    /// Deletions completed.
+    pub deletions_completed: u64,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<&'static str, u64>,
+    /// Violations, by checker.
+    pub violations: BTreeMap<Checker, u64>,
+    /// The failing seeds, ascending, with their first violation.
+    pub failures: Vec<(u64, Violation)>,
+}
+
+impl Summary {
+    fn add(&mut self, r: &RunReport) {
+        self.seeds += 1;
+        self.fault_free_seeds += u64::from(!r.params.has_faults());
+        self.events += r.events;
+        self.sim_time = Time(self.sim_time.0 + r.sim_time.0);
+        self.storage_ops += r.stats.storage_ops;
+        self.commands += r.stats.commands;
+        self.crashes += r.stats.crashes;
+        self.halts += r.stats.halts;
+        self.restarts += r.stats.restarts;
+        self.deletions_started += r.stats.deletions_started;
+        self.deletions_completed += r.stats.deletions_completed;
+        for (kind, n) in fault_kinds(r) {
+            *self.faults.entry(kind).or_default() += n;
+        }
+        for v in &r.violations {
+            *self.violations.entry(v.checker).or_default() += 1;
+        }
+        if let Some(v) = r.violations.first() {
+            self.failures.push((r.seed, v.clone()));
+        }
+    }
+
+    /// Total violations.
+    pub fn violation_count(&self) -> u64 {
+        self.violations.values().sum()
+    }
+}
+
+/// Every fault a run injected, by kind: the disk's and the scheduler's.
+pub fn fault_kinds(r: &RunReport) -> Vec<(&'static str, u64)> {
+    let f = &r.faults;
+    vec![
+        ("I/O errors", f.io_errors),
+        ("partial writes", f.partial_writes),
+        ("disk full", f.disk_full),
+        ("failed fsyncs", f.fsync_failures),
+        ("bit-rot sectors", f.bit_rot_sectors),
+        ("torn writes", f.torn_writes),
+        ("broken renames", f.broken_renames),
+        ("ops lost in crashes", f.ops_dropped_by_crash),
+        ("slow operations", r.stats.slow_ops),
+        ("reordered completions", r.stats.reordered_completions),
+    ]
+}
+
+/// Runs a campaign; `progress` is called after each seed with the seeds done so far.
+pub fn run_campaign(opts: &CampaignOptions, progress: &(dyn Fn(u64) + Sync)) -> Summary {
+    let next = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let summary = Mutex::new(Summary::default());
+    let jobs = opts.jobs.max(1);
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= opts.seeds {
+                    break;
+                }
+                let run_opts = RunOptions {
+                    seed: opts.from + i,
+                    #[cfg(feature = "planted-bugs")]
+                    bug: opts.bug,
+                    ..RunOptions::default()
+                };
+                let report = run(&run_opts);
+                if let Ok(mut sum) = summary.lock() {
+                    sum.add(&report);
+                }
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+            });
+        }
+    });
+    let mut summary = summary.into_inner().unwrap_or_default();
+    summary.failures.sort_by_key(|(seed, _)| *seed);
+    summary
+}

@@ -1,0 +1,117 @@
+//! Exhaustive crash exploration: for a few fixed small workloads, crash right after
+//! every storage operation under every crash mode of the simulated disk, recover, run
+//! to quiescence and check.
+
+use crate::disk::CrashMode;
+use crate::runner::{run, RunOptions, Script};
+use crate::violation::Violation;
+use broker_core::{Command, ProduceRecord, TopicSettings};
+
+/// The result of an exploration.
+#[derive(Debug, Default)]
+pub struct ExhaustReport {
+    /// Workloads explored.
+    pub workloads: usize,
+    /// Crash states explored (runs with one crash each).
+    pub states: u64,
+    /// Violations, each with the state that produced it.
+    pub violations: Vec<(String, Violation)>,
+}
+
+fn create(name: &str, partitions: u32) -> Command {
+    Command::CreateTopic { name: name.into(), partitions, settings: TopicSettings::default() }
+}
+
+fn produce(name: &str, values: &[(&str, Option<&str>)]) -> Command {
+    let records = values
+        .iter()
+        .map(|(v, k)| ProduceRecord { key: k.map(|k| k.as_bytes().to_vec()), value: v.as_bytes().to_vec() })
+        .collect();
+    Command::Produce { topic: name.into(), records }
+}
+
+fn delete(name: &str) -> Command {
+    Command::DeleteTopic { name: name.into() }
+}
+
+fn fetch(name: &str) -> Command {
+    Command::Fetch { topic: name.into(), partition: 0, offset: 0, max_records: 10 }
+}
+
+/// The fixed workloads.
+pub fn workloads() -> Vec<Script> {
+    let mut compaction = Vec::new();
+    for i in 0..4 {
+        compaction.push(create("t0", 2));
+        compaction.push(produce("t0", &[(&format!("c{i}")[..], None)]));
+        compaction.push(delete("t0"));
+    }
+    compaction.push(create("t1", 1));
+    compaction.push(produce("t1", &[("last", Some("k"))]));
+    vec![
+        Script {
+            name: "create-produce-delete-recreate",
+            commands: vec![
+                create("t0", 2),
+                produce("t0", &[("a", Some("k1")), ("b", None), ("c", None)]),
+                delete("t0"),
+                create("t0", 1),
+                produce("t0", &[("d", None)]),
+                Command::ListTopics,
+            ],
+            depth: 1,
+            compaction_min_records: 1_000,
+        },
+        Script {
+            name: "delete-while-fetch-in-flight",
+            commands: vec![
+                create("t0", 1),
+                produce("t0", &[("a", None), ("b", None)]),
+                fetch("t0"),
+                delete("t0"),
+                create("t0", 1),
+                produce("t0", &[("c", None)]),
+            ],
+            depth: 2,
+            compaction_min_records: 1_000,
+        },
+        Script { name: "compaction", commands: compaction, depth: 1, compaction_min_records: 4 },
+    ]
+}
+
+/// Explores every crash state of every workload; `log` receives one line per workload.
+pub fn explore(
+    #[cfg(feature = "planted-bugs")] bug: Option<broker_core::planted::Bug>,
+    log: &mut dyn FnMut(String),
+) -> ExhaustReport {
+    let mut report = ExhaustReport::default();
+    for script in workloads() {
+        report.workloads += 1;
+        let base = RunOptions {
+            seed: 0,
+            #[cfg(feature = "planted-bugs")]
+            bug,
+            script: Some(script.clone()),
+            ..RunOptions::default()
+        };
+        let clean = run(&base);
+        for v in clean.violations {
+            report.violations.push((format!("{} without a crash", script.name), v));
+        }
+        let ops = clean.stats.storage_ops;
+        let mut states = 0;
+        for k in 1..=ops {
+            for mode in CrashMode::ALL {
+                let opts = RunOptions { crash_at: Some((k, mode)), seed: k, ..base.clone() };
+                let r = run(&opts);
+                states += 1;
+                for v in r.violations {
+                    report.violations.push((format!("{} crash after op {k} ({mode:?})", script.name), v));
+                }
+            }
+        }
+        report.states += states;
+        log(format!("{:<32} {ops:>4} storage ops, {states:>5} crash states", script.name));
+    }
+    report
+}

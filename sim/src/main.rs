@@ -1,0 +1,235 @@
+//! `broker-sim`: run simulation campaigns, replay a seed, explore crash states
+//! exhaustively, and list planted bugs.
+//!
+//! The wall clock is read here only, to report how long a campaign took; it never
+//! reaches a simulated run.
+
+use broker_sim::campaign::{run_campaign, CampaignOptions, Summary};
+use broker_sim::runner::{run, RunOptions};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "broker-sim", about = "Deterministic simulation of broker-core: crashes, faults and checkers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a campaign of seeds and print a summary; exits non-zero on any violation.
+    Run {
+        /// How many seeds.
+        #[arg(long, default_value_t = 1000)]
+        seeds: u64,
+        /// The first seed.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// Threads (each seed stays single-threaded and deterministic).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Switch on a planted bug in the core (see `broker-sim bugs`).
+        #[arg(long)]
+        plant: Option<String>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Replay one seed, print its trace hash and violations; optionally write its trace.
+    Replay {
+        /// The seed.
+        #[arg(long)]
+        seed: u64,
+        /// Switch on a planted bug in the core.
+        #[arg(long)]
+        plant: Option<String>,
+        /// Write the event trace here, as JSON lines.
+        #[arg(long)]
+        trace: Option<std::path::PathBuf>,
+    },
+    /// Crash after every storage operation of a few fixed workloads, under every crash mode.
+    Exhaust {
+        /// Switch on a planted bug in the core.
+        #[arg(long)]
+        plant: Option<String>,
+    },
+    /// List the planted bugs (needs the `planted-bugs` feature).
+    Bugs,
+}
+
+#[cfg(feature = "planted-bugs")]
+fn parse_bug(name: Option<String>) -> Result<Option<broker_core::planted::Bug>, String> {
+    match name {
+        None => Ok(None),
+        Some(n) => broker_core::planted::Bug::from_name(&n)
+            .map(Some)
+            .ok_or_else(|| format!("unknown bug {n:?}; `broker-sim bugs` lists them")),
+    }
+}
+
+#[cfg(not(feature = "planted-bugs"))]
+fn parse_bug(name: Option<String>) -> Result<Option<()>, String> {
+    match name {
+        None => Ok(None),
+        Some(_) => Err("--plant needs a build with `--features planted-bugs`".into()),
+    }
+}
+
+/// The command that replays `seed`.
+fn replay_command(seed: u64, plant: &Option<String>) -> String {
+    match plant {
+        Some(bug) => {
+            format!("cargo run --release -p broker-sim --features planted-bugs -- replay --seed {seed} --plant {bug}")
+        }
+        None => format!("cargo run --release -p broker-sim -- replay --seed {seed}"),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Run { seeds, from, jobs, plant, quiet } => cmd_run(seeds, from, jobs, plant, quiet),
+        Cmd::Replay { seed, plant, trace } => cmd_replay(seed, plant, trace),
+        Cmd::Exhaust { plant } => cmd_exhaust(plant),
+        Cmd::Bugs => cmd_bugs(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn cmd_bugs() -> Result<ExitCode, String> {
+    #[cfg(feature = "planted-bugs")]
+    {
+        for bug in broker_core::planted::Bug::ALL {
+            println!("{bug}");
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+    #[cfg(not(feature = "planted-bugs"))]
+    Err("planted bugs need a build with `--features planted-bugs`".into())
+}
+
+fn cmd_run(seeds: u64, from: u64, jobs: usize, plant: Option<String>, quiet: bool) -> Result<ExitCode, String> {
+    #[allow(unused_variables)]
+    let bug = parse_bug(plant.clone())?;
+    let opts = CampaignOptions {
+        from,
+        seeds,
+        jobs,
+        #[cfg(feature = "planted-bugs")]
+        bug,
+    };
+    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(seeds) };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} seeds ({per_sec}, eta {eta})")
+            .map_err(|e| e.to_string())?
+            .progress_chars("=> "),
+    );
+    let started = Instant::now();
+    let summary = run_campaign(&opts, &|done| bar.set_position(done));
+    bar.finish_and_clear();
+    let wall = started.elapsed().as_secs_f64();
+    print_summary(&summary, wall, jobs);
+    if let Some((seed, v)) = summary.failures.first() {
+        println!();
+        println!("FAILED: {} of {} seeds broke an invariant.", summary.failures.len(), summary.seeds);
+        println!("first failing seed {seed}: {v}");
+        println!("replay it with:\n  {}", replay_command(*seed, &plant));
+        return Ok(ExitCode::from(1));
+    }
+    println!();
+    println!("OK: {} seeds, no violations.", summary.seeds);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(s: &Summary, wall: f64, jobs: usize) {
+    let sim = s.sim_time.as_micros() as f64 / 1e6;
+    let row = |k: &str, v: String| println!("  {k:<28} {v}");
+    println!("broker-sim campaign summary");
+    row("seeds", format!("{} ({} fault-free)", s.seeds, s.fault_free_seeds));
+    row("jobs", jobs.to_string());
+    row("events", s.events.to_string());
+    row("events per second", format!("{:.0}", s.events as f64 / wall.max(1e-9)));
+    row("seeds per second", format!("{:.1}", s.seeds as f64 / wall.max(1e-9)));
+    row("wall time", format!("{wall:.2} s"));
+    row("simulated time", format!("{sim:.2} s ({:.1}x wall)", sim / wall.max(1e-9)));
+    row("client commands", s.commands.to_string());
+    row("storage operations", s.storage_ops.to_string());
+    row("crashes", s.crashes.to_string());
+    row("halts", s.halts.to_string());
+    row("restarts", s.restarts.to_string());
+    row("deletions started", s.deletions_started.to_string());
+    row("deletions completed", s.deletions_completed.to_string());
+    println!("  faults injected:");
+    for (kind, n) in &s.faults {
+        row(&format!("  {kind}"), n.to_string());
+    }
+    println!("  violations by checker:");
+    for c in broker_sim::Checker::ALL {
+        row(&format!("  {c}"), s.violations.get(&c).copied().unwrap_or(0).to_string());
+    }
+}
+
+fn cmd_replay(seed: u64, plant: Option<String>, trace: Option<std::path::PathBuf>) -> Result<ExitCode, String> {
+    #[allow(unused_variables)]
+    let bug = parse_bug(plant)?;
+    let opts = RunOptions {
+        seed,
+        #[cfg(feature = "planted-bugs")]
+        bug,
+        keep_trace: trace.is_some(),
+        ..RunOptions::default()
+    };
+    let report = run(&opts);
+    println!("seed {seed}: {} events, simulated {}", report.events, report.sim_time);
+    println!("params: {:?}", report.params);
+    println!("stats: {:?}", report.stats);
+    println!("faults: {:?}", broker_sim::campaign::fault_kinds(&report));
+    if let Some(path) = trace {
+        let mut f =
+            std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?);
+        for line in &report.trace {
+            writeln!(f, "{}", line.to_json()).map_err(|e| e.to_string())?;
+        }
+        f.flush().map_err(|e| e.to_string())?;
+        println!("trace: {} lines written to {}", report.trace.len(), path.display());
+    }
+    println!("trace hash: {:016x}", report.trace_hash);
+    if report.violations.is_empty() {
+        println!("no violations");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for v in &report.violations {
+        println!("VIOLATION {v}");
+    }
+    Ok(ExitCode::from(1))
+}
+
+fn cmd_exhaust(plant: Option<String>) -> Result<ExitCode, String> {
+    #[allow(unused_variables)]
+    let bug = parse_bug(plant)?;
+    let report = broker_sim::exhaust::explore(
+        #[cfg(feature = "planted-bugs")]
+        bug,
+        &mut |line| println!("{line}"),
+    );
+    println!("explored {} crash states across {} workloads", report.states, report.workloads);
+    if report.violations.is_empty() {
+        println!("no violations");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (state, v) in report.violations.iter().take(20) {
+        println!("VIOLATION in {state}: {v}");
+    }
+    println!("{} violations in total", report.violations.len());
+    Ok(ExitCode::from(1))
+}

@@ -1,0 +1,304 @@
+//! The reference model: what clients were told, and what every later reply must agree
+//! with. Requests cut off by a crash or halt are indeterminate: they may or may not
+//! have happened, and the model allows both.
+
+use crate::violation::{Checker, Violation};
+use broker_core::partitioner::partition_for_key;
+use broker_core::{BrokerError, Command, LogId, Reply, RequestId, Time, TopicId};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A record as a client produced it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordBytes {
+    /// The key.
+    pub key: Option<Vec<u8>>,
+    /// The value (unique across a run).
+    pub value: Vec<u8>,
+}
+
+/// Per-name knowledge used to judge `TopicNotFound`.
+#[derive(Clone, Debug, Default)]
+struct NameState {
+    /// An incarnation whose creation was acknowledged, with the time of the ack, while
+    /// no delete of this name has been issued since its create was issued.
+    definitely_live: Option<(TopicId, Time)>,
+    /// Time of the last delete issued for this name.
+    last_delete_issued: Option<Time>,
+}
+
+/// The reference model of topics, offsets and deletions.
+#[derive(Debug, Default)]
+pub struct Model {
+    /// Incarnations seen in replies: name and partition count.
+    pub topics: BTreeMap<TopicId, (String, u32)>,
+    /// The name of every incarnation any reply revealed (produce and fetch replies
+    /// reveal an id without its partition count).
+    names_of: BTreeMap<TopicId, String>,
+    /// Incarnations whose deletion was acknowledged.
+    pub deleted: BTreeSet<TopicId>,
+    /// Acknowledged records by position.
+    pub acked: BTreeMap<(TopicId, u32, u64), RecordBytes>,
+    /// Where each acknowledged value landed.
+    value_home: BTreeMap<Vec<u8>, (TopicId, u32, u64)>,
+    /// Every value ever sent, with the topic name it was sent to.
+    produced: BTreeMap<Vec<u8>, String>,
+    /// Requests in flight: the command and when it was issued.
+    inflight: BTreeMap<RequestId, (Command, Time)>,
+    names: BTreeMap<String, NameState>,
+    /// Names with a delete whose outcome is unknown (cut off by a crash or halt).
+    pub uncertain_deletes: BTreeSet<String>,
+    /// Creates and deletes acknowledged (for the summary).
+    pub deletes_acked: u64,
+    violations: Vec<Violation>,
+}
+
+impl Model {
+    /// Records an issued request.
+    pub fn issued(&mut self, now: Time, request: RequestId, command: &Command) {
+        match command {
+            Command::DeleteTopic { name } => {
+                let st = self.names.entry(name.clone()).or_default();
+                st.definitely_live = None;
+                st.last_delete_issued = Some(now);
+            }
+            Command::Produce { topic, records } => {
+                for r in records {
+                    self.produced.insert(r.value.clone(), topic.clone());
+                }
+            }
+            _ => {}
+        }
+        self.inflight.insert(request, (command.clone(), now));
+    }
+
+    /// Every request in flight was cut off by a crash: their outcomes are unknown.
+    pub fn crashed(&mut self) {
+        for (cmd, _) in std::mem::take(&mut self.inflight).into_values() {
+            self.cut_off(&cmd);
+        }
+    }
+
+    fn cut_off(&mut self, cmd: &Command) {
+        if let Command::DeleteTopic { name } = cmd {
+            self.uncertain_deletes.insert(name.clone());
+        }
+    }
+
+    fn flag(&mut self, now: Time, checker: Checker, detail: String) {
+        self.violations.push(Violation { checker, at: now, detail });
+    }
+
+    /// Takes the violations found so far.
+    pub fn take_violations(&mut self) -> Vec<Violation> {
+        std::mem::take(&mut self.violations)
+    }
+
+    /// Whether an incarnation may legitimately be gone: its deletion was acknowledged
+    /// or a delete of its name was issued.
+    pub fn may_be_deleted(&self, id: TopicId) -> bool {
+        self.deleted.contains(&id)
+            || self.names_of.get(&id).is_some_and(|name| {
+                self.uncertain_deletes.contains(name)
+                    || self.names.get(name).is_some_and(|s| s.last_delete_issued.is_some())
+            })
+    }
+
+    /// Checks a reply against the model, given the logs that suffered injected bit rot.
+    pub fn replied(
+        &mut self,
+        now: Time,
+        request: RequestId,
+        reply: &Result<Reply, BrokerError>,
+        rotted: &dyn Fn(LogId) -> bool,
+    ) {
+        let Some((cmd, issued_at)) = self.inflight.remove(&request) else {
+            return self.flag(now, Checker::ModelAgreement, format!("reply to unknown request {}", request.0));
+        };
+        match (reply, &cmd) {
+            (Ok(Reply::Produced { topic: id, .. }), Command::Produce { topic: name, .. })
+            | (Ok(Reply::Fetched { topic: id, .. }), Command::Fetch { topic: name, .. })
+            | (Ok(Reply::Created { topic: id }), Command::CreateTopic { name, .. })
+            | (Ok(Reply::DeleteAccepted { topic: id }), Command::DeleteTopic { name }) => {
+                self.names_of.entry(*id).or_insert_with(|| name.clone());
+            }
+            (Ok(Reply::Topics(list)), _) => {
+                for d in list {
+                    self.names_of.entry(d.id).or_insert_with(|| d.name.clone());
+                }
+            }
+            (Ok(Reply::Described(d)), _) => {
+                self.names_of.entry(d.id).or_insert_with(|| d.name.clone());
+            }
+            _ => {}
+        }
+        match (reply, &cmd) {
+            (Err(BrokerError::Halted(_)), _) => self.cut_off(&cmd),
+            (Ok(Reply::Created { topic }), Command::CreateTopic { name, partitions, .. }) => {
+                if self.topics.contains_key(topic) {
+                    return self.flag(now, Checker::ModelAgreement, format!("create of {name} reused id {topic}"));
+                }
+                self.topics.insert(*topic, (name.clone(), *partitions));
+                let st = self.names.entry(name.clone()).or_default();
+                if st.last_delete_issued.is_none_or(|t| t < issued_at) {
+                    st.definitely_live = Some((*topic, now));
+                }
+            }
+            (Ok(Reply::DeleteAccepted { topic }), Command::DeleteTopic { name }) => {
+                if let Some((known, _)) = self.topics.get(topic) {
+                    if known != name {
+                        let detail = format!("delete of {name} accepted for {topic}, which is {known}");
+                        return self.flag(now, Checker::ModelAgreement, detail);
+                    }
+                }
+                self.deletes_acked += 1;
+                self.deleted.insert(*topic);
+            }
+            (Ok(Reply::Produced { topic, positions }), Command::Produce { records, .. }) => {
+                self.produced_reply(now, *topic, positions, records);
+            }
+            (Ok(Reply::Fetched { topic, records, .. }), Command::Fetch { partition, offset, .. }) => {
+                for (i, r) in records.iter().enumerate() {
+                    if r.offset != offset + i as u64 {
+                        let detail =
+                            format!("fetch of {topic}/p{partition} from {offset} returned offset {}", r.offset);
+                        self.flag(now, Checker::ModelAgreement, detail);
+                    }
+                    let bytes = RecordBytes { key: r.key.clone(), value: r.value.clone() };
+                    self.check_fetched(now, *topic, *partition, r.offset, &bytes);
+                }
+            }
+            (Ok(Reply::Topics(list)), Command::ListTopics) => {
+                for d in list {
+                    self.check_visible(now, d.id, &d.name, d.partitions);
+                }
+            }
+            (Ok(Reply::Described(d)), Command::DescribeTopic { .. }) => {
+                self.check_visible(now, d.id, &d.name, d.partitions);
+            }
+            (Err(BrokerError::TopicNotFound { name }), _) => {
+                let live = self.names.get(name).and_then(|s| s.definitely_live);
+                if let Some((id, acked_at)) = live {
+                    if acked_at <= issued_at && !matches!(cmd, Command::CreateTopic { .. }) {
+                        let detail = format!(
+                            "{name} ({id}) is live since {acked_at}, but a request issued at {issued_at} got not-found"
+                        );
+                        self.flag(now, Checker::ModelAgreement, detail);
+                    }
+                }
+            }
+            (Err(BrokerError::CorruptRecord { log, offset, .. }), Command::Fetch { .. }) => {
+                let Some(log_id) = LogId::parse_file_name(log) else { return };
+                if !rotted(log_id) && self.acked.contains_key(&(log_id.topic, log_id.partition, *offset)) {
+                    let detail =
+                        format!("acknowledged record {log_id}@{offset} reported corrupt without injected corruption");
+                    self.flag(now, Checker::Durability, detail);
+                }
+            }
+            (Err(_), _) => {}
+            (Ok(other), cmd) => {
+                let detail = format!("reply {other:?} does not answer {cmd:?}");
+                self.flag(now, Checker::ModelAgreement, detail);
+            }
+        }
+    }
+
+    fn produced_reply(
+        &mut self,
+        now: Time,
+        topic: TopicId,
+        positions: &[broker_core::RecordPosition],
+        records: &[broker_core::ProduceRecord],
+    ) {
+        if positions.len() != records.len() {
+            let detail = format!("produce of {} records acknowledged {} positions", records.len(), positions.len());
+            return self.flag(now, Checker::ModelAgreement, detail);
+        }
+        let partitions = self.topics.get(&topic).map(|t| t.1);
+        for (pos, rec) in positions.iter().zip(records) {
+            if let (Some(n), Some(key)) = (partitions, &rec.key) {
+                let want = partition_for_key(key, n);
+                if pos.partition != want {
+                    let detail =
+                        format!("keyed record went to partition {} of {topic}, murmur2 says {want}", pos.partition);
+                    self.flag(now, Checker::ModelAgreement, detail);
+                }
+            }
+            let at = (topic, pos.partition, pos.offset);
+            let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
+            if let Some(prev) = self.acked.insert(at, bytes) {
+                let detail = format!(
+                    "offset {}/p{}@{} acknowledged twice (first {:?})",
+                    topic, pos.partition, pos.offset, prev.value
+                );
+                self.flag(now, Checker::ModelAgreement, detail);
+            }
+            self.value_home.insert(rec.value.clone(), at);
+        }
+    }
+
+    /// A record read back at `(topic, partition, offset)` must be the acknowledged one,
+    /// or an unacknowledged record produced to the same name, never another incarnation's.
+    pub fn check_fetched(&mut self, now: Time, topic: TopicId, partition: u32, offset: u64, got: &RecordBytes) {
+        let at = (topic, partition, offset);
+        if let Some(want) = self.acked.get(&at) {
+            if want != got {
+                let detail =
+                    format!("{topic}/p{partition}@{offset} reads {:?}, acknowledged {:?}", got.value, want.value);
+                self.flag(now, Checker::Durability, detail);
+            }
+            return;
+        }
+        if let Some(home) = self.value_home.get(&got.value) {
+            if *home != at {
+                let detail = format!(
+                    "{topic}/p{partition}@{offset} holds {:?}, acknowledged at {}/p{}@{}",
+                    got.value, home.0, home.1, home.2
+                );
+                self.flag(now, Checker::NoResurrection, detail);
+            }
+            return;
+        }
+        let name = self.topics.get(&topic).map(|t| t.0.clone());
+        match self.produced.get(&got.value) {
+            None => {
+                let detail = format!("{topic}/p{partition}@{offset} holds {:?}, which no client produced", got.value);
+                self.flag(now, Checker::ModelAgreement, detail);
+            }
+            Some(sent_to) if name.as_ref().is_some_and(|n| n != sent_to) => {
+                let detail = format!("{topic}/p{partition}@{offset} holds a record produced to {sent_to}");
+                self.flag(now, Checker::NoResurrection, detail);
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn check_visible(&mut self, now: Time, id: TopicId, name: &str, partitions: u32) {
+        if self.deleted.contains(&id) {
+            let detail = format!("{name} ({id}) is visible after its deletion was acknowledged");
+            return self.flag(now, Checker::NoResurrection, detail);
+        }
+        match self.topics.get(&id) {
+            Some((n, p)) if n != name || *p != partitions => {
+                let detail = format!("{id} shows as {name}/{partitions}, created as {n}/{p}");
+                self.flag(now, Checker::ModelAgreement, detail);
+            }
+            Some(_) => {}
+            None => {
+                self.topics.insert(id, (name.to_string(), partitions));
+            }
+        }
+    }
+
+    /// Checks the broker's live topics after a restart: no acknowledged deletion undone.
+    pub fn check_live_after_recovery(&mut self, now: Time, live: &[TopicId]) {
+        for id in live {
+            if self.deleted.contains(id) {
+                self.flag(
+                    now,
+                    Checker::NoResurrection,
+                    format!("{id} is live again after recovery; its deletion was acknowledged"),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,748 @@
+//! One simulated run: the real core and the real storage executor over the simulated
+//! disk, driven by seeded clients, with faults, crashes, restarts and checkers.
+//!
+//! Phases: *chaos* (the workload runs; faults and crashes are on), then *settle*
+//! (faults and crashes stop; the broker must finish all pending work within a bound),
+//! then the *final checks* (durability of every acknowledged record, exact log set).
+
+use crate::disk::{CrashMode, DiskFaults, SimDisk};
+use crate::model::{Model, RecordBytes};
+use crate::rng::SimRng;
+use crate::swarm::SwarmParams;
+use crate::trace::{render_effect, render_op, render_result, Trace, TraceLine};
+use crate::tripwire::Tripwire;
+use crate::violation::{Checker, Violation};
+use crate::workload::Workload;
+use broker_core::journal::{decode_journal, MetaState, JOURNAL_FILE};
+use broker_core::{
+    Broker, BrokerError, Command, Config, Effect, Executor, LogId, OpId, OpResult, Phase, Reply, RequestId,
+    StorageError, StorageOp, Time, TimerId, TopicId,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How long, in simulated time, pending work may take to finish once faults stop.
+pub const LIVENESS_BOUND_MS: u64 = 120_000;
+/// The longest chaos phase, in simulated time, even if the workload is not done
+/// (a broker that never serves again must not stall the run).
+pub const CHAOS_LIMIT_MS: u64 = 600_000;
+
+/// What to run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The seed: it decides everything.
+    pub seed: u64,
+    /// A planted bug to switch on in the core.
+    #[cfg(feature = "planted-bugs")]
+    pub bug: Option<broker_core::planted::Bug>,
+    /// Keep the trace lines (for `--trace`).
+    pub keep_trace: bool,
+    /// Override the swarm's parameters (tests use this).
+    pub params: Option<SwarmParams>,
+    /// Run a fixed script instead of the seed's workload, with no faults.
+    pub script: Option<Script>,
+    /// Crash right after the k-th storage operation, with this crash mode.
+    pub crash_at: Option<(u64, CrashMode)>,
+}
+
+/// A fixed workload for the exhaustive mode.
+#[derive(Clone, Debug)]
+pub struct Script {
+    /// Its name.
+    pub name: &'static str,
+    /// The commands, issued in order by one client.
+    pub commands: Vec<Command>,
+    /// How many of them may be in flight at once.
+    pub depth: u32,
+    /// The journal compaction threshold.
+    pub compaction_min_records: u64,
+}
+
+impl Script {
+    /// Fault-free parameters that run this script with one client.
+    fn params(&self) -> SwarmParams {
+        let mut p = SwarmParams::draw(0);
+        p.clients = 1;
+        p.depth = self.depth;
+        p.commands = self.commands.len() as u32;
+        p.think_us = 100;
+        p.latency_us = (50, 50);
+        p.slow_op = 0.0;
+        p.io_error = 0.0;
+        p.disk_full = 0.0;
+        p.fsync_failure = 0.0;
+        p.bit_rot = 0.0;
+        p.crash_every_us = 0;
+        p.targeted_crash = 0.0;
+        p.halt_loses_cache = 1.0;
+        p.compaction_min_records = self.compaction_min_records;
+        p.removal_concurrency = 2;
+        p
+    }
+}
+
+/// Counters of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Client commands issued.
+    pub commands: u64,
+    /// Replies received.
+    pub replies: u64,
+    /// Crashes (random, targeted and after halts that lose the page cache).
+    pub crashes: u64,
+    /// Halts of the broker.
+    pub halts: u64,
+    /// Restarts of the broker.
+    pub restarts: u64,
+    /// Deletions acknowledged (tombstones durable).
+    pub deletions_started: u64,
+    /// Deletions whose completion was journaled.
+    pub deletions_completed: u64,
+    /// Storage operations executed.
+    pub storage_ops: u64,
+    /// Storage operations made slow (x100 latency).
+    pub slow_ops: u64,
+    /// Completions delivered after the completion of a later-issued operation.
+    pub reordered_completions: u64,
+}
+
+/// The outcome of one run.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The seed.
+    pub seed: u64,
+    /// The hash of the whole trace.
+    pub trace_hash: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Simulated time at the end.
+    pub sim_time: Time,
+    /// Counters.
+    pub stats: RunStats,
+    /// Faults the disk injected, by kind.
+    pub faults: crate::disk::FaultCounters,
+    /// Broken invariants.
+    pub violations: Vec<Violation>,
+    /// The trace lines, if kept.
+    pub trace: Vec<TraceLine>,
+    /// The parameters the seed drew.
+    pub params: SwarmParams,
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    ClientWake(usize),
+    Execute { life: u32, id: OpId },
+    Complete { life: u32, id: OpId, result: OpResult },
+    Timer { life: u32, id: TimerId },
+    RandomCrash,
+    Restart,
+    EndChaos,
+}
+
+/// Which ordering lane an operation runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Lane {
+    Journal,
+    Log(LogId),
+    Directory,
+}
+
+/// The running broker process.
+struct Node {
+    broker: Broker,
+    exec: Executor<Tripwire<SimDisk>>,
+    ops: BTreeMap<OpId, StorageOp>,
+    lanes: BTreeMap<Lane, Time>,
+    /// Requests in flight, by the client that sent them.
+    requests: BTreeMap<RequestId, usize>,
+    serving: bool,
+}
+
+struct Sim {
+    now: Time,
+    params: SwarmParams,
+    config: Config,
+    rng: SimRng,
+    queue: BTreeMap<(Time, u64), Event>,
+    seq: u64,
+    life: u32,
+    node: Option<Node>,
+    /// The disk while the process is down.
+    idle_disk: Option<Tripwire<SimDisk>>,
+    workload: Workload,
+    outstanding: Vec<u32>,
+    next_request: u64,
+    chaos: bool,
+    crash_now: bool,
+    crash_at: Option<(u64, CrashMode)>,
+    model: Model,
+    violations: Vec<Violation>,
+    trace: Trace,
+    stats: RunStats,
+    completed: BTreeSet<TopicId>,
+    last_completed: OpId,
+    /// Restarts since the broker last reached serving.
+    failed_starts: u32,
+}
+
+/// Runs one seed to the end and checks it.
+pub fn run(opts: &RunOptions) -> RunReport {
+    let params = match (&opts.script, &opts.params) {
+        (Some(script), _) => script.params(),
+        (None, Some(p)) => p.clone(),
+        (None, None) => SwarmParams::draw(opts.seed),
+    };
+    let faults = DiskFaults {
+        io_error: params.io_error,
+        disk_full: params.disk_full,
+        fsync_failure: params.fsync_failure,
+        bit_rot: params.bit_rot,
+        ..DiskFaults::default()
+    };
+    let disk = SimDisk::with_faults(SimRng::fork(opts.seed, "disk").u64(), faults);
+    #[allow(unused_mut)]
+    let mut config = Config {
+        compaction_min_records: params.compaction_min_records,
+        compaction_ratio: 2,
+        removal_concurrency: params.removal_concurrency,
+        max_partitions: 16,
+        ..Config::default()
+    };
+    #[cfg(feature = "planted-bugs")]
+    if let Some(bug) = opts.bug {
+        config.bugs = broker_core::planted::PlantedBugs::only(bug);
+    }
+    let clients = params.clients as usize;
+    let mut sim = Sim {
+        now: Time::ZERO,
+        workload: match &opts.script {
+            Some(script) => Workload::scripted(&script.commands),
+            None => Workload::new(opts.seed, &params),
+        },
+        crash_at: opts.crash_at,
+        params,
+        config,
+        rng: SimRng::fork(opts.seed, "scheduler"),
+        queue: BTreeMap::new(),
+        seq: 0,
+        life: 0,
+        node: None,
+        idle_disk: Some(Tripwire::new(disk)),
+        outstanding: vec![0; clients],
+        next_request: 1,
+        chaos: true,
+        crash_now: false,
+        model: Model::default(),
+        violations: Vec::new(),
+        trace: Trace::new(opts.keep_trace),
+        stats: RunStats::default(),
+        completed: BTreeSet::new(),
+        last_completed: OpId(0),
+        failed_starts: 0,
+    };
+    sim.start_node();
+    for c in 0..clients {
+        let at = Time(sim.rng.below(sim.params.think_us.max(1)));
+        sim.schedule(at, Event::ClientWake(c));
+    }
+    if sim.params.crash_every_us > 0 {
+        let at = Time(sim.rng.between(1, 2 * sim.params.crash_every_us));
+        sim.schedule(at, Event::RandomCrash);
+    }
+    sim.run_events();
+    sim.final_checks();
+    let faults = sim.disk().counters();
+    let violations = {
+        let mut v = std::mem::take(&mut sim.violations);
+        v.extend(sim.model.take_violations());
+        v
+    };
+    RunReport {
+        seed: opts.seed,
+        trace_hash: sim.trace.hash(),
+        events: sim.trace.events(),
+        sim_time: sim.now,
+        stats: sim.stats.clone(),
+        faults,
+        violations,
+        params: sim.params.clone(),
+        trace: sim.trace.into_lines(),
+    }
+}
+
+impl Sim {
+    fn schedule(&mut self, at: Time, ev: Event) {
+        self.seq += 1;
+        self.queue.insert((at.max(self.now), self.seq), ev);
+    }
+
+    fn flag(&mut self, checker: Checker, detail: String) {
+        self.violations.push(Violation { checker, at: self.now, detail });
+    }
+
+    fn disk(&self) -> &SimDisk {
+        match (&self.node, &self.idle_disk) {
+            (Some(n), _) => n.exec.fs().inner(),
+            (None, Some(d)) => d.inner(),
+            (None, None) => unreachable!("the disk is always somewhere"),
+        }
+    }
+
+    fn rotted(&self) -> BTreeSet<String> {
+        self.disk().rotted_files().into_iter().collect()
+    }
+
+    fn start_node(&mut self) {
+        let Some(disk) = self.idle_disk.take() else { return };
+        self.life += 1;
+        self.last_completed = OpId(0);
+        self.stats.restarts += u64::from(self.life > 1);
+        #[allow(unused_mut)]
+        let mut exec = Executor::new(disk);
+        #[cfg(feature = "planted-bugs")]
+        exec.plant(&self.config.bugs);
+        self.trace.record(self.now, "start", format!("life {}", self.life));
+        self.node = Some(Node {
+            broker: Broker::start(self.config.clone(), self.now),
+            exec,
+            ops: BTreeMap::new(),
+            lanes: BTreeMap::new(),
+            requests: BTreeMap::new(),
+            serving: false,
+        });
+        self.drain_effects();
+    }
+
+    /// Kills the process; with `lose_cache`, the machine too (unsynced data is lost).
+    fn kill(&mut self, why: &str, lose_cache: bool) {
+        self.kill_with(why, lose_cache, None);
+    }
+
+    fn kill_with(&mut self, why: &str, lose_cache: bool, mode: Option<CrashMode>) {
+        let Some(node) = self.node.take() else { return };
+        self.model.crashed();
+        self.outstanding.iter_mut().for_each(|o| *o = 0);
+        let mut disk = node.exec.into_fs();
+        disk.disarm();
+        if lose_cache {
+            self.stats.crashes += 1;
+            let report = match mode {
+                Some(mode) => disk.inner_mut().crash_with(mode),
+                None => disk.inner_mut().crash(),
+            };
+            self.trace.record(self.now, "crash", format!("{why}: {report:?}"));
+            self.idle_disk = Some(disk);
+            self.check_no_orphans();
+        } else {
+            self.trace.record(self.now, "restart", why.to_string());
+            self.idle_disk = Some(disk);
+        }
+        // A supervisor restarts the process, backing off while restarts keep failing.
+        let backoff = 100u64 << self.failed_starts.min(14);
+        self.failed_starts += 1;
+        let at = self.now.plus_micros(backoff + self.rng.between(0, 5_000));
+        self.schedule(at, Event::Restart);
+    }
+
+    fn run_events(&mut self) {
+        let mut chaos_end_scheduled = false;
+        let mut settle_deadline = None;
+        while let Some(((at, _), ev)) = self.queue.pop_first() {
+            self.now = at;
+            if let Some(deadline) = settle_deadline {
+                if at > deadline {
+                    break;
+                }
+            }
+            self.event(ev);
+            if self.crash_now {
+                self.crash_now = false;
+                self.kill("targeted crash", true);
+            }
+            let too_long = self.now > Time::from_millis(CHAOS_LIMIT_MS);
+            if self.chaos && !chaos_end_scheduled && (self.workload.exhausted() || too_long) {
+                chaos_end_scheduled = true;
+                self.schedule(self.now, Event::EndChaos);
+            }
+            if !self.chaos && settle_deadline.is_none() {
+                settle_deadline = Some(self.now.plus_millis(LIVENESS_BOUND_MS));
+            }
+        }
+    }
+
+    fn event(&mut self, ev: Event) {
+        match ev {
+            Event::ClientWake(c) => self.client_wake(c),
+            Event::Execute { life, id } if life == self.life => self.execute(id),
+            Event::Complete { life, id, result } if life == self.life => {
+                if id < self.last_completed {
+                    self.stats.reordered_completions += 1;
+                }
+                self.last_completed = self.last_completed.max(id);
+                self.trace.record(self.now, "complete", format!("#{} {}", id.0, render_result(&result)));
+                if let Some(n) = self.node.as_mut() {
+                    n.broker.handle_completion(self.now, id, result);
+                }
+                self.drain_effects();
+            }
+            Event::Timer { life, id } if life == self.life => {
+                self.trace.record(self.now, "timer", format!("timer{}", id.0));
+                if let Some(n) = self.node.as_mut() {
+                    n.broker.handle_timer(self.now, id);
+                }
+                self.drain_effects();
+            }
+            Event::Execute { .. } | Event::Complete { .. } | Event::Timer { .. } => {} // a dead process's
+            Event::RandomCrash => {
+                if self.chaos {
+                    self.kill("random crash", true);
+                    let next = self.now.plus_micros(self.rng.between(1, 2 * self.params.crash_every_us));
+                    self.schedule(next, Event::RandomCrash);
+                }
+            }
+            Event::Restart => self.start_node(),
+            Event::EndChaos => {
+                self.chaos = false;
+                self.trace.record(self.now, "end-chaos", String::new());
+                match (&mut self.node, &mut self.idle_disk) {
+                    (Some(n), _) => {
+                        n.exec.fs_mut().disarm();
+                        n.exec.fs_mut().inner_mut().set_faults_enabled(false);
+                    }
+                    (None, Some(d)) => {
+                        d.disarm();
+                        d.inner_mut().set_faults_enabled(false);
+                    }
+                    (None, None) => {}
+                }
+            }
+        }
+    }
+
+    fn client_wake(&mut self, c: usize) {
+        if !self.chaos || self.workload.exhausted() {
+            return;
+        }
+        let think = self.rng.between(1, 2 * self.params.think_us);
+        self.schedule(self.now.plus_micros(think), Event::ClientWake(c));
+        let up = self.node.as_ref().is_some_and(|n| n.serving);
+        if !up || self.outstanding[c] >= self.params.depth {
+            return;
+        }
+        let Some(cmd) = self.workload.next_command() else { return };
+        let request = RequestId(self.next_request);
+        self.next_request += 1;
+        self.outstanding[c] += 1;
+        self.stats.commands += 1;
+        self.model.issued(self.now, request, &cmd);
+        self.trace.record(self.now, "command", format!("req{} c{c} {cmd:?}", request.0));
+        if let Some(n) = self.node.as_mut() {
+            n.requests.insert(request, c);
+            n.broker.handle_command(self.now, request, cmd);
+        }
+        self.drain_effects();
+    }
+
+    fn execute(&mut self, id: OpId) {
+        let chaos = self.chaos;
+        let targeted = self.params.targeted_crash;
+        let Some(n) = self.node.as_mut() else { return };
+        let Some(op) = n.ops.remove(&id) else { return };
+        if let StorageOp::RemoveLog { log } = &op {
+            if n.broker.live_topic_ids().contains(&log.topic) {
+                let detail = format!("log {log} of live topic {} removed", log.topic);
+                self.violations.push(Violation { checker: Checker::NoPrematureRemoval, at: self.now, detail });
+            }
+        }
+        // Crash points inside the operation: after a few calls, or right after an fsync.
+        if chaos && self.rng.chance(targeted / 8.0) {
+            if self.rng.chance(0.5) {
+                n.exec.fs_mut().arm_after_next_sync();
+            } else {
+                n.exec.fs_mut().arm_after_calls(self.rng.below(4));
+            }
+        }
+        let epoch = n.broker.journal_epoch();
+        let result = n.exec.execute(&op);
+        self.stats.storage_ops += 1;
+        let tripped = n.exec.fs().tripped();
+        n.exec.fs_mut().disarm();
+        self.trace.record(
+            self.now,
+            "execute",
+            format!("#{} {} -> {}", id.0, render_op(&op, epoch), render_result(&result)),
+        );
+        if tripped {
+            self.crash_now = true;
+            return;
+        }
+        if let Some((k, mode)) = self.crash_at {
+            if self.stats.storage_ops == k {
+                self.kill_with(&format!("exhaustive crash after op {k}"), true, Some(mode));
+                return;
+            }
+        }
+        if let (StorageOp::Read { log, offset, .. }, Err(StorageError::NotFound(_))) = (&op, &result) {
+            let detail =
+                format!("read of {log} from {offset} failed: its log was removed while the read was in flight");
+            self.flag(Checker::NoPrematureRemoval, detail);
+        }
+        if chaos && result.is_ok() {
+            let p = match &op {
+                StorageOp::RemoveLog { .. } | StorageOp::ReplaceJournal { .. } => targeted,
+                StorageOp::SyncJournal | StorageOp::SyncLog { .. } => targeted / 4.0,
+                _ => 0.0,
+            };
+            if self.rng.chance(p) {
+                self.crash_now = true;
+                return;
+            }
+        }
+        // Completions arrive after a jitter, so concurrent ones can be reordered.
+        let jitter = self.rng.below(self.params.latency_us.1.max(1));
+        let life = self.life;
+        self.schedule(self.now.plus_micros(jitter), Event::Complete { life, id, result });
+    }
+
+    fn lane(op: &StorageOp) -> Option<Lane> {
+        match op {
+            StorageOp::Read { .. } => None,
+            StorageOp::ListLogs => Some(Lane::Directory),
+            op => Some(op.log().map_or(Lane::Journal, Lane::Log)),
+        }
+    }
+
+    fn drain_effects(&mut self) {
+        loop {
+            let Some(n) = self.node.as_mut() else { return };
+            let Some(effect) = n.broker.poll_effect() else { break };
+            let epoch = n.broker.journal_epoch();
+            self.trace.record(self.now, "effect", render_effect(&effect, epoch));
+            match effect {
+                Effect::Storage { id, op } => self.issue(id, op),
+                Effect::Reply { request, reply } => self.reply(request, reply),
+                Effect::SetTimer { id, at } => {
+                    let life = self.life;
+                    self.schedule(at, Event::Timer { life, id });
+                }
+                Effect::Halt(reason) => {
+                    self.stats.halts += 1;
+                    let lose_cache = self.rng.chance(self.params.halt_loses_cache);
+                    self.kill(&format!("halt: {reason}"), lose_cache);
+                    return;
+                }
+            }
+        }
+        let Some(n) = self.node.as_mut() else { return };
+        if !n.serving && n.broker.phase() == Phase::Serving {
+            n.serving = true;
+            self.failed_starts = 0;
+            let live = n.broker.live_topic_ids();
+            self.model.check_live_after_recovery(self.now, &live);
+        }
+    }
+
+    fn issue(&mut self, id: OpId, op: StorageOp) {
+        let (lo, hi) = self.params.latency_us;
+        let mut latency = self.rng.between(lo, hi);
+        if self.chaos && self.rng.chance(self.params.slow_op) {
+            latency *= 100;
+            self.stats.slow_ops += 1;
+        }
+        if let StorageOp::AppendJournal { bytes } = &op {
+            let epoch = self.node.as_ref().map_or(0, |n| n.broker.journal_epoch());
+            self.count_completions(bytes, epoch);
+        }
+        let lane = Self::lane(&op);
+        let Some(n) = self.node.as_mut() else { return };
+        let mut at = self.now.plus_micros(latency);
+        if let Some(lane) = lane {
+            if let Some(prev) = n.lanes.get(&lane) {
+                at = at.max(prev.plus_micros(1));
+            }
+            n.lanes.insert(lane, at);
+        }
+        n.ops.insert(id, op);
+        let life = self.life;
+        self.schedule(at, Event::Execute { life, id });
+    }
+
+    fn count_completions(&mut self, bytes: &[u8], epoch: u64) {
+        let scan = broker_core::frame::scan(bytes, 0, epoch, usize::MAX);
+        for f in scan.frames {
+            if let Ok(broker_core::journal::JournalRecord::DeletionCompleted { id }) =
+                broker_core::journal::JournalRecord::decode(f.kind, f.payload, 0)
+            {
+                if self.completed.insert(id) {
+                    self.stats.deletions_completed += 1;
+                }
+            }
+        }
+    }
+
+    fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
+        self.stats.replies += 1;
+        if let Some(c) = self.node.as_mut().and_then(|n| n.requests.remove(&request)) {
+            self.outstanding[c] = self.outstanding[c].saturating_sub(1);
+        }
+        if matches!(reply, Ok(Reply::DeleteAccepted { .. })) {
+            self.stats.deletions_started += 1;
+            // Targeted crash between the logical and the physical deletion step.
+            if self.chaos && self.rng.chance(self.params.targeted_crash) {
+                self.crash_now = true;
+            }
+        }
+        let rotted = self.rotted();
+        let is_rotted = |log: LogId| rotted.contains(&log.file_name());
+        self.model.replied(self.now, request, &reply, &is_rotted);
+    }
+
+    /// No orphans at a crash point: every log that survived belongs to a topic the
+    /// durable journal names (live or pending deletion).
+    fn check_no_orphans(&mut self) {
+        let disk = self.disk();
+        let names = disk.durable_names();
+        let journal = disk.durable_file(JOURNAL_FILE);
+        let logs: Vec<LogId> = names.iter().filter_map(|n| LogId::parse_file_name(n)).collect();
+        if logs.is_empty() {
+            return;
+        }
+        let meta = match journal.as_deref().map(decode_journal) {
+            None => MetaState::default(),
+            Some(Ok(d)) => MetaState::replay(d.records.iter().map(|(_, r)| r)),
+            Some(Err(c)) => {
+                let detail = format!("durable journal is corrupt at byte {}: {}", c.offset, c.detail);
+                return self.flag(Checker::NoOrphans, detail);
+            }
+        };
+        for log in logs {
+            let named = meta.topics.get(&log.topic).is_some_and(|t| log.partition < t.meta.partitions);
+            if !named {
+                self.flag(
+                    Checker::NoOrphans,
+                    format!("log {log} survives a crash but the durable journal names no such topic"),
+                );
+            }
+        }
+    }
+
+    /// Runs one command to completion with every storage operation executed at once.
+    fn sync_request(&mut self, cmd: Command) -> Option<Result<Reply, BrokerError>> {
+        let request = RequestId(self.next_request);
+        self.next_request += 1;
+        self.model.issued(self.now, request, &cmd);
+        let n = self.node.as_mut()?;
+        n.broker.handle_command(self.now, request, cmd);
+        let mut answer = None;
+        for _ in 0..100_000 {
+            let Some(effect) = n.broker.poll_effect() else { break };
+            match effect {
+                Effect::Storage { id, op } => {
+                    let result = n.exec.execute(&op);
+                    n.broker.handle_completion(self.now, id, result);
+                }
+                Effect::Reply { request: r, reply } if r == request => answer = Some(reply),
+                _ => {}
+            }
+        }
+        if let Some(reply) = &answer {
+            let rotted = self.rotted();
+            let is_rotted = |log: LogId| rotted.contains(&log.file_name());
+            self.model.replied(self.now, request, reply, &is_rotted);
+        }
+        answer
+    }
+
+    fn final_checks(&mut self) {
+        // Liveness: serving, with nothing pending.
+        let Some(n) = self.node.as_ref() else {
+            return self.flag(Checker::Liveness, "the broker is down when the run ends".into());
+        };
+        let (phase, pending, live) = (n.broker.phase(), n.broker.pending_deletions(), n.broker.live_topics());
+        if phase != Phase::Serving {
+            let detail = format!("the broker is {phase:?}, not serving, {LIVENESS_BOUND_MS} ms after faults stopped");
+            return self.flag(Checker::Liveness, detail);
+        }
+        if !pending.is_empty() {
+            let detail = format!(
+                "{} deletions still pending {LIVENESS_BOUND_MS} ms after faults stopped: {pending:?}",
+                pending.len()
+            );
+            self.flag(Checker::Liveness, detail);
+        }
+        // No orphans after settling: exactly the live topics' logs remain.
+        let expected: BTreeSet<String> = live
+            .iter()
+            .flat_map(|t| (0..t.partitions).map(move |p| LogId { topic: t.id, partition: p }.file_name()))
+            .collect();
+        let on_disk: BTreeSet<String> =
+            self.disk().durable_names().into_iter().filter(|n| LogId::parse_file_name(n).is_some()).collect();
+        for extra in on_disk.difference(&expected) {
+            self.flag(Checker::NoOrphans, format!("after settling, {extra} remains on disk but no live topic owns it"));
+        }
+        for missing in expected.difference(&on_disk) {
+            self.flag(Checker::NoOrphans, format!("after settling, live log {missing} is missing from disk"));
+        }
+        let live_ids: Vec<TopicId> = self.node.as_ref().map(|n| n.broker.live_topic_ids()).unwrap_or_default();
+        self.model.check_live_after_recovery(self.now, &live_ids);
+        self.check_durability(&live);
+    }
+
+    /// Every acknowledged record of a live topic reads back, densely, unless injected
+    /// bit rot hit its log.
+    fn check_durability(&mut self, live: &[broker_core::TopicDescription]) {
+        let acked_ids: BTreeSet<TopicId> = self.model.acked.keys().map(|k| k.0).collect();
+        let live_ids: BTreeSet<TopicId> = live.iter().map(|t| t.id).collect();
+        for id in acked_ids.difference(&live_ids) {
+            if !self.model.may_be_deleted(*id) {
+                self.flag(Checker::Durability, format!("{id} has acknowledged records but vanished without a delete"));
+            }
+        }
+        let rotted = self.rotted();
+        for t in live {
+            for p in 0..t.partitions {
+                let log = LogId { topic: t.id, partition: p };
+                let hw = t.high_watermarks.get(p as usize).copied().unwrap_or(0);
+                let acked: Vec<(u64, RecordBytes)> =
+                    self.model.acked.range((t.id, p, 0)..=(t.id, p, u64::MAX)).map(|(k, v)| (k.2, v.clone())).collect();
+                let is_rotted = rotted.contains(&log.file_name());
+                if let Some((last, _)) = acked.last() {
+                    if *last >= hw && !is_rotted {
+                        let detail = format!("{log}: acknowledged offset {last} is at or past the high watermark {hw}");
+                        self.flag(Checker::Durability, detail);
+                    }
+                }
+                let mut read: BTreeMap<u64, RecordBytes> = BTreeMap::new();
+                let mut offset = 0;
+                while offset < hw {
+                    let cmd = Command::Fetch { topic: t.name.clone(), partition: p, offset, max_records: 1_000 };
+                    match self.sync_request(cmd) {
+                        Some(Ok(Reply::Fetched { records, .. })) if !records.is_empty() => {
+                            for r in records {
+                                offset = r.offset + 1;
+                                read.insert(r.offset, RecordBytes { key: r.key, value: r.value });
+                            }
+                        }
+                        Some(Err(BrokerError::CorruptRecord { offset: bad, .. })) if bad >= offset => offset = bad + 1,
+                        other => {
+                            let detail = format!("{log}: final fetch from {offset} (hw {hw}) got {other:?}");
+                            self.flag(Checker::Durability, detail);
+                            break;
+                        }
+                    }
+                }
+                for (o, want) in acked {
+                    match read.get(&o) {
+                        Some(got) if *got == want => {}
+                        _ if is_rotted => {}
+                        got => {
+                            let detail =
+                                format!("{log}@{o}: acknowledged {:?}, reads {:?}", want.value, got.map(|g| &g.value));
+                            self.flag(Checker::Durability, detail);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

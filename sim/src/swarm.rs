@@ -1,0 +1,126 @@
+//! Swarm testing: each seed draws its own workload mix, topology and fault rates, so a
+//! campaign covers many corners instead of one average. Some seeds have no faults.
+
+use crate::rng::SimRng;
+
+/// Weights of each client command in a seed's workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandMix {
+    /// Create a topic.
+    pub create: u32,
+    /// Delete a topic.
+    pub delete: u32,
+    /// Produce a batch.
+    pub produce: u32,
+    /// Fetch from a partition.
+    pub fetch: u32,
+    /// List topics.
+    pub list: u32,
+    /// Describe a topic.
+    pub describe: u32,
+}
+
+/// Everything a seed decides about its run before it starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwarmParams {
+    /// Concurrent clients.
+    pub clients: u32,
+    /// Requests each client keeps in flight at most.
+    pub depth: u32,
+    /// Client commands issued in the chaos phase, in total.
+    pub commands: u32,
+    /// How many distinct topic names the workload uses (names collide across incarnations).
+    pub names: u32,
+    /// Largest partition count a create asks for.
+    pub max_partitions: u32,
+    /// Grace delays a create may choose from, in milliseconds.
+    pub grace_choices: Vec<u64>,
+    /// The command mix.
+    pub mix: CommandMix,
+    /// Fraction of produced records that carry a key.
+    pub keyed: f64,
+    /// Largest batch a produce sends.
+    pub max_batch: u32,
+    /// Mean think time between a client's commands, in microseconds.
+    pub think_us: u64,
+    /// I/O latency range, in microseconds.
+    pub latency_us: (u64, u64),
+    /// Probability that an operation is slow (x100 latency).
+    pub slow_op: f64,
+    /// Per-operation probability of an I/O error.
+    pub io_error: f64,
+    /// Per-write probability of disk full.
+    pub disk_full: f64,
+    /// Per-fsync probability of failure.
+    pub fsync_failure: f64,
+    /// Per-fsync probability of latent bit rot in a log.
+    pub bit_rot: f64,
+    /// Mean simulated time between random crashes, in microseconds (0: none).
+    pub crash_every_us: u64,
+    /// Probability of a targeted crash at each deletion step (tombstone durable,
+    /// each log removal, journal compaction) and right after an fsync.
+    pub targeted_crash: f64,
+    /// Probability that a halt restarts the process with the page cache lost too.
+    pub halt_loses_cache: f64,
+    /// Journal compaction threshold handed to the broker.
+    pub compaction_min_records: u64,
+    /// Log removals in flight at once.
+    pub removal_concurrency: usize,
+}
+
+impl SwarmParams {
+    /// Draws a seed's parameters.
+    pub fn draw(seed: u64) -> SwarmParams {
+        let mut r = SimRng::fork(seed, "swarm");
+        let faults = !r.chance(0.2);
+        let rate = |r: &mut SimRng, max: f64| {
+            if faults && r.chance(0.7) {
+                max * (r.below(1000) as f64 / 1000.0)
+            } else {
+                0.0
+            }
+        };
+        let w = |r: &mut SimRng, hi: u64| r.between(0, hi) as u32;
+        let mut mix = CommandMix {
+            create: 1 + w(&mut r, 6),
+            delete: 1 + w(&mut r, 5),
+            produce: w(&mut r, 12),
+            fetch: w(&mut r, 8),
+            list: w(&mut r, 2),
+            describe: w(&mut r, 2),
+        };
+        if mix.produce + mix.fetch == 0 {
+            mix.produce = 4;
+        }
+        let grace_choices = if r.chance(0.5) { vec![0] } else { vec![0, r.between(1, 20), r.between(20, 200)] };
+        SwarmParams {
+            clients: r.between(1, 6) as u32,
+            depth: r.between(1, 3) as u32,
+            commands: r.between(60, 240) as u32,
+            names: r.between(1, 4) as u32,
+            max_partitions: r.between(1, 4) as u32,
+            grace_choices,
+            mix,
+            keyed: r.below(101) as f64 / 100.0,
+            max_batch: r.between(1, 6) as u32,
+            think_us: r.between(50, 3_000),
+            latency_us: (r.between(5, 50), r.between(50, 2_000)),
+            slow_op: rate(&mut r, 0.05),
+            io_error: rate(&mut r, 0.02),
+            disk_full: rate(&mut r, 0.01),
+            fsync_failure: rate(&mut r, 0.01),
+            bit_rot: rate(&mut r, 0.02),
+            crash_every_us: if faults && r.chance(0.8) { r.between(2_000, 200_000) } else { 0 },
+            targeted_crash: if faults { rate(&mut r, 0.3) } else { 0.0 },
+            halt_loses_cache: r.below(101) as f64 / 100.0,
+            compaction_min_records: *r.pick(&[4, 16, 64, 1_000]).unwrap_or(&16),
+            removal_concurrency: r.between(1, 4) as usize,
+        }
+    }
+
+    /// Whether this seed injects any fault or crash at all.
+    pub fn has_faults(&self) -> bool {
+        self.io_error + self.disk_full + self.fsync_failure + self.bit_rot + self.slow_op + self.targeted_crash > 0.0
+            || self.crash_every_us > 0
+    }
+}

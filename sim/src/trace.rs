@@ -1,0 +1,175 @@
+//! The event trace of one run: every input and output, rendered compactly, hashed
+//! (FNV-1a 64) so two runs of a seed can be compared bit for bit, and optionally kept.
+
+use broker_core::journal::JournalRecord;
+use broker_core::{Effect, OpOutput, OpResult, StorageOp, Time};
+use std::fmt::Write as _;
+
+/// One trace line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceLine {
+    /// Simulated time.
+    pub at: Time,
+    /// What kind of event.
+    pub kind: &'static str,
+    /// Its rendering.
+    pub detail: String,
+}
+
+impl TraceLine {
+    /// The line as one JSON object.
+    pub fn to_json(&self) -> String {
+        let mut s = String::with_capacity(self.detail.len() + 48);
+        let _ = write!(s, "{{\"t_us\":{},\"kind\":\"{}\",\"detail\":\"", self.at.as_micros(), self.kind);
+        for c in self.detail.chars() {
+            match c {
+                '"' => s.push_str("\\\""),
+                '\\' => s.push_str("\\\\"),
+                c if (c as u32) < 0x20 => {
+                    let _ = write!(s, "\\u{:04x}", c as u32);
+                }
+                c => s.push(c),
+            }
+        }
+        s.push_str("\"}");
+        s
+    }
+}
+
+/// The running trace.
+#[derive(Debug)]
+pub struct Trace {
+    hash: u64,
+    events: u64,
+    keep: bool,
+    lines: Vec<TraceLine>,
+}
+
+impl Trace {
+    /// A trace that keeps its lines only if `keep`.
+    pub fn new(keep: bool) -> Trace {
+        Trace { hash: 0xcbf2_9ce4_8422_2325, events: 0, keep, lines: Vec::new() }
+    }
+
+    /// Records one event.
+    pub fn record(&mut self, at: Time, kind: &'static str, detail: String) {
+        self.events += 1;
+        let mut h = self.hash;
+        for b in at.as_micros().to_le_bytes().iter().chain(kind.as_bytes()).chain(detail.as_bytes()) {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.hash = h;
+        if self.keep {
+            self.lines.push(TraceLine { at, kind, detail });
+        }
+    }
+
+    /// The hash of everything recorded.
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// Events recorded.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The kept lines.
+    pub fn into_lines(self) -> Vec<TraceLine> {
+        self.lines
+    }
+}
+
+fn crc(bytes: &[u8]) -> u32 {
+    crc32c::crc32c(bytes)
+}
+
+/// Renders the journal records in an append, decoded with the journal's epoch.
+pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
+    let scan = broker_core::frame::scan(bytes, 0, epoch, usize::MAX);
+    let mut out = String::new();
+    for f in &scan.frames {
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        match JournalRecord::decode(f.kind, f.payload, f.position) {
+            Ok(JournalRecord::TopicCreated(m)) => {
+                let _ = write!(out, "TopicCreated {} {:?} x{}", m.id, m.name, m.partitions);
+            }
+            Ok(JournalRecord::TopicDeleted { id }) => {
+                let _ = write!(out, "TopicDeleted {id}");
+            }
+            Ok(JournalRecord::PartitionRemoved { id, partition }) => {
+                let _ = write!(out, "PartitionRemoved {id}/p{partition}");
+            }
+            Ok(JournalRecord::DeletionCompleted { id }) => {
+                let _ = write!(out, "DeletionCompleted {id}");
+            }
+            Ok(JournalRecord::Snapshot(s)) => {
+                let _ = write!(out, "Snapshot live={} deleting={}", s.live.len(), s.deleting.len());
+            }
+            Err(e) => {
+                let _ = write!(out, "undecodable: {e}");
+            }
+        }
+    }
+    if scan.torn_tail.is_some() || !scan.corrupt.is_empty() {
+        out.push_str(" (+undecodable bytes)");
+    }
+    out
+}
+
+/// Renders a storage operation compactly (byte payloads as length and CRC).
+pub fn render_op(op: &StorageOp, epoch: u64) -> String {
+    match op {
+        StorageOp::AppendJournal { bytes } => format!("AppendJournal [{}]", render_journal_bytes(bytes, epoch)),
+        StorageOp::ReplaceJournal { contents, keep_old } => {
+            format!("ReplaceJournal len={} crc={:08x} keep_old={keep_old}", contents.len(), crc(contents))
+        }
+        StorageOp::Append { log, records } => {
+            let first = records.first().map_or(0, |r| r.offset);
+            let mut c = 0u32;
+            for r in records {
+                c = crc32c::crc32c_append(c, &r.record.value);
+            }
+            format!("Append {log} offsets {first}+{} crc={c:08x}", records.len())
+        }
+        StorageOp::CreateLog { log } => format!("CreateLog {log}"),
+        StorageOp::OpenLog { log } => format!("OpenLog {log}"),
+        StorageOp::SyncLog { log } => format!("SyncLog {log}"),
+        StorageOp::RemoveLog { log } => format!("RemoveLog {log}"),
+        StorageOp::Read { log, offset, max_records } => format!("Read {log} from {offset} max {max_records}"),
+        StorageOp::ReadJournal => "ReadJournal".into(),
+        StorageOp::SyncJournal => "SyncJournal".into(),
+        StorageOp::ListLogs => "ListLogs".into(),
+    }
+}
+
+/// Renders a storage result compactly.
+pub fn render_result(r: &OpResult) -> String {
+    match r {
+        Ok(OpOutput::Done) => "ok".into(),
+        Ok(OpOutput::Journal(None)) => "no journal".into(),
+        Ok(OpOutput::Journal(Some(b))) => format!("journal len={} crc={:08x}", b.len(), crc(b)),
+        Ok(OpOutput::Logs(logs)) => format!("{} logs", logs.len()),
+        Ok(OpOutput::Opened { next_offset }) => format!("opened next={next_offset}"),
+        Ok(OpOutput::Records(rs)) => {
+            let mut c = 0u32;
+            for r in rs {
+                c = crc32c::crc32c_append(c, &r.value);
+            }
+            format!("{} records crc={c:08x}", rs.len())
+        }
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Renders an effect (storage operations via [`render_op`]).
+pub fn render_effect(e: &Effect, epoch: u64) -> String {
+    match e {
+        Effect::Storage { id, op } => format!("#{} {}", id.0, render_op(op, epoch)),
+        Effect::Reply { request, reply } => format!("req{} {:?}", request.0, reply),
+        Effect::SetTimer { id, at } => format!("timer{} at {at}", id.0),
+        Effect::Halt(reason) => format!("HALT {reason}"),
+    }
+}

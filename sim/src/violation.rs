@@ -1,0 +1,69 @@
+//! What a checker reports.
+
+use broker_core::Time;
+use std::fmt;
+
+/// The invariant a violation breaks; one checker each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Checker {
+    /// Every log on disk belongs to a live topic or a pending deletion in the durable
+    /// journal; after settling, exactly the live topics' logs remain.
+    NoOrphans,
+    /// Every acknowledged record of a live topic reads back, with its offset and bytes.
+    Durability,
+    /// An acknowledged deletion is never undone; old records never appear under a new incarnation.
+    NoResurrection,
+    /// No live topic's log is removed; no in-flight read fails because of a deletion.
+    NoPrematureRemoval,
+    /// Once faults stop, every pending deletion completes within a bound.
+    Liveness,
+    /// Replies agree with the reference model.
+    ModelAgreement,
+}
+
+impl Checker {
+    /// Every checker.
+    pub const ALL: [Checker; 6] = [
+        Checker::NoOrphans,
+        Checker::Durability,
+        Checker::NoResurrection,
+        Checker::NoPrematureRemoval,
+        Checker::Liveness,
+        Checker::ModelAgreement,
+    ];
+
+    /// The checker's name, as the summary prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Checker::NoOrphans => "no-orphans",
+            Checker::Durability => "durability",
+            Checker::NoResurrection => "no-resurrection",
+            Checker::NoPrematureRemoval => "no-premature-removal",
+            Checker::Liveness => "liveness",
+            Checker::ModelAgreement => "model-agreement",
+        }
+    }
+}
+
+impl fmt::Display for Checker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Which checker caught it.
+    pub checker: Checker,
+    /// When (simulated time).
+    pub at: Time,
+    /// What was seen.
+    pub detail: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] at {}: {}", self.checker, self.at, self.detail)
+    }
+}

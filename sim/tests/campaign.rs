@@ -1,0 +1,89 @@
+//! The simulator's own guarantees: determinism, a clean default swarm with every fault
+//! kind injected, and the exhaustive crash exploration.
+
+use broker_sim::campaign::{fault_kinds, run_campaign, CampaignOptions};
+use broker_sim::runner::{run, RunOptions};
+
+/// Seeds in the default test campaign; `SIM_SEEDS` scales it for long campaigns.
+fn seeds() -> u64 {
+    std::env::var("SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(300)
+}
+
+#[test]
+fn same_seed_same_trace_hash_and_different_seeds_differ() {
+    let mut hashes = Vec::new();
+    for seed in 0..8 {
+        let a = run(&RunOptions { seed, ..RunOptions::default() });
+        let b = run(&RunOptions { seed, ..RunOptions::default() });
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed} is not deterministic");
+        assert_eq!(a.events, b.events);
+        assert_eq!(a.stats, b.stats);
+        hashes.push(a.trace_hash);
+    }
+    let mut unique = hashes.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), hashes.len(), "distinct seeds gave equal trace hashes: {hashes:x?}");
+}
+
+#[test]
+fn kept_trace_hashes_the_same_as_an_unkept_one() {
+    let kept = run(&RunOptions { seed: 3, keep_trace: true, ..RunOptions::default() });
+    let plain = run(&RunOptions { seed: 3, ..RunOptions::default() });
+    assert_eq!(kept.trace_hash, plain.trace_hash);
+    assert_eq!(kept.trace.len() as u64, kept.events);
+    assert!(kept.trace.iter().any(|l| l.kind == "execute"));
+}
+
+#[test]
+#[allow(clippy::needless_update)] // `bug` exists only with the planted-bugs feature
+fn default_swarm_passes_and_injects_every_fault_kind() {
+    let n = seeds();
+    let summary = run_campaign(&CampaignOptions { from: 0, seeds: n, jobs: 2, ..CampaignOptions::default() }, &|_| {});
+    assert_eq!(summary.seeds, n);
+    assert!(
+        summary.failures.is_empty(),
+        "{} failing seeds; first: {:?}",
+        summary.failures.len(),
+        summary.failures.first()
+    );
+    assert!(summary.fault_free_seeds > 0, "the swarm must include fault-free seeds");
+    for kind in [
+        "I/O errors",
+        "disk full",
+        "failed fsyncs",
+        "bit-rot sectors",
+        "torn writes",
+        "slow operations",
+        "reordered completions",
+        "ops lost in crashes",
+    ] {
+        assert!(
+            summary.faults.get(kind).copied().unwrap_or(0) > 0,
+            "no {kind} injected in {n} seeds: {:?}",
+            summary.faults
+        );
+    }
+    assert!(summary.crashes > 0 && summary.restarts > 0 && summary.halts > 0, "{summary:?}");
+    assert!(summary.deletions_started > 0 && summary.deletions_completed > 0, "{summary:?}");
+}
+
+#[test]
+fn fault_kinds_name_every_counter() {
+    let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
+    let kinds = fault_kinds(&r);
+    assert_eq!(kinds.len(), 10);
+}
+
+#[test]
+fn exhaustive_crash_exploration_finds_nothing() {
+    let mut lines = Vec::new();
+    let report = broker_sim::exhaust::explore(
+        #[cfg(feature = "planted-bugs")]
+        None,
+        &mut |l| lines.push(l),
+    );
+    assert_eq!(report.workloads, 3);
+    assert!(report.states >= 3 * 5 * 10, "only {} crash states: {lines:?}", report.states);
+    assert!(report.violations.is_empty(), "{:#?}", &report.violations[..report.violations.len().min(5)]);
+}
