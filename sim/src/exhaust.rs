@@ -42,40 +42,37 @@ fn fetch(name: &str) -> Command {
 pub fn workloads() -> Vec<Script> {
     let mut compaction = Vec::new();
     for i in 0..4 {
-        compaction.push(create("t0", 2));
-        compaction.push(produce("t0", &[(&format!("c{i}")[..], None)]));
-        compaction.push(delete("t0"));
+        compaction.push(vec![create("t0", 2)]);
+        compaction.push(vec![produce("t0", &[(&format!("c{i}")[..], None)])]);
+        compaction.push(vec![delete("t0")]);
     }
-    compaction.push(create("t1", 1));
-    compaction.push(produce("t1", &[("last", Some("k"))]));
+    compaction.push(vec![create("t1", 1)]);
+    compaction.push(vec![produce("t1", &[("last", Some("k"))])]);
     vec![
         Script {
             name: "create-produce-delete-recreate",
-            commands: vec![
-                create("t0", 2),
-                produce("t0", &[("a", Some("k1")), ("b", None), ("c", None)]),
-                delete("t0"),
-                create("t0", 1),
-                produce("t0", &[("d", None)]),
-                Command::ListTopics,
+            groups: vec![
+                vec![create("t0", 2)],
+                vec![produce("t0", &[("a", Some("k1")), ("b", None), ("c", None)])],
+                vec![delete("t0")],
+                vec![create("t0", 1)],
+                vec![produce("t0", &[("d", None)])],
+                vec![Command::ListTopics],
             ],
-            depth: 1,
             compaction_min_records: 1_000,
         },
         Script {
             name: "delete-while-fetch-in-flight",
-            commands: vec![
-                create("t0", 1),
-                produce("t0", &[("a", None), ("b", None)]),
-                fetch("t0"),
-                delete("t0"),
-                create("t0", 1),
-                produce("t0", &[("c", None)]),
+            groups: vec![
+                vec![create("t0", 1)],
+                vec![produce("t0", &[("a", None), ("b", None)])],
+                vec![fetch("t0"), delete("t0")],
+                vec![create("t0", 1)],
+                vec![produce("t0", &[("c", None)])],
             ],
-            depth: 2,
             compaction_min_records: 1_000,
         },
-        Script { name: "compaction", commands: compaction, depth: 1, compaction_min_records: 4 },
+        Script { name: "compaction", groups: compaction, compaction_min_records: 4 },
     ]
 }
 

@@ -8,7 +8,7 @@ use broker_core::{Command, ProduceRecord, TopicSettings};
 /// Generates a seed's commands.
 #[derive(Debug)]
 pub struct Workload {
-    script: Option<std::collections::VecDeque<Command>>,
+    script: Option<std::collections::VecDeque<Vec<Command>>>,
     rng: SimRng,
     params: SwarmParams,
     issued: u32,
@@ -21,10 +21,13 @@ impl Workload {
         Workload { script: None, rng: SimRng::fork(seed, "workload"), params: params.clone(), issued: 0, values: 0 }
     }
 
-    /// A workload that issues exactly `commands`, in order.
-    pub fn scripted(commands: &[Command]) -> Workload {
-        let params = SwarmParams { commands: commands.len() as u32, ..SwarmParams::draw(0) };
-        Workload { script: Some(commands.iter().cloned().collect()), rng: SimRng::new(0), params, issued: 0, values: 0 }
+    /// A workload that issues exactly these groups of commands: the commands of a
+    /// group back to back, the next group only once the client is idle.
+    pub fn scripted(groups: &[Vec<Command>]) -> Workload {
+        let commands = groups.iter().map(Vec::len).sum::<usize>() as u32;
+        let params = SwarmParams { commands, ..SwarmParams::draw(0) };
+        let script = groups.iter().map(|g| g.iter().rev().cloned().collect()).collect();
+        Workload { script: Some(script), rng: SimRng::new(0), params, issued: 0, values: 0 }
     }
 
     /// Whether every command of the run has been handed out.
@@ -36,15 +39,21 @@ impl Workload {
         format!("t{}", self.rng.below(u64::from(self.params.names)))
     }
 
-    /// The next command, or `None` once the workload is exhausted.
-    pub fn next_command(&mut self) -> Option<Command> {
+    /// The next command, or `None` once the workload is exhausted (or, for a script,
+    /// while the client is busy with the previous group).
+    pub fn next_command(&mut self, client_idle: bool) -> Option<Command> {
         if self.exhausted() {
             return None;
         }
-        self.issued += 1;
         if let Some(script) = self.script.as_mut() {
-            return script.pop_front();
+            if script.front().is_some_and(Vec::is_empty) && client_idle {
+                script.pop_front();
+            }
+            let cmd = script.front_mut()?.pop()?;
+            self.issued += 1;
+            return Some(cmd);
         }
+        self.issued += 1;
         let m = &self.params.mix;
         let weights = [m.create, m.delete, m.produce, m.fetch, m.list, m.describe];
         let total: u64 = weights.iter().map(|w| u64::from(*w)).sum();

@@ -82,6 +82,7 @@ impl Broker {
                 }
             }
             self.journal.push(JournalRecord::DeletionCompleted { id });
+            self.completed.push(id);
         }
     }
 

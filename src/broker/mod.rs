@@ -110,6 +110,8 @@ pub struct Broker {
     removals_in_flight: usize,
     /// Deletions past their grace delay, removing logs.
     removing: BTreeSet<TopicId>,
+    /// Deletions completed by this broker, in order.
+    completed: Vec<TopicId>,
     recovery: Option<recovery::Recovery>,
     /// Retry counts of background operations, for backoff.
     retries: BTreeMap<LogId, u32>,
@@ -152,6 +154,7 @@ impl Broker {
             produces: BTreeMap::new(),
             removals_in_flight: 0,
             removing: BTreeSet::new(),
+            completed: Vec::new(),
             recovery: None,
             retries: BTreeMap::new(),
             journal_retries: 0,
@@ -263,6 +266,12 @@ impl Broker {
                 })
             })
             .collect()
+    }
+
+    /// Topics whose deletion this broker completed (all logs removed, completion
+    /// journaled), in order.
+    pub fn completed_deletions(&self) -> &[TopicId] {
+        &self.completed
     }
 
     /// The epoch of the journal file being written.
