@@ -84,7 +84,10 @@ impl Workload {
                         self.values += 1;
                         let key =
                             self.rng.chance(self.params.keyed).then(|| format!("k{}", self.rng.below(16)).into_bytes());
-                        ProduceRecord { key, value: format!("v{}", self.values).into_bytes() }
+                        // Unique values, padded so logs span several sectors.
+                        let mut value = format!("v{}-", self.values).into_bytes();
+                        value.resize(value.len() + self.rng.below(300) as usize, b'.');
+                        ProduceRecord { key, value }
                     })
                     .collect();
                 Command::Produce { topic, records }
