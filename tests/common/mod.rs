@@ -388,15 +388,22 @@ impl<F: FileSystem> Hand<F> {
         self.run_holding(|_| false);
     }
 
-    /// Moves the clock to the earliest armed timer, fires it and runs. False if none is armed.
-    pub fn fire_next_timer(&mut self) -> bool {
+    /// Moves the clock to the earliest armed timer and fires it, completing nothing.
+    /// False if none is armed.
+    pub fn fire_next_timer_only(&mut self) -> bool {
         let Some((&id, &at)) = self.timers.iter().min_by_key(|(id, at)| (**at, **id)) else { return false };
         self.timers.remove(&id);
         self.now = self.now.max(at);
         self.broker.handle_timer(self.now, id);
         self.collect();
-        self.run();
         true
+    }
+
+    /// Moves the clock to the earliest armed timer, fires it and runs. False if none is armed.
+    pub fn fire_next_timer(&mut self) -> bool {
+        let fired = self.fire_next_timer_only();
+        self.run();
+        fired
     }
 
     /// Runs and fires timers until nothing is left (at most `max` timers).
