@@ -61,7 +61,10 @@ impl Broker {
             return Err(BrokerError::TopicAlreadyExists { name });
         }
         let id = TopicId(self.next_topic_id);
-        self.next_topic_id += 1;
+        let Some(next) = self.next_topic_id.checked_add(1) else {
+            return Err(BrokerError::Unavailable("topic ids are exhausted".into()));
+        };
+        self.next_topic_id = next;
         let meta = TopicMeta { id, name: name.clone(), partitions, settings };
         let seq = self.journal.push(JournalRecord::TopicCreated(meta.clone()));
         let mut topic = Topic::new(meta, false);

@@ -17,6 +17,8 @@ use std::collections::BTreeSet;
 pub(super) struct Recovery {
     /// Whether the journal was read and replayed.
     replayed: bool,
+    /// Whether every log in storage was listed (so no new id can collide with one).
+    listed: bool,
     /// Live logs still being opened or created.
     pub opening: BTreeSet<LogId>,
 }
@@ -103,9 +105,18 @@ impl Broker {
                 .and_then(|id| self.topics.get(&id))
                 .is_some_and(|t| log.partition < t.meta.partitions);
             if !owned {
+                // Its metadata may have been lost (a torn journal tail) and its removal
+                // may fail and be retried: never hand its id to a new topic.
+                if self.owner_of(log).is_none() {
+                    self.next_topic_id = self.next_topic_id.max(log.topic.0.saturating_add(1));
+                }
                 self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveStray(log));
             }
         }
+        if let Some(r) = self.recovery.as_mut() {
+            r.listed = true;
+        }
+        self.maybe_finish_recovery();
     }
 
     pub(super) fn log_opened(&mut self, log: LogId, result: Result<u64, StorageError>) {
@@ -139,9 +150,10 @@ impl Broker {
         self.maybe_finish_recovery();
     }
 
-    /// Serves once the journal is replayed and durable and every live log is open.
+    /// Serves once the journal is replayed and durable, every log is listed and every
+    /// live log is open.
     pub(super) fn maybe_finish_recovery(&mut self) {
-        let done = self.recovery.as_ref().is_some_and(|r| r.replayed && r.opening.is_empty());
+        let done = self.recovery.as_ref().is_some_and(|r| r.replayed && r.listed && r.opening.is_empty());
         if !done || !self.journal.idle() || self.phase != Phase::Recovering {
             return;
         }
