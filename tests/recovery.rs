@@ -477,3 +477,55 @@ fn journal_compaction_keeps_the_journal_small_and_recovers_the_same_topics() {
     let (records, _) = fetched(d.request(fetch("keep-a", 0, 0, 10)));
     assert_eq!(values(&records), vec!["1", "3"]);
 }
+
+/// A disk whose journal lost its last record, `TopicCreated b` (t1), while b's logs,
+/// holding records, are still on disk.
+fn torn_topic_with_records() -> MemFs {
+    let mut d = start(MemFs::new());
+    created(d.request(create("a", 1)));
+    assert_eq!(created(d.request(create("b", 1))), TopicId(1));
+    produced(d.request(produce("b", &["old-1", "old-2"])));
+    let mut fs = d.crash();
+    let journal = fs.file_mut(JOURNAL_FILE).unwrap();
+    journal.truncate(journal.len() - 2);
+    fs
+}
+
+#[test]
+fn ids_of_logs_left_by_a_torn_journal_are_not_reused_even_if_listing_completes_late() {
+    let mut h = Hand::new(Config::default(), torn_topic_with_records());
+    // Everything but the listing of logs completes.
+    h.run_holding(|op| matches!(op, StorageOp::ListLogs));
+    let mut c = h.submit(create("c", 1));
+    h.run_holding(|op| matches!(op, StorageOp::ListLogs));
+    h.run();
+    if let Some(Err(BrokerError::Unavailable(_))) = h.replies.get(&c) {
+        c = h.submit(create("c", 1)); // it waited for the listing: ask again now
+        h.run();
+    }
+    let c_id = created(h.take_reply(c).unwrap());
+    assert_ne!(c_id, TopicId(1), "t1 still names logs on disk (b's records)");
+    assert_eq!(produced(h.request(produce("c", &["new"]))), vec![(0, 0)]);
+    assert!(h.halts.is_empty(), "{:?}", h.halts);
+    let mut d = start(h.crash());
+    let (records, _) = fetched(d.request(fetch("c", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["new"], "an old incarnation's records never appear under a new one");
+    assert!(log_files(d.fs()).iter().all(|l| l.topic != TopicId(1)), "b's stray log is removed");
+}
+
+#[test]
+fn ids_of_logs_left_by_a_torn_journal_are_not_reused_when_their_removal_fails() {
+    let fs = FlakyRemoveFs { inner: torn_topic_with_records(), fail_removes: 1, ..Default::default() };
+    let mut h = Hand::start_on(Config::default(), fs);
+    assert_eq!(h.broker.phase(), Phase::Serving);
+    assert_eq!(h.timers.len(), 1, "the failed stray removal is retried later");
+    let c_id = created(h.request(create("c", 1)));
+    assert_ne!(c_id, TopicId(1), "t1 still names a log on disk (b's records)");
+    assert_eq!(produced(h.request(produce("c", &["new"]))), vec![(0, 0)]);
+    h.settle(10); // the stray removal is retried
+    assert!(h.halts.is_empty(), "{:?}", h.halts);
+    let (records, _) = fetched(h.request(fetch("c", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["new"]);
+    let fs = h.crash().inner;
+    assert_eq!(log_files(&fs), vec![LogId { topic: TopicId(0), partition: 0 }, LogId { topic: c_id, partition: 0 }]);
+}
