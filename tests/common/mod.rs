@@ -341,6 +341,12 @@ impl<F: FileSystem> Hand<F> {
         self.take_reply(r).expect("the command was answered")
     }
 
+    /// Sends a command and returns its reply if it came at once, completing nothing.
+    pub fn ask(&mut self, command: Command) -> Option<Result<Reply, BrokerError>> {
+        let r = self.submit(command);
+        self.take_reply(r)
+    }
+
     /// The reply to `request`, if it came.
     pub fn take_reply(&mut self, request: RequestId) -> Option<Result<Reply, BrokerError>> {
         self.replies.remove(&request)
