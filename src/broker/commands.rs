@@ -144,6 +144,15 @@ impl Broker {
             let why = t.partitions.get(*p as usize).and_then(|p| p.failed.clone()).unwrap_or_default();
             return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
         }
+        let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+        for &p in &assigned {
+            *counts.entry(p).or_default() += 1;
+        }
+        if let Some((p, _)) =
+            counts.iter().find(|(&p, &n)| t.partitions[p as usize].next_offset.checked_add(n).is_none())
+        {
+            return Err(BrokerError::Storage(format!("partition {p} of {topic:?} has run out of offsets")));
+        }
         let id = t.meta.id;
         let early_ack = self.bug(Bug::AckProduceBeforeSync);
         let logs: Vec<_> = (0..n).map(|p| self.log_of(t, p)).collect();
