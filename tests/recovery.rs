@@ -529,3 +529,49 @@ fn ids_of_logs_left_by_a_torn_journal_are_not_reused_when_their_removal_fails() 
     let fs = h.crash().inner;
     assert_eq!(log_files(&fs), vec![LogId { topic: TopicId(0), partition: 0 }, LogId { topic: c_id, partition: 0 }]);
 }
+
+#[test]
+fn crash_with_a_recreated_name_while_the_old_incarnation_is_being_removed() {
+    let mut d = start(MemFs::new());
+    let old = created(d.request(create_grace("t", 2, 1000)));
+    produced(d.request(produce("t", &["old-a", "old-b"])));
+    d.request(delete("t")).unwrap();
+    let new = created(d.request(create("t", 2)));
+    produced(d.request(produce("t", &["new-a", "new-b"])));
+    let mut d = start(d.crash());
+    let pending: Vec<TopicId> = d.broker().pending_deletions().iter().map(|p| p.topic).collect();
+    assert_eq!(pending, vec![old]);
+    assert_eq!(d.broker().live_topics().iter().map(|t| t.id).collect::<Vec<_>>(), vec![new]);
+    d.settle(100);
+    assert_deletion_finished(&d, old);
+    assert_eq!(log_files(d.fs()), vec![LogId { topic: new, partition: 0 }, LogId { topic: new, partition: 1 }]);
+    let (records, hw) = fetched(d.request(fetch("t", 0, 0, 10)));
+    assert_eq!((values(&records), hw), (vec!["new-a".into()], 1));
+    let (records, _) = fetched(d.request(fetch("t", 1, 0, 10)));
+    assert_eq!(values(&records), vec!["new-b"]);
+}
+
+#[test]
+fn compaction_during_a_pending_deletion_keeps_the_deletion() {
+    let config = Config { compaction_min_records: 4, compaction_ratio: 1, ..Default::default() };
+    let mut d = SyncDriver::start(config.clone(), MemFs::new());
+    let doomed = created(d.request(create_grace("doomed", 3, 1000)));
+    d.request(delete("doomed")).unwrap();
+    let epoch = d.broker().journal_epoch();
+    for i in 0..6 {
+        created(d.request(create(&format!("live-{i}"), 1)));
+    }
+    assert!(d.broker().journal_epoch() > epoch, "the journal was compacted while the deletion was pending");
+    let snapshot_has_it = journal_records(d.fs()).iter().any(|r| match r {
+        JournalRecord::Snapshot(s) => s.deleting.iter().any(|p| p.topic.id == doomed),
+        _ => false,
+    });
+    assert!(snapshot_has_it, "{}", journal_text(d.fs()));
+    let mut d = SyncDriver::start(config, d.crash());
+    assert_eq!(d.broker().pending_deletions().len(), 1);
+    assert_eq!(d.broker().live_topics().len(), 6);
+    d.settle(100);
+    assert!(logs_of(d.fs(), doomed).is_empty());
+    assert!(d.broker().pending_deletions().is_empty());
+    assert_eq!(log_files(d.fs()).len(), 6);
+}
