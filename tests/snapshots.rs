@@ -2,6 +2,9 @@
 //! deletion), as insta snapshots of a readable rendering: one line per effect, journal
 //! appends decoded into their record kinds. Each test also asserts the ordering the
 //! design requires, so a snapshot accepted by mistake cannot hide a wrong order.
+//!
+//! To re-record after an intended change: `INSTA_UPDATE=always cargo test --test
+//! snapshots`, then read every changed `.snap` file before committing it.
 
 mod common;
 
@@ -58,6 +61,10 @@ fn produce_trace() {
         produced(d.request(produce_keyed("orders", &[("customer-7", "paid"), ("customer-8", "shipped")])));
         produced(d.request(produce("orders", &["a", "b", "c"])));
     });
+    // Kafka's default partitioner placed the keyed records.
+    assert_eq!(broker_core::partitioner::partition_for_key(b"customer-7", 2), 1);
+    assert_eq!(broker_core::partitioner::partition_for_key(b"customer-8", 2), 0);
+    line_of(&text, "Append t0/p1 [0: key=\"customer-7\"");
     // Each partition write is appended, then synced, then acknowledged.
     let first_reply = lines_of(&text, "Ok(Produced")[0];
     for sync in lines_of(&text, "SyncLog").into_iter().filter(|&s| s < first_reply) {
