@@ -138,7 +138,8 @@ pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
         }
         let rec = decode_payload(f.payload, f.position + FRAME_HEADER_LEN as u64)
             .map_err(|d| corrupt(log, f.position, Some(img.next_offset), d))?;
-        if rec.offset < img.next_offset || (rec.offset > img.next_offset && damage.is_none()) {
+        if rec.offset < img.next_offset || (rec.offset > img.next_offset && damage.is_none()) || rec.offset == u64::MAX
+        {
             return Err(corrupt(
                 log,
                 f.position,

@@ -61,7 +61,10 @@ impl Broker {
             return Err(BrokerError::TopicAlreadyExists { name });
         }
         let id = TopicId(self.next_topic_id);
-        self.next_topic_id += 1;
+        let Some(next) = self.next_topic_id.checked_add(1) else {
+            return Err(BrokerError::Unavailable("topic ids are exhausted".into()));
+        };
+        self.next_topic_id = next;
         let meta = TopicMeta { id, name: name.clone(), partitions, settings };
         let seq = self.journal.push(JournalRecord::TopicCreated(meta.clone()));
         let mut topic = Topic::new(meta, false);
@@ -140,6 +143,15 @@ impl Broker {
         if let Some(p) = assigned.iter().find(|&&p| t.partitions.get(p as usize).is_none_or(|p| p.failed.is_some())) {
             let why = t.partitions.get(*p as usize).and_then(|p| p.failed.clone()).unwrap_or_default();
             return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
+        }
+        let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+        for &p in &assigned {
+            *counts.entry(p).or_default() += 1;
+        }
+        if let Some((p, _)) =
+            counts.iter().find(|(&p, &n)| t.partitions[p as usize].next_offset.checked_add(n).is_none())
+        {
+            return Err(BrokerError::Storage(format!("partition {p} of {topic:?} has run out of offsets")));
         }
         let id = t.meta.id;
         let early_ack = self.bug(Bug::AckProduceBeforeSync);

@@ -55,7 +55,8 @@ impl Broker {
                 self.io_finished(log);
                 let reply = match result {
                     Ok(OpOutput::Records(records)) => {
-                        let dense = records.iter().enumerate().all(|(i, r)| r.offset == offset + i as u64);
+                        let dense =
+                            records.iter().enumerate().all(|(i, r)| offset.checked_add(i as u64) == Some(r.offset));
                         if records.is_empty() || records.len() > count as usize || !dense {
                             Err(BrokerError::Storage(format!(
                                 "read of {log} from offset {offset} returned {} records, not a dense run of up to {count}",

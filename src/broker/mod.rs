@@ -361,6 +361,11 @@ impl Broker {
         if self.phase == Phase::Halted {
             return;
         }
+        // Removals first: finishing a deletion queues its `DeletionCompleted` record,
+        // which the journal I/O below must carry (nothing else may come to issue it).
+        if self.phase == Phase::Serving {
+            self.pump_removals();
+        }
         let live = self.topics.len() as u64;
         let (min, ratio) = (self.config.compaction_min_records, self.config.compaction_ratio);
         let (topics, next_id) = (&self.topics, self.next_topic_id);
@@ -373,9 +378,6 @@ impl Broker {
                 self.op(StorageOp::ReplaceJournal { contents, keep_old }, PendingOp::JournalWrite);
             }
             None => {}
-        }
-        if self.phase == Phase::Serving {
-            self.pump_removals();
         }
     }
 

@@ -26,6 +26,8 @@ pub(super) struct Recovery {
     logs_issued: bool,
     /// Live logs to open once the journal rewrite is durable.
     to_open: Vec<LogId>,
+    /// Whether every log in storage was listed (so no new id can collide with one).
+    listed: bool,
     /// Live logs still being opened or created.
     pub opening: BTreeSet<LogId>,
 }
@@ -121,9 +123,18 @@ impl Broker {
                 .and_then(|id| self.topics.get(&id))
                 .is_some_and(|t| log.partition < t.meta.partitions);
             if !owned {
+                // Its metadata may have been lost (a torn journal tail) and its removal
+                // may fail and be retried: never hand its id to a new topic.
+                if self.owner_of(log).is_none() {
+                    self.next_topic_id = self.next_topic_id.max(log.topic.0.saturating_add(1));
+                }
                 self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveStray(log));
             }
         }
+        if let Some(r) = self.recovery.as_mut() {
+            r.listed = true;
+        }
+        self.maybe_finish_recovery();
     }
 
     pub(super) fn log_opened(&mut self, log: LogId, result: Result<u64, StorageError>) {
@@ -157,14 +168,15 @@ impl Broker {
         self.maybe_finish_recovery();
     }
 
-    /// Serves once the journal is replayed and durable and every live log is open.
+    /// Serves once the journal is replayed and durable, every log is listed and every
+    /// live log is open.
     pub(super) fn maybe_finish_recovery(&mut self) {
         let replayed = self.recovery.as_ref().is_some_and(|r| r.replayed);
         if !replayed || !self.journal.idle() || self.phase != Phase::Recovering {
             return;
         }
         self.issue_log_checks();
-        if self.recovery.as_ref().is_some_and(|r| !r.opening.is_empty()) {
+        if self.recovery.as_ref().is_some_and(|r| !r.listed || !r.opening.is_empty()) {
             return;
         }
         self.recovery = None;

@@ -1,0 +1,414 @@
+//! The topic lifecycle: partitioning, offsets, fetch bounds, acknowledgement after
+//! sync, deletion racing in-flight I/O, re-creation during deletion, repeated deletes
+//! and removal retries.
+
+mod common;
+
+use broker_core::journal::JournalRecord;
+use broker_core::partitioner::partition_for_key;
+use broker_core::{
+    BrokerError, Command, Config, Effect, LogId, MemFs, Phase, ProduceRecord, Reply, StorageOp, SyncDriver, TopicId,
+};
+use common::*;
+
+fn start() -> SyncDriver<MemFs> {
+    SyncDriver::start(Config::default(), MemFs::new())
+}
+
+fn storage_ops(trace: &[Effect]) -> Vec<StorageOp> {
+    trace
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Storage { op, .. } => Some(op.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn names(d: &SyncDriver<MemFs>) -> Vec<(String, TopicId)> {
+    d.broker().live_topics().into_iter().map(|t| (t.name, t.id)).collect()
+}
+
+// ---------------------------------------------------------------------------------
+// Produce and fetch
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn keyed_records_land_on_their_murmur2_partition_with_dense_offsets() {
+    let mut d = start();
+    created(d.request(create("t", 5)));
+    let keys: Vec<String> = (0..40).map(|i| format!("customer-{i}")).collect();
+    let mut next = [0u64; 5];
+    for chunk in keys.chunks(7) {
+        let records: Vec<(&str, &str)> = chunk.iter().map(|k| (k.as_str(), "v")).collect();
+        let positions = produced(d.request(produce_keyed("t", &records)));
+        for (key, (partition, offset)) in chunk.iter().zip(positions) {
+            assert_eq!(partition, partition_for_key(key.as_bytes(), 5), "key {key}");
+            assert_eq!(offset, next[partition as usize], "offsets are dense per partition");
+            next[partition as usize] += 1;
+        }
+    }
+    assert!(next.iter().all(|&n| n > 0), "40 keys spread over every partition: {next:?}");
+    // Known Kafka values: murmur2("21") -> partition 3 of 7.
+    created(d.request(create("seven", 7)));
+    assert_eq!(produced(d.request(produce_keyed("seven", &[("21", "x")]))), vec![(3, 0)]);
+    // Every record reads back at its position, under its key.
+    for p in 0..5u32 {
+        let (records, hw) = fetched(d.request(fetch("t", p, 0, 100)));
+        assert_eq!(hw, next[p as usize]);
+        assert_eq!(records.iter().map(|r| r.offset).collect::<Vec<_>>(), (0..hw).collect::<Vec<_>>());
+        for r in records {
+            assert_eq!(partition_for_key(r.key.as_ref().unwrap(), 5), p);
+        }
+    }
+}
+
+#[test]
+fn keyless_records_round_robin_across_produces() {
+    let mut d = start();
+    created(d.request(create("t", 3)));
+    let first = produced(d.request(produce("t", &["a", "b", "c", "d"])));
+    assert_eq!(first, vec![(0, 0), (1, 0), (2, 0), (0, 1)]);
+    // The cursor carries over to the next produce; keyed records do not move it.
+    let key = "k";
+    let kp = partition_for_key(key.as_bytes(), 3);
+    let mixed =
+        Command::Produce { topic: "t".into(), records: vec![rec(None, "e"), rec(Some(key), "f"), rec(None, "g")] };
+    let positions = produced(d.request(mixed));
+    assert_eq!(positions[0].0, 1);
+    assert_eq!(positions[1].0, kp);
+    assert_eq!(positions[2].0, 2);
+    let (records, hw) = fetched(d.request(fetch("t", 0, 0, 10)));
+    assert_eq!(values(&records)[..2], ["a".to_string(), "d".to_string()]);
+    assert_eq!(hw, records.len() as u64);
+}
+
+#[test]
+fn fetch_bounds() {
+    let mut d = start();
+    created(d.request(create("t", 2)));
+    produced(d.request(produce("t", &["a", "b", "c", "d", "e"]))); // p0: a c e, p1: b d
+    let (records, hw) = fetched(d.request(fetch("t", 0, 1, 10)));
+    assert_eq!((values(&records), hw), (vec!["c".into(), "e".into()], 3));
+    let (records, _) = fetched(d.request(fetch("t", 0, 0, 2)));
+    assert_eq!(values(&records), vec!["a", "c"], "max_records is honoured");
+    assert_eq!(fetched(d.request(fetch("t", 0, 3, 10))), (vec![], 3));
+    assert_eq!(d.request(fetch("t", 0, 4, 10)), Err(BrokerError::OffsetOutOfRange { offset: 4, high_watermark: 3 }));
+    assert_eq!(
+        d.request(fetch("t", 0, u64::MAX, 10)),
+        Err(BrokerError::OffsetOutOfRange { offset: u64::MAX, high_watermark: 3 })
+    );
+    assert_eq!(
+        d.request(fetch("t", 2, 0, 10)),
+        Err(BrokerError::PartitionNotFound { name: "t".into(), partition: 2, partitions: 2 })
+    );
+    assert!(matches!(d.request(fetch("t", 0, 0, 0)), Err(BrokerError::InvalidRequest(_))));
+    assert_eq!(d.request(fetch("nope", 0, 0, 1)), Err(BrokerError::TopicNotFound { name: "nope".into() }));
+    // Empty partition: offset 0 is the high watermark.
+    created(d.request(create("empty", 1)));
+    assert_eq!(fetched(d.request(fetch("empty", 0, 0, 1))), (vec![], 0));
+}
+
+#[test]
+fn produce_is_acknowledged_only_after_the_log_sync_completes() {
+    let mut h = Hand::start(Config::default(), MemFs::new());
+    created(h.request(create("t", 2)));
+    let r = h.submit(produce("t", &["a", "b"]));
+    h.run_holding(|op| matches!(op, StorageOp::SyncLog { .. }));
+    let syncs = h.pending_where(|op| matches!(op, StorageOp::SyncLog { .. }));
+    assert_eq!(syncs.len(), 2, "one sync per partition written");
+    assert_eq!(h.take_reply(r), None, "appended but not synced: no ack");
+    // Unacknowledged records are not visible either.
+    assert_eq!(h.ask(fetch("t", 0, 0, 10)).map(fetched), Some((vec![], 0)));
+    assert_eq!(h.ask(fetch("t", 0, 1, 10)), Some(Err(BrokerError::OffsetOutOfRange { offset: 1, high_watermark: 0 })));
+    h.complete(syncs[0]);
+    assert_eq!(h.take_reply(r), None, "one partition synced of two: still no ack");
+    h.complete(syncs[1]);
+    assert_eq!(produced(h.take_reply(r).unwrap()), vec![(0, 0), (1, 0)]);
+    let (records, hw) = fetched(h.request(fetch("t", 0, 0, 10)));
+    assert_eq!((values(&records), hw), (vec!["a".into()], 1));
+}
+
+#[test]
+fn produces_are_acknowledged_in_offset_order() {
+    // A later produce whose sync completes first waits for the earlier one.
+    let mut h = Hand::start(Config::default(), MemFs::new());
+    created(h.request(create("t", 1)));
+    let first = h.submit(produce("t", &["a"]));
+    let second = h.submit(produce("t", &["b"]));
+    h.run_holding(|op| matches!(op, StorageOp::SyncLog { .. }));
+    let syncs = h.pending_where(|op| matches!(op, StorageOp::SyncLog { .. }));
+    assert_eq!(syncs.len(), 2);
+    h.complete(syncs[1]);
+    assert_eq!((h.take_reply(first), h.take_reply(second)), (None, None));
+    h.complete(syncs[0]);
+    assert_eq!(produced(h.take_reply(first).unwrap()), vec![(0, 0)]);
+    assert_eq!(produced(h.take_reply(second).unwrap()), vec![(0, 1)]);
+}
+
+// ---------------------------------------------------------------------------------
+// Deletion racing in-flight I/O
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn delete_while_a_fetch_is_in_flight_waits_for_the_read() {
+    let mut h = Hand::start(Config::default(), MemFs::new());
+    let t = created(h.request(create("t", 2)));
+    produced(h.request(produce("t", &["a", "b", "c"])));
+    let busy = LogId { topic: t, partition: 0 };
+    let f = h.submit(fetch("t", 0, 0, 10));
+    let read = h.first_pending(|op| matches!(op, StorageOp::Read { .. }));
+    let del = h.submit(delete("t"));
+    h.run_holding(|op| matches!(op, StorageOp::Read { .. }));
+    assert_eq!(h.take_reply(del), Some(Ok(Reply::DeleteAccepted { topic: t })), "the delete is accepted at once");
+    assert_eq!(h.ask(fetch("t", 0, 0, 10)), Some(Err(BrokerError::TopicNotFound { name: "t".into() })));
+    let removed = removed_logs(&h.ops_since(0, is_remove));
+    assert!(!removed.contains(&busy), "no RemoveLog for a log with a read in flight");
+    assert!(removed.contains(&LogId { topic: t, partition: 1 }), "the idle partition goes");
+    assert!(h.exec.fs().file(&busy.file_name()).is_some());
+    assert_eq!(h.broker.pending_deletions().len(), 1);
+
+    let mark = h.trace.len();
+    h.complete(read);
+    let (records, hw) = fetched(h.take_reply(f).unwrap());
+    assert_eq!((values(&records), hw), (vec!["a".into(), "c".into()], 2), "the fetch succeeds with its data");
+    assert_eq!(h.ops_since(mark, is_remove), vec![StorageOp::RemoveLog { log: busy }], "removed after the read");
+    h.settle(10);
+    assert!(log_files(h.exec.fs()).is_empty());
+    assert!(h.broker.pending_deletions().is_empty());
+    assert!(journal_records(h.exec.fs()).contains(&JournalRecord::DeletionCompleted { id: t }));
+}
+
+#[test]
+fn delete_while_a_produce_is_in_flight_waits_for_its_writes() {
+    let mut h = Hand::start(Config::default(), MemFs::new());
+    let t = created(h.request(create("t", 1)));
+    let p = h.submit(produce("t", &["a"]));
+    h.run_holding(|op| matches!(op, StorageOp::SyncLog { .. }));
+    let del = h.submit(delete("t"));
+    h.run_holding(|op| matches!(op, StorageOp::SyncLog { .. }));
+    assert_eq!(h.take_reply(del), Some(Ok(Reply::DeleteAccepted { topic: t })));
+    assert!(h.ops_since(0, is_remove).is_empty(), "a sync is outstanding on the only log");
+    let mark = h.trace.len();
+    h.complete(h.first_pending(|op| matches!(op, StorageOp::SyncLog { .. })));
+    assert_eq!(produced(h.take_reply(p).unwrap()), vec![(0, 0)], "an admitted produce still completes");
+    assert_eq!(h.ops_since(mark, is_remove).len(), 1);
+    h.settle(10);
+    assert!(log_files(h.exec.fs()).is_empty());
+}
+
+#[test]
+fn delete_racing_a_create_leaves_nothing_behind() {
+    let mut h = Hand::start(Config::default(), MemFs::new());
+    let c = h.submit(create("t", 2));
+    // The intent is not durable yet; the topic is not visible yet either.
+    assert_eq!(
+        h.ask(Command::DescribeTopic { name: "t".into() }),
+        Some(Err(BrokerError::TopicNotFound { name: "t".into() }))
+    );
+    let d = h.submit(delete("t"));
+    h.settle(10);
+    let t = created(h.take_reply(c).unwrap());
+    assert_eq!(h.take_reply(d), Some(Ok(Reply::DeleteAccepted { topic: t })));
+    assert!(log_files(h.exec.fs()).is_empty());
+    assert!(h.broker.pending_deletions().is_empty());
+    assert!(h.broker.live_topics().is_empty());
+}
+
+#[test]
+fn a_deleting_topic_is_hidden_before_its_tombstone_is_durable() {
+    let mut h = Hand::start(Config::default(), MemFs::new());
+    let t = created(h.request(create("t", 1)));
+    let d = h.submit(delete("t"));
+    h.run_holding(|op| matches!(op, StorageOp::SyncJournal));
+    assert_eq!(h.take_reply(d), None, "not accepted before the tombstone is durable");
+    assert!(h.broker.live_topics().is_empty());
+    assert_eq!(h.ask(Command::ListTopics), Some(Ok(Reply::Topics(vec![]))));
+    assert_eq!(h.ask(produce("t", &["x"])), Some(Err(BrokerError::TopicNotFound { name: "t".into() })));
+    assert_eq!(h.ask(fetch("t", 0, 0, 1)), Some(Err(BrokerError::TopicNotFound { name: "t".into() })));
+    assert!(h.ops_since(0, is_remove).is_empty(), "nothing removed before the tombstone is durable");
+    h.run();
+    assert_eq!(h.take_reply(d), Some(Ok(Reply::DeleteAccepted { topic: t })));
+}
+
+// ---------------------------------------------------------------------------------
+// Repeated deletes and re-creation
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn second_delete_of_a_deleting_topic_is_accepted_and_starts_no_second_pipeline() {
+    let mut d = start();
+    let t = created(d.request(create_grace("t", 3, 100)));
+    d.record_trace();
+    assert_eq!(d.request(delete("t")), Ok(Reply::DeleteAccepted { topic: t }));
+    assert_eq!(d.request(delete("t")), Ok(Reply::DeleteAccepted { topic: t }));
+    d.settle(100);
+    assert_eq!(d.request(delete("t")), Err(BrokerError::TopicNotFound { name: "t".into() }), "once it is gone");
+    let ops = storage_ops(&d.take_trace());
+    let removes: Vec<&StorageOp> = ops.iter().filter(|op| is_remove(op)).collect();
+    assert_eq!(removes.len(), 3, "one removal per partition: {removes:?}");
+    let tombstones = ops
+        .iter()
+        .filter_map(|op| match op {
+            StorageOp::AppendJournal { bytes } => Some(decode_appended(bytes, d.broker().journal_epoch()).unwrap()),
+            _ => None,
+        })
+        .flatten()
+        .filter(|r| matches!(r, JournalRecord::TopicDeleted { .. }))
+        .count();
+    assert_eq!(tombstones, 1, "one tombstone");
+}
+
+#[test]
+fn second_delete_before_the_tombstone_is_durable_waits_for_it() {
+    let mut h = Hand::start(Config::default(), MemFs::new());
+    let t = created(h.request(create("t", 2)));
+    let first = h.submit(delete("t"));
+    let second = h.submit(delete("t"));
+    assert_eq!((h.take_reply(first), h.take_reply(second)), (None, None));
+    h.settle(10);
+    assert_eq!(h.take_reply(first), Some(Ok(Reply::DeleteAccepted { topic: t })));
+    assert_eq!(h.take_reply(second), Some(Ok(Reply::DeleteAccepted { topic: t })));
+    assert_eq!(h.ops_since(0, is_remove).len(), 2);
+}
+
+#[test]
+fn recreating_a_name_during_its_deletion_gets_a_new_untouched_incarnation() {
+    let mut d = start();
+    let old = created(d.request(create_grace("t", 2, 1000)));
+    produced(d.request(produce("t", &["old-a", "old-b", "old-c"])));
+    d.record_trace();
+    assert_eq!(d.request(delete("t")), Ok(Reply::DeleteAccepted { topic: old }));
+    // The name is free at once, under a new id; the new topic is writable and readable.
+    let new = created(d.request(create("t", 2)));
+    assert_ne!(new, old);
+    assert_eq!(names(&d), vec![("t".to_string(), new)]);
+    assert_eq!(produced(d.request(produce("t", &["new-a", "new-b", "new-c"]))), vec![(0, 0), (1, 0), (0, 1)]);
+    let (records, hw) = fetched(d.request(fetch("t", 0, 0, 10)));
+    assert_eq!((values(&records), hw), (vec!["new-a".into(), "new-c".into()], 2));
+    let pending = d.broker().pending_deletions();
+    assert_eq!((pending.len(), pending[0].topic), (1, old));
+    // The old incarnation's removal runs after its grace delay and never touches the new logs.
+    d.advance_millis(1000);
+    d.settle(100);
+    let removed = removed_logs(&storage_ops(&d.take_trace()));
+    let expected: std::collections::BTreeSet<LogId> = (0..2).map(|partition| LogId { topic: old, partition }).collect();
+    assert_eq!(removed, expected);
+    assert_eq!(log_files(d.fs()), vec![LogId { topic: new, partition: 0 }, LogId { topic: new, partition: 1 }]);
+    assert!(d.broker().pending_deletions().is_empty());
+    let (records, _) = fetched(d.request(fetch("t", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["new-a", "new-c"]);
+    let (records, _) = fetched(d.request(fetch("t", 1, 0, 10)));
+    assert_eq!(values(&records), vec!["new-b"]);
+    // And so after a restart.
+    let mut d = SyncDriver::start(Config::default(), d.crash());
+    assert_eq!(names(&d), vec![("t".to_string(), new)]);
+    let (records, _) = fetched(d.request(fetch("t", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["new-a", "new-c"]);
+}
+
+#[test]
+fn recreated_and_deleted_again_while_the_first_deletion_is_pending() {
+    let mut d = start();
+    let first = created(d.request(create_grace("t", 1, 1000)));
+    d.request(delete("t")).unwrap();
+    let second = created(d.request(create_grace("t", 1, 10)));
+    produced(d.request(produce("t", &["x"])));
+    assert_eq!(d.request(delete("t")), Ok(Reply::DeleteAccepted { topic: second }));
+    let pending: Vec<TopicId> = d.broker().pending_deletions().iter().map(|p| p.topic).collect();
+    assert_eq!(pending, vec![first, second]);
+    // The second's shorter grace runs out first; the first's still waits.
+    d.advance_millis(10);
+    let pending: Vec<TopicId> = d.broker().pending_deletions().iter().map(|p| p.topic).collect();
+    assert_eq!(pending, vec![first]);
+    assert_eq!(log_files(d.fs()), vec![LogId { topic: first, partition: 0 }]);
+    // A repeated delete of the name is accepted for the newest incarnation being deleted.
+    assert_eq!(d.request(delete("t")), Ok(Reply::DeleteAccepted { topic: first }));
+    d.settle(100);
+    assert!(log_files(d.fs()).is_empty());
+    assert!(d.broker().pending_deletions().is_empty());
+}
+
+#[test]
+fn create_of_an_existing_name_is_refused() {
+    let mut d = start();
+    created(d.request(create("t", 1)));
+    assert_eq!(d.request(create("t", 3)), Err(BrokerError::TopicAlreadyExists { name: "t".into() }));
+    assert_eq!(d.broker().live_topics()[0].partitions, 1);
+}
+
+// ---------------------------------------------------------------------------------
+// Removal retries
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn failed_removals_are_retried_with_backoff_until_they_succeed() {
+    let fs = FlakyRemoveFs { fail_removes: 4, ..Default::default() };
+    let mut d = SyncDriver::start(Config::default(), fs);
+    let t = created(d.request(create("t", 1)));
+    produced(d.request(produce("t", &["a"])));
+    d.record_trace();
+    assert_eq!(d.request(delete("t")), Ok(Reply::DeleteAccepted { topic: t }));
+    d.settle(100);
+    let trace = d.take_trace();
+    // Exponential backoff from retry_base_ms = 10: 10, 20, 40, 80 ms after each failure.
+    let timers: Vec<u64> = trace
+        .iter()
+        .filter_map(|e| match e {
+            Effect::SetTimer { at, .. } => Some(at.as_micros() / 1000),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(timers, vec![10, 30, 70, 150]);
+    assert_eq!(storage_ops(&trace).iter().filter(|op| is_remove(op)).count(), 5);
+    assert_eq!((d.fs().failed, d.fs().removes), (4, 5));
+    assert!(log_files(&d.fs().inner).is_empty());
+    assert!(d.broker().pending_deletions().is_empty());
+    assert!(journal_records(&d.fs().inner).contains(&JournalRecord::DeletionCompleted { id: t }));
+    assert_eq!(d.phase(), Phase::Serving);
+}
+
+#[test]
+fn backoff_is_capped() {
+    let config = Config { retry_base_ms: 10, retry_max_ms: 50, ..Default::default() };
+    let fs = FlakyRemoveFs { fail_removes: 6, ..Default::default() };
+    let mut d = SyncDriver::start(config, fs);
+    created(d.request(create("t", 1)));
+    d.record_trace();
+    d.request(delete("t")).unwrap();
+    d.settle(100);
+    let mut previous = 0;
+    let delays: Vec<u64> = d
+        .take_trace()
+        .iter()
+        .filter_map(|e| match e {
+            Effect::SetTimer { at, .. } => {
+                let ms = at.as_micros() / 1000;
+                let delay = ms - previous;
+                previous = ms;
+                Some(delay)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(delays, vec![10, 20, 40, 50, 50, 50]);
+    assert!(log_files(&d.fs().inner).is_empty());
+}
+
+#[test]
+fn records_too_large_or_batches_empty_are_refused_without_side_effects() {
+    let config = Config { max_record_bytes: 8, max_batch_records: 3, ..Default::default() };
+    let mut d = SyncDriver::start(config, MemFs::new());
+    created(d.request(create("t", 2)));
+    let before = d.fs().clone();
+    let big = ProduceRecord { key: Some(b"1234".to_vec()), value: b"56789".to_vec() };
+    assert!(matches!(
+        d.request(Command::Produce { topic: "t".into(), records: vec![rec(None, "a"), big] }),
+        Err(BrokerError::InvalidRequest(_))
+    ));
+    assert!(matches!(d.request(produce("t", &[])), Err(BrokerError::InvalidRequest(_))));
+    assert!(matches!(d.request(produce("t", &["a", "b", "c", "d"])), Err(BrokerError::InvalidRequest(_))));
+    assert_eq!(d.fs(), &before);
+    // The round-robin cursor did not move either.
+    assert_eq!(produced(d.request(produce("t", &["a"]))), vec![(0, 0)]);
+}

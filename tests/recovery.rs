@@ -1,0 +1,577 @@
+//! Crash and recovery: crashes between the logical and physical deletion steps, torn
+//! and corrupted journals, restored offsets, stray logs, and journal compaction.
+
+mod common;
+
+use broker_core::executor::JOURNAL_BACKUP_PREFIX;
+use broker_core::journal::{decode_journal, encode_header, JournalRecord, JOURNAL_FILE};
+use broker_core::logcodec::encode_log_header;
+use broker_core::{
+    BrokerError, Command, Config, FileSystem, HaltReason, LogId, MemFs, Phase, StorageOp, SyncDriver, TopicId,
+};
+use common::*;
+
+fn start(fs: MemFs) -> SyncDriver<MemFs> {
+    let d = SyncDriver::start(Config::default(), fs);
+    assert_eq!(d.phase(), Phase::Serving, "halted: {:?}", d.halted());
+    d
+}
+
+fn logs_of(fs: &MemFs, topic: TopicId) -> Vec<LogId> {
+    log_files(fs).into_iter().filter(|l| l.topic == topic).collect()
+}
+
+/// After recovery and settling: the topic's logs are gone, its deletion is journaled
+/// as complete, nothing is pending, and topic `kept` still serves its records.
+#[track_caller]
+fn assert_deletion_finished(d: &SyncDriver<MemFs>, doomed: TopicId) {
+    assert_finished(d.fs(), d.broker(), doomed);
+}
+
+#[track_caller]
+fn assert_finished(fs: &MemFs, broker: &broker_core::Broker, doomed: TopicId) {
+    assert!(logs_of(fs, doomed).is_empty(), "logs of {doomed} remain: {:?}", fs.names());
+    // Completion is journaled: replaying the journal (snapshot plus later records, or
+    // a compacted snapshot that no longer names the topic) forgets the topic.
+    let state = broker_core::journal::MetaState::replay(&journal_records(fs));
+    assert!(
+        !state.topics.contains_key(&doomed),
+        "the journal does not record {doomed} as completed:\n{}",
+        journal_text(fs)
+    );
+    assert!(broker.pending_deletions().is_empty(), "{:?}", broker.pending_deletions());
+    assert!(broker.live_topics().iter().all(|t| t.id != doomed));
+}
+
+/// A broker with a live topic `kept` (two records) and a 3-partition topic `doomed`
+/// (grace `grace_ms`) with a record in each partition.
+fn two_topics(grace_ms: u64) -> (SyncDriver<MemFs>, TopicId, TopicId) {
+    let mut d = start(MemFs::new());
+    let kept = created(d.request(create("kept", 1)));
+    produced(d.request(produce("kept", &["k0", "k1"])));
+    let doomed = created(d.request(create_grace("doomed", 3, grace_ms)));
+    produced(d.request(produce("doomed", &["d0", "d1", "d2"])));
+    (d, kept, doomed)
+}
+
+#[track_caller]
+fn assert_kept_intact(d: &mut SyncDriver<MemFs>) {
+    let (records, hw) = fetched(d.request(fetch("kept", 0, 0, 10)));
+    assert_eq!((values(&records), hw), (vec!["k0".to_string(), "k1".to_string()], 2));
+}
+
+#[test]
+fn crash_in_grace_delay_then_recovery_finishes_the_deletion() {
+    let (mut d, kept, doomed) = two_topics(1000);
+    assert_eq!(d.request(delete("doomed")), Ok(broker_core::Reply::DeleteAccepted { topic: doomed }));
+    // The tombstone is durable, and no log is removed yet.
+    assert!(journal_records(d.fs()).contains(&JournalRecord::TopicDeleted { id: doomed }));
+    assert_eq!(logs_of(d.fs(), doomed).len(), 3);
+    let disk = d.crash();
+
+    let mut d = start(disk);
+    let pending = d.broker().pending_deletions();
+    assert_eq!(pending.len(), 1);
+    assert_eq!((pending[0].topic, pending[0].removed, pending[0].tombstone_durable), (doomed, 0, true));
+    assert!(d.broker().live_topics().iter().all(|t| t.name != "doomed"), "a deleted topic never comes back");
+    assert_eq!(d.request(fetch("doomed", 0, 0, 1)), Err(BrokerError::TopicNotFound { name: "doomed".into() }));
+    d.settle(100);
+    assert_deletion_finished(&d, doomed);
+    assert_eq!(logs_of(d.fs(), kept).len(), 1);
+    assert_kept_intact(&mut d);
+}
+
+#[test]
+fn crash_with_removals_issued_but_none_completed() {
+    let (d, _, doomed) = two_topics(0);
+    let mut h = Hand::start(Config::default(), d.crash());
+    let del = h.submit(delete("doomed"));
+    h.run_holding(is_remove);
+    assert_eq!(h.take_reply(del), Some(Ok(broker_core::Reply::DeleteAccepted { topic: doomed })));
+    assert_eq!(h.pending_where(is_remove).len(), 3, "every removal is issued");
+    let mut d = start(h.crash());
+    d.settle(100);
+    assert_deletion_finished(&d, doomed);
+    assert_kept_intact(&mut d);
+}
+
+#[test]
+fn crash_after_each_number_of_removals() {
+    for k in 0..=3usize {
+        for progress_durable in [false, true] {
+            let (d, kept, doomed) = two_topics(0);
+            let mut h = Hand::start(Config::default(), d.crash());
+            h.submit(delete("doomed"));
+            h.run_holding(is_remove);
+            let removes = h.pending_where(is_remove);
+            assert_eq!(removes.len(), 3);
+            for &id in &removes[..k] {
+                h.complete(id);
+            }
+            if progress_durable {
+                // Let the journal record the progress, but remove nothing more.
+                h.run_holding(is_remove);
+            }
+            let fs = h.crash();
+            assert_eq!(logs_of(&fs, doomed).len(), 3 - k, "k={k}");
+            assert!(journal_records(&fs).contains(&JournalRecord::TopicDeleted { id: doomed }));
+
+            // Recover by hand, holding removals back, to see what recovery resumes.
+            let mut h = Hand::new(Config::default(), fs);
+            h.run_holding(is_remove);
+            assert_eq!(h.broker.phase(), Phase::Serving);
+            let pending = h.broker.pending_deletions();
+            let resumed = removed_logs(&h.pending.values().cloned().collect::<Vec<_>>());
+            if k == 3 && progress_durable {
+                assert!(pending.is_empty(), "the deletion completed before the crash");
+                assert!(resumed.is_empty());
+            } else {
+                assert_eq!(pending.len(), 1, "k={k} durable={progress_durable}");
+                let removed = if progress_durable { k as u32 } else { 0 };
+                assert_eq!((pending[0].topic, pending[0].removed), (doomed, removed), "k={k} {progress_durable}");
+                // Removals resume for every partition not journaled as removed.
+                let expected: Vec<LogId> = (removed..3).map(|partition| LogId { topic: doomed, partition }).collect();
+                assert_eq!(resumed.into_iter().collect::<Vec<_>>(), expected, "k={k} {progress_durable}");
+            }
+            h.settle(100);
+            assert_finished(h.exec.fs(), &h.broker, doomed);
+            assert_eq!(logs_of(h.exec.fs(), kept).len(), 1);
+            let (records, _) = fetched(h.request(fetch("kept", 0, 0, 10)));
+            assert_eq!(values(&records), vec!["k0", "k1"]);
+        }
+    }
+}
+
+/// Whether `op` is the journal append that carries `DeletionCompleted` of `id`.
+fn appends_completion(op: &StorageOp, epoch: u64, id: TopicId) -> bool {
+    match op {
+        StorageOp::AppendJournal { bytes } => {
+            decode_appended(bytes, epoch).unwrap().contains(&JournalRecord::DeletionCompleted { id })
+        }
+        _ => false,
+    }
+}
+
+/// Completes operations, one removal at a time with its journal progress made durable
+/// before the next, until the journal append carrying `DeletionCompleted` of `doomed`
+/// is issued; from then on no journal operation completes.
+fn run_until_completion_issued(h: &mut Hand, doomed: TopicId) {
+    let epoch = h.broker.journal_epoch();
+    loop {
+        let issued = h.pending.values().any(|op| appends_completion(op, epoch, doomed));
+        let next = h.pending_where(|op| !(is_remove(op) || (issued && is_journal(op)))).first().copied();
+        match next.or_else(|| h.pending_where(is_remove).first().copied()) {
+            Some(id) => h.complete(id),
+            None => break,
+        }
+    }
+}
+
+#[test]
+fn crash_before_the_completion_record_is_durable() {
+    let (d, _, doomed) = two_topics(0);
+    let mut h = Hand::start(Config::default(), d.crash());
+    let epoch = h.broker.journal_epoch();
+    h.submit(delete("doomed"));
+    run_until_completion_issued(&mut h, doomed);
+    let held: Vec<StorageOp> = h.pending.values().cloned().collect();
+    assert_eq!(held.len(), 2, "only the completion append and its sync are outstanding: {held:?}");
+    let held_records = match &held[0] {
+        StorageOp::AppendJournal { bytes } => decode_appended(bytes, epoch).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let fs = h.crash();
+    assert!(logs_of(&fs, doomed).is_empty(), "every log is removed");
+    let journal = journal_records(&fs);
+    assert!(!journal.contains(&JournalRecord::DeletionCompleted { id: doomed }));
+    for p in 0..3 {
+        let progress = JournalRecord::PartitionRemoved { id: doomed, partition: p };
+        assert!(journal.contains(&progress) || held_records.contains(&progress), "{p}");
+    }
+
+    let mut d = start(fs);
+    d.settle(100);
+    assert_deletion_finished(&d, doomed);
+    assert_kept_intact(&mut d);
+}
+
+#[test]
+fn crash_after_the_completion_append_but_before_its_sync() {
+    let (d, _, doomed) = two_topics(0);
+    let mut h = Hand::start(Config::default(), d.crash());
+    let epoch = h.broker.journal_epoch();
+    h.submit(delete("doomed"));
+    run_until_completion_issued(&mut h, doomed);
+    h.complete(h.first_pending(|op| appends_completion(op, epoch, doomed)));
+    assert_eq!(h.pending.values().collect::<Vec<_>>(), vec![&StorageOp::SyncJournal]);
+    // MemFs keeps the unsynced append: recovery reads the completion and has nothing to do.
+    let mut d = start(h.crash());
+    assert!(d.broker().pending_deletions().is_empty());
+    d.settle(100);
+    assert_deletion_finished(&d, doomed);
+    assert_kept_intact(&mut d);
+}
+
+/// A disk where the deletion of `doomed` ran to its end, every `PartitionRemoved` is
+/// durable, but the `DeletionCompleted` record is not (it is cut from the journal).
+fn completion_record_lost(grace_ms: u64) -> (MemFs, TopicId, TopicId) {
+    let (mut d, kept, doomed) = two_topics(grace_ms);
+    d.request(delete("doomed")).unwrap();
+    d.settle(100);
+    let mut fs = d.crash();
+    let decoded = decode_journal(fs.file(JOURNAL_FILE).unwrap()).unwrap();
+    let mut image = encode_header(decoded.epoch);
+    for (_, r) in &decoded.records {
+        if *r != (JournalRecord::DeletionCompleted { id: doomed }) {
+            r.encode(decoded.epoch, &mut image);
+        }
+    }
+    *fs.file_mut(JOURNAL_FILE).unwrap() = image;
+    let journal = journal_records(&fs);
+    for p in 0..3 {
+        assert!(journal.contains(&JournalRecord::PartitionRemoved { id: doomed, partition: p }));
+    }
+    assert!(!journal.contains(&JournalRecord::DeletionCompleted { id: doomed }));
+    assert!(logs_of(&fs, doomed).is_empty());
+    (fs, kept, doomed)
+}
+
+#[test]
+fn completion_record_lost_then_recovery_journals_it() {
+    let (fs, _, doomed) = completion_record_lost(0);
+    let mut d = start(fs);
+    d.settle(100);
+    assert_deletion_finished(&d, doomed);
+    assert_kept_intact(&mut d);
+}
+
+#[test]
+fn completion_record_lost_with_grace_then_recovery_journals_it() {
+    // Recovery re-arms the grace timer; when it fires every log is already removed, so
+    // the deletion completes on the spot: its record must still reach the journal.
+    let (fs, _, doomed) = completion_record_lost(100);
+    let mut d = start(fs);
+    assert_eq!(d.broker().pending_deletions().len(), 1);
+    d.settle(100);
+    assert_deletion_finished(&d, doomed);
+    assert_kept_intact(&mut d);
+}
+
+#[test]
+fn completion_record_lost_then_recovery_completions_reordered() {
+    // Recovery's listing completes before the last log is opened: the deletion resumes
+    // (and completes on the spot) on that last completion, with nothing else in flight.
+    let (fs, kept, doomed) = completion_record_lost(0);
+    let mut h = Hand::new(Config::default(), fs);
+    h.complete(h.first_pending(|op| matches!(op, StorageOp::ReadJournal)));
+    // Recovery makes what it read durable before it touches any log.
+    h.complete(h.first_pending(|op| matches!(op, StorageOp::ReplaceJournal { .. })));
+    h.complete(h.first_pending(|op| matches!(op, StorageOp::ListLogs)));
+    assert_eq!(h.broker.phase(), Phase::Recovering);
+    h.complete(h.first_pending(|op| *op == StorageOp::OpenLog { log: LogId { topic: kept, partition: 0 } }));
+    assert_eq!(h.broker.phase(), Phase::Serving);
+    h.settle(100);
+    assert_finished(h.exec.fs(), &h.broker, doomed);
+}
+
+// ---------------------------------------------------------------------------------
+// Torn and corrupted journals
+// ---------------------------------------------------------------------------------
+
+/// A disk whose journal holds a snapshot, `TopicCreated a`, `TopicCreated b` (and the
+/// logs of both, with records in `a`); returns it with the records' byte positions.
+fn journal_with_two_topics() -> (MemFs, Vec<u64>) {
+    let mut d = start(MemFs::new());
+    created(d.request(create("a", 1)));
+    produced(d.request(produce("a", &["x", "y"])));
+    created(d.request(create("b", 2)));
+    let fs = d.crash();
+    let decoded = decode_journal(fs.file(JOURNAL_FILE).unwrap()).unwrap();
+    let kinds: Vec<String> = decoded.records.iter().map(|(_, r)| record_text(r)).collect();
+    assert!(kinds[0].starts_with("Snapshot") && kinds[1].contains("\"a\"") && kinds[2].contains("\"b\""), "{kinds:?}");
+    (fs, decoded.records.iter().map(|(p, _)| *p).collect())
+}
+
+#[test]
+fn torn_tail_cut_short_recovers_earlier_records_and_keeps_a_backup() {
+    let (mut fs, _) = journal_with_two_topics();
+    let journal = fs.file_mut(JOURNAL_FILE).unwrap();
+    journal.truncate(journal.len() - 3);
+    let torn = journal.clone();
+
+    let mut d = start(fs);
+    let names: Vec<String> = d.broker().live_topics().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, vec!["a"], "the torn record (b) is dropped, the earlier one (a) kept");
+    let (records, _) = fetched(d.request(fetch("a", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["x", "y"]);
+    assert_eq!(d.fs().file(&format!("{JOURNAL_BACKUP_PREFIX}0")), Some(&torn[..]), "the torn journal is kept");
+    // The journal was rewritten whole: no torn tail left, a new epoch.
+    let now = decode_journal(d.fs().file(JOURNAL_FILE).unwrap()).unwrap();
+    assert!(now.torn_tail.is_none());
+    assert_eq!(now.epoch, 2);
+    // b's logs are named by nothing durable any more: removed as strays.
+    assert!(log_files(d.fs()).iter().all(|l| l.topic == TopicId(0)), "{:?}", d.fs().names());
+}
+
+#[test]
+fn garbage_after_the_last_record_is_a_torn_tail() {
+    let (mut fs, _) = journal_with_two_topics();
+    let journal = fs.file_mut(JOURNAL_FILE).unwrap();
+    let clean_len = journal.len();
+    // Deterministic garbage, including a plausible-looking frame header.
+    journal.extend_from_slice(&[7, 0, 0, 0, 1, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 0xff, 0x00, 0x42]);
+    let garbage = journal.clone();
+
+    let mut d = start(fs);
+    let names: Vec<String> = d.broker().live_topics().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, vec!["a", "b"], "every whole record is kept");
+    assert_eq!(d.fs().file(&format!("{JOURNAL_BACKUP_PREFIX}0")), Some(&garbage[..]));
+    assert!(decode_journal(d.fs().file(JOURNAL_FILE).unwrap()).unwrap().torn_tail.is_none());
+    assert_eq!(log_files(d.fs()).len(), 3, "no live log was touched");
+    let (records, _) = fetched(d.request(fetch("a", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["x", "y"]);
+    created(d.request(create("c", 1)));
+
+    // A second torn tail gets the next backup name; the first backup stays.
+    let mut fs = d.crash();
+    let len = fs.file(JOURNAL_FILE).unwrap().len();
+    fs.file_mut(JOURNAL_FILE).unwrap().truncate(len - 1);
+    let d = start(fs);
+    assert_eq!(d.fs().file(&format!("{JOURNAL_BACKUP_PREFIX}0")), Some(&garbage[..]));
+    assert!(d.fs().file(&format!("{JOURNAL_BACKUP_PREFIX}1")).is_some());
+    let names: Vec<String> = d.broker().live_topics().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, vec!["a", "b"]);
+    assert!(clean_len > 0);
+}
+
+#[test]
+fn corrupt_middle_record_halts_naming_file_and_offset() {
+    let (clean, positions) = journal_with_two_topics();
+    // Flip a payload byte of each record that has a valid record after it.
+    for (i, &position) in positions[..positions.len() - 1].iter().enumerate() {
+        for delta in [0usize, 4, 9 + 2] {
+            let mut fs = clean.clone();
+            fs.file_mut(JOURNAL_FILE).unwrap()[position as usize + delta] ^= 0x20;
+            let before = fs.clone();
+            let mut d = SyncDriver::start(Config::default(), fs);
+            assert_eq!(d.phase(), Phase::Halted, "record {i} byte +{delta}");
+            match d.halted() {
+                Some(HaltReason::CorruptJournal { file, offset, .. }) => {
+                    assert_eq!((file.as_str(), *offset), (JOURNAL_FILE, position), "record {i} byte +{delta}");
+                }
+                other => panic!("expected CorruptJournal, got {other:?}"),
+            }
+            // It refuses commands, and it changed nothing on disk.
+            let reply = d.request(Command::ListTopics);
+            assert!(matches!(reply, Err(BrokerError::Unavailable(_))), "{reply:?}");
+            let reply = d.request(create("z", 1));
+            assert!(matches!(reply, Err(BrokerError::Unavailable(_))), "{reply:?}");
+            assert_eq!(d.fs(), &before, "a refused start must not touch the disk");
+        }
+    }
+}
+
+#[test]
+fn corrupt_journal_header_halts_at_offset_zero() {
+    let (mut fs, _) = journal_with_two_topics();
+    fs.file_mut(JOURNAL_FILE).unwrap()[8] ^= 1;
+    let d = SyncDriver::start(Config::default(), fs);
+    assert!(matches!(d.halted(), Some(HaltReason::CorruptJournal { offset: 0, .. })), "{:?}", d.halted());
+}
+
+// ---------------------------------------------------------------------------------
+// Offsets, stray logs, compaction
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn recovery_restores_next_offsets() {
+    let mut d = start(MemFs::new());
+    created(d.request(create("t", 2)));
+    assert_eq!(produced(d.request(produce("t", &["a", "b", "c"]))), vec![(0, 0), (1, 0), (0, 1)]);
+    let mut d = start(d.crash());
+    let described = d.request(Command::DescribeTopic { name: "t".into() });
+    match described {
+        Ok(broker_core::Reply::Described(t)) => assert_eq!(t.high_watermarks, vec![2, 1]),
+        other => panic!("{other:?}"),
+    }
+    // Round-robin restarts at partition 0; offsets continue where they were.
+    assert_eq!(produced(d.request(produce("t", &["d", "e", "f"]))), vec![(0, 2), (1, 1), (0, 3)]);
+    let mut d = start(d.crash());
+    let (records, hw) = fetched(d.request(fetch("t", 0, 0, 10)));
+    assert_eq!((values(&records), hw), (vec!["a".into(), "c".into(), "d".into(), "f".into()], 4));
+    let offsets: Vec<u64> = records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3]);
+    let (records, _) = fetched(d.request(fetch("t", 1, 0, 10)));
+    assert_eq!(values(&records), vec!["b", "e"]);
+}
+
+#[test]
+fn recovery_removes_stray_logs_and_leaves_other_files_alone() {
+    let mut d = start(MemFs::new());
+    let t = created(d.request(create("live", 1)));
+    produced(d.request(produce("live", &["v"])));
+    let mut fs = d.crash();
+    // A log no topic names, a partition the live topic does not have, and non-log files.
+    let stray = LogId { topic: TopicId(77), partition: 0 };
+    let extra = LogId { topic: t, partition: 5 };
+    for log in [stray, extra] {
+        fs.create(&log.file_name()).unwrap();
+        fs.write_at(&log.file_name(), 0, &encode_log_header(log)).unwrap();
+    }
+    for name in ["notes.txt", "0000000000000001-00000000.log.bak", "journal.torn.9"] {
+        fs.create(name).unwrap();
+        fs.write_at(name, 0, b"keep me").unwrap();
+    }
+    let mut d = start(fs);
+    d.settle(10);
+    assert_eq!(log_files(d.fs()), vec![LogId { topic: t, partition: 0 }]);
+    for name in ["notes.txt", "0000000000000001-00000000.log.bak", "journal.torn.9"] {
+        assert_eq!(d.fs().file(name), Some(&b"keep me"[..]), "{name} is not a log: left alone");
+    }
+    let (records, _) = fetched(d.request(fetch("live", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["v"]);
+}
+
+#[test]
+fn recovery_recreates_a_missing_log_of_a_live_topic() {
+    let mut d = start(MemFs::new());
+    let t = created(d.request(create("t", 2)));
+    let mut fs = d.crash();
+    fs.remove(&LogId { topic: t, partition: 1 }.file_name()).unwrap();
+    let mut d = start(fs);
+    assert_eq!(log_files(d.fs()).len(), 2);
+    assert_eq!(produced(d.request(produce("t", &["a", "b"]))), vec![(0, 0), (1, 0)]);
+}
+
+#[test]
+fn journal_compaction_keeps_the_journal_small_and_recovers_the_same_topics() {
+    let config = Config { compaction_min_records: 10, compaction_ratio: 2, ..Default::default() };
+    let mut d = SyncDriver::start(config.clone(), MemFs::new());
+    created(d.request(create("keep-a", 2)));
+    created(d.request(create("keep-b", 1)));
+    produced(d.request(produce("keep-a", &["1", "2", "3"])));
+    let mut max_len = 0;
+    let mut max_records = 0;
+    for i in 0..60 {
+        let churn = if i % 2 == 0 { "churn" } else { "churn-odd" };
+        created(d.request(create(churn, 2)));
+        produced(d.request(produce(churn, &["x"])));
+        d.request(delete(churn)).unwrap();
+        d.settle(100);
+        max_len = max_len.max(d.fs().file(JOURNAL_FILE).unwrap().len());
+        max_records = max_records.max(journal_records(d.fs()).len());
+    }
+    // 60 cycles of about four records each, yet the journal stays bounded.
+    assert!(max_records <= 20, "the journal grew to {max_records} records");
+    assert!(max_len < 2048, "the journal grew to {max_len} bytes");
+    assert!(d.broker().journal_epoch() > 5, "compaction replaced the journal several times");
+    let before = d.broker().live_topics();
+    assert!(d.broker().pending_deletions().is_empty());
+    assert_eq!(log_files(d.fs()).len(), 3);
+
+    let mut d = SyncDriver::start(config, d.crash());
+    assert_eq!(d.broker().live_topics(), before, "recovery from a compacted journal restores every topic");
+    // Ids are never reused after compaction.
+    let fresh = created(d.request(create("fresh", 1)));
+    assert_eq!(fresh, TopicId(62));
+    let (records, _) = fetched(d.request(fetch("keep-a", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["1", "3"]);
+}
+
+/// A disk whose journal lost its last record, `TopicCreated b` (t1), while b's logs,
+/// holding records, are still on disk.
+fn torn_topic_with_records() -> MemFs {
+    let mut d = start(MemFs::new());
+    created(d.request(create("a", 1)));
+    assert_eq!(created(d.request(create("b", 1))), TopicId(1));
+    produced(d.request(produce("b", &["old-1", "old-2"])));
+    let mut fs = d.crash();
+    let journal = fs.file_mut(JOURNAL_FILE).unwrap();
+    journal.truncate(journal.len() - 2);
+    fs
+}
+
+#[test]
+fn ids_of_logs_left_by_a_torn_journal_are_not_reused_even_if_listing_completes_late() {
+    let mut h = Hand::new(Config::default(), torn_topic_with_records());
+    // Everything but the listing of logs completes.
+    h.run_holding(|op| matches!(op, StorageOp::ListLogs));
+    let mut c = h.submit(create("c", 1));
+    h.run_holding(|op| matches!(op, StorageOp::ListLogs));
+    h.run();
+    if let Some(Err(BrokerError::Unavailable(_))) = h.replies.get(&c) {
+        c = h.submit(create("c", 1)); // it waited for the listing: ask again now
+        h.run();
+    }
+    let c_id = created(h.take_reply(c).unwrap());
+    assert_ne!(c_id, TopicId(1), "t1 still names logs on disk (b's records)");
+    assert_eq!(produced(h.request(produce("c", &["new"]))), vec![(0, 0)]);
+    assert!(h.halts.is_empty(), "{:?}", h.halts);
+    let mut d = start(h.crash());
+    let (records, _) = fetched(d.request(fetch("c", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["new"], "an old incarnation's records never appear under a new one");
+    assert!(log_files(d.fs()).iter().all(|l| l.topic != TopicId(1)), "b's stray log is removed");
+}
+
+#[test]
+fn ids_of_logs_left_by_a_torn_journal_are_not_reused_when_their_removal_fails() {
+    let fs = FlakyRemoveFs { inner: torn_topic_with_records(), fail_removes: 1, ..Default::default() };
+    let mut h = Hand::start_on(Config::default(), fs);
+    assert_eq!(h.broker.phase(), Phase::Serving);
+    assert_eq!(h.timers.len(), 1, "the failed stray removal is retried later");
+    let c_id = created(h.request(create("c", 1)));
+    assert_ne!(c_id, TopicId(1), "t1 still names a log on disk (b's records)");
+    assert_eq!(produced(h.request(produce("c", &["new"]))), vec![(0, 0)]);
+    h.settle(10); // the stray removal is retried
+    assert!(h.halts.is_empty(), "{:?}", h.halts);
+    let (records, _) = fetched(h.request(fetch("c", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["new"]);
+    let fs = h.crash().inner;
+    assert_eq!(log_files(&fs), vec![LogId { topic: TopicId(0), partition: 0 }, LogId { topic: c_id, partition: 0 }]);
+}
+
+#[test]
+fn crash_with_a_recreated_name_while_the_old_incarnation_is_being_removed() {
+    let mut d = start(MemFs::new());
+    let old = created(d.request(create_grace("t", 2, 1000)));
+    produced(d.request(produce("t", &["old-a", "old-b"])));
+    d.request(delete("t")).unwrap();
+    let new = created(d.request(create("t", 2)));
+    produced(d.request(produce("t", &["new-a", "new-b"])));
+    let mut d = start(d.crash());
+    let pending: Vec<TopicId> = d.broker().pending_deletions().iter().map(|p| p.topic).collect();
+    assert_eq!(pending, vec![old]);
+    assert_eq!(d.broker().live_topics().iter().map(|t| t.id).collect::<Vec<_>>(), vec![new]);
+    d.settle(100);
+    assert_deletion_finished(&d, old);
+    assert_eq!(log_files(d.fs()), vec![LogId { topic: new, partition: 0 }, LogId { topic: new, partition: 1 }]);
+    let (records, hw) = fetched(d.request(fetch("t", 0, 0, 10)));
+    assert_eq!((values(&records), hw), (vec!["new-a".into()], 1));
+    let (records, _) = fetched(d.request(fetch("t", 1, 0, 10)));
+    assert_eq!(values(&records), vec!["new-b"]);
+}
+
+#[test]
+fn compaction_during_a_pending_deletion_keeps_the_deletion() {
+    let config = Config { compaction_min_records: 4, compaction_ratio: 1, ..Default::default() };
+    let mut d = SyncDriver::start(config.clone(), MemFs::new());
+    let doomed = created(d.request(create_grace("doomed", 3, 1000)));
+    d.request(delete("doomed")).unwrap();
+    let epoch = d.broker().journal_epoch();
+    for i in 0..6 {
+        created(d.request(create(&format!("live-{i}"), 1)));
+    }
+    assert!(d.broker().journal_epoch() > epoch, "the journal was compacted while the deletion was pending");
+    let snapshot_has_it = journal_records(d.fs()).iter().any(|r| match r {
+        JournalRecord::Snapshot(s) => s.deleting.iter().any(|p| p.topic.id == doomed),
+        _ => false,
+    });
+    assert!(snapshot_has_it, "{}", journal_text(d.fs()));
+    let mut d = SyncDriver::start(config, d.crash());
+    assert_eq!(d.broker().pending_deletions().len(), 1);
+    assert_eq!(d.broker().live_topics().len(), 6);
+    d.settle(100);
+    assert!(logs_of(d.fs(), doomed).is_empty());
+    assert!(d.broker().pending_deletions().is_empty());
+    assert_eq!(log_files(d.fs()).len(), 6);
+}
