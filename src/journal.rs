@@ -85,6 +85,8 @@ const KIND_DELETED: u8 = 2;
 const KIND_PARTITION_REMOVED: u8 = 3;
 const KIND_COMPLETED: u8 = 4;
 const KIND_SNAPSHOT: u8 = 5;
+/// A group commit: several records in one frame, so a torn group is always a torn tail.
+const KIND_BATCH: u8 = 6;
 
 fn put_meta(w: &mut Writer, m: &TopicMeta) {
     w.u64(m.id.0);
@@ -148,6 +150,41 @@ impl JournalRecord {
     pub fn encode(&self, epoch: u64, out: &mut Vec<u8>) {
         let (kind, payload) = self.encode_payload();
         encode_frame(out, epoch, kind, &payload);
+    }
+
+    /// Appends `records` as one frame (a batch frame if there are several). One write of
+    /// one frame can only tear into a bad tail, never into damage followed by valid
+    /// records, which recovery would have to call corruption.
+    pub fn encode_batch(records: &[JournalRecord], epoch: u64, out: &mut Vec<u8>) {
+        if let [only] = records {
+            return only.encode(epoch, out);
+        }
+        let mut w = Writer::default();
+        for r in records {
+            let (kind, payload) = r.encode_payload();
+            w.u8(kind);
+            w.bytes(&payload);
+        }
+        encode_frame(out, epoch, KIND_BATCH, &w.buf);
+    }
+
+    /// Decodes a frame's records: one, or several for a batch frame.
+    pub fn decode_frame(kind: u8, payload: &[u8], position: u64) -> Result<Vec<JournalRecord>, DecodeError> {
+        if kind != KIND_BATCH {
+            return Ok(vec![JournalRecord::decode(kind, payload, position)?]);
+        }
+        let mut r = Reader::new(payload, position);
+        let mut out = Vec::new();
+        while r.position() < position + payload.len() as u64 {
+            let kind = r.u8()?;
+            if kind == KIND_BATCH {
+                return Err(r.malformed("a batch nested in a batch".into()));
+            }
+            let at = r.position();
+            let inner = r.bytes()?;
+            out.push(JournalRecord::decode(kind, &inner, at + 4)?);
+        }
+        Ok(out)
     }
 
     /// Decodes a record from a frame's kind and payload; `position` names it in errors.
@@ -236,9 +273,9 @@ pub fn decode_journal(data: &[u8]) -> Result<DecodedJournal, JournalCorruption> 
     }
     let mut records = Vec::with_capacity(s.frames.len());
     for f in &s.frames {
-        let rec = JournalRecord::decode(f.kind, f.payload, f.position + crate::frame::FRAME_HEADER_LEN as u64)
+        let recs = JournalRecord::decode_frame(f.kind, f.payload, f.position + crate::frame::FRAME_HEADER_LEN as u64)
             .map_err(|e| JournalCorruption { offset: f.position, detail: format!("undecodable record: {e}") })?;
-        records.push((f.position, rec));
+        records.extend(recs.into_iter().map(|r| (f.position, r)));
     }
     Ok(DecodedJournal { epoch, records, torn_tail: s.torn_tail.map(|t| (t.start, t.detail)) })
 }
@@ -378,6 +415,25 @@ mod tests {
         assert_eq!(d.epoch, 9);
         assert_eq!(d.records.into_iter().map(|(_, r)| r).collect::<Vec<_>>(), recs);
         assert!(d.torn_tail.is_none());
+    }
+
+    #[test]
+    fn a_group_commit_is_one_frame_and_decodes_to_its_records() {
+        let recs = sample();
+        let mut img = encode_header(2);
+        JournalRecord::encode_batch(&recs, 2, &mut img);
+        let d = decode_journal(&img).unwrap();
+        assert_eq!(d.records.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(), recs);
+        assert!(d.records.iter().all(|(p, _)| *p == JOURNAL_HEADER_LEN as u64), "one frame holds them all");
+        // Any cut of the batch is a torn tail, never corruption.
+        for cut in 1..(img.len() - JOURNAL_HEADER_LEN) {
+            let d = decode_journal(&img[..img.len() - cut]).unwrap();
+            assert!(d.records.is_empty() && d.torn_tail.is_some(), "cut {cut}");
+        }
+        // A single record is written as itself.
+        let mut one = encode_header(2);
+        JournalRecord::encode_batch(&recs[..1], 2, &mut one);
+        assert_eq!(one, image(2, &recs[..1]));
     }
 
     #[test]

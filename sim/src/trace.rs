@@ -88,11 +88,15 @@ fn crc(bytes: &[u8]) -> u32 {
 pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
     let scan = broker_core::frame::scan(bytes, 0, epoch, usize::MAX);
     let mut out = String::new();
-    for f in &scan.frames {
+    let decoded = scan.frames.iter().flat_map(|f| match JournalRecord::decode_frame(f.kind, f.payload, f.position) {
+        Ok(recs) => recs.into_iter().map(Ok).collect(),
+        Err(e) => vec![Err(e)],
+    });
+    for rec in decoded {
         if !out.is_empty() {
             out.push_str(", ");
         }
-        match JournalRecord::decode(f.kind, f.payload, f.position) {
+        match rec {
             Ok(JournalRecord::TopicCreated(m)) => {
                 let _ = write!(out, "TopicCreated {} {:?} x{}", m.id, m.name, m.partitions);
             }

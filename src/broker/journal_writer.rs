@@ -98,9 +98,7 @@ impl JournalWriter {
             return None;
         }
         let mut bytes = Vec::new();
-        for r in &self.queue {
-            r.encode(self.epoch, &mut bytes);
-        }
+        JournalRecord::encode_batch(&self.queue, self.epoch, &mut bytes);
         let records = self.queue.len() as u64;
         self.queue.clear();
         self.flight = Some(Flight::AppendSync { upto: self.last_seq, records, ops_left: 2 });

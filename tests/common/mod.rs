@@ -147,7 +147,11 @@ pub fn decode_appended(bytes: &[u8], epoch: u64) -> Result<Vec<JournalRecord>, S
     if let Some(bad) = s.corrupt.first().or(s.torn_tail.as_ref()) {
         return Err(format!("undecodable at byte {}: {}", bad.start, bad.detail));
     }
-    s.frames.iter().map(|f| JournalRecord::decode(f.kind, f.payload, f.position).map_err(|e| e.to_string())).collect()
+    let mut out = Vec::new();
+    for f in &s.frames {
+        out.extend(JournalRecord::decode_frame(f.kind, f.payload, f.position).map_err(|e| e.to_string())?);
+    }
+    Ok(out)
 }
 
 fn append_records_text(records: &[AppendRecord]) -> String {
