@@ -30,6 +30,29 @@
 //!
 //! Everything is deterministic: the only randomness is a [`SimRng`] derived from the
 //! seed given to the constructor, and all state lives in ordered maps and vectors.
+//!
+//! # Decisions the design left open
+//!
+//! - Directory operations remember the file identity they touched. Applied out of
+//!   order (a crash subset), a rename still moves only its own file and a remove only
+//!   drops the entry if it still names that file, so a rename is atomic: a crash leaves
+//!   the old or the new entry, never a mix (unless [`DiskFaults::broken_rename`]).
+//! - A crash that applies a subset keeps issue order within each file; operations on
+//!   different files commute, so any cross-file order is covered.
+//! - A missing name is reported as [`StorageError::NotFound`] before any fault is drawn;
+//!   an empty write inside the file records nothing.
+//! - A failed fsync drops all of the file's unsynced data and size changes, and is only
+//!   injected when there are some. `sync_dir` fails only through an I/O error, which
+//!   leaves the directory operations pending.
+//! - Bit rot XORs every byte of a bad sector with a non-zero mask, so any checksum
+//!   catches it. Only a write covering the whole sector (or all of it up to the end
+//!   of the file) rewrites it: reads are clean at once, the medium once that write is
+//!   durable. A partial rewrite leaves the sector bad. Cutting the file below the
+//!   sector also drops it. Rot is injected only on syncs of files named `*.log`.
+//! - A torn write that grows the file persists its new size half of the time; the
+//!   non-persisted parts of the new range are all zeros or all random garbage.
+//! - Renaming onto another name of the same file does nothing (POSIX); only a broken
+//!   rename can create such a second name.
 
 use crate::rng::SimRng;
 use broker_core::{FileSystem, StorageError};
