@@ -219,12 +219,11 @@ impl<F: FileSystem> Executor<F> {
         // Until the write succeeds the tail is unknown: forget the log so it is reopened.
         let mut state = self.logs.remove(&log).ok_or_else(|| StorageError::Io(format!("{log} is not open")))?;
         self.fs.write_at(&log.file_name(), at, &bytes)?;
-        let mut pos = at;
-        for (r, len) in records.iter().zip(frame_lengths(&bytes)) {
-            state.index.push(IndexEntry { offset: r.offset, position: pos, len });
-            pos += u64::from(len);
+        let entry = IndexEntry { offset: next, count: records.len() as u32, position: at, len: bytes.len() as u32 };
+        if !records.is_empty() {
+            state.index.push(entry);
         }
-        state.len = pos;
+        state.len = at + bytes.len() as u64;
         state.next_offset = next + records.len() as u64;
         self.logs.insert(log, state);
         Ok(OpOutput::Done)
@@ -240,21 +239,24 @@ impl<F: FileSystem> Executor<F> {
                 detail: h.detail.clone(),
             });
         }
-        let start = l.index.partition_point(|e| e.offset < offset);
-        let run: Vec<IndexEntry> = l.index[start..]
-            .iter()
-            .take(max_records as usize)
-            .enumerate()
-            .take_while(|(i, e)| e.offset == offset + *i as u64)
-            .map(|(_, e)| *e)
-            .collect();
+        // The batches holding `offset..offset + max_records`, while they are contiguous.
+        let start = l.index.partition_point(|e| e.end() <= offset);
+        let want_end = offset.saturating_add(u64::from(max_records));
+        let mut run: Vec<IndexEntry> = Vec::new();
+        for e in &l.index[start..] {
+            let contiguous = run.last().map_or(e.offset <= offset, |prev| prev.end() == e.offset);
+            if !contiguous || e.offset >= want_end {
+                break;
+            }
+            run.push(*e);
+        }
         let (Some(first), Some(last)) = (run.first(), run.last()) else {
             return Ok(OpOutput::Records(Vec::<StoredRecord>::new()));
         };
         let span = (last.position + u64::from(last.len) - first.position) as usize;
-        let (position, first_offset) = (first.position, first.offset);
+        let position = first.position;
         let data = self.fs.read_at(&log.file_name(), position, span)?;
-        logcodec::decode_records(log, &data, position, first_offset).map(OpOutput::Records)
+        logcodec::decode_records(log, &data, position, offset, max_records as usize).map(OpOutput::Records)
     }
 
     fn remove_log(&mut self, log: LogId) -> OpResult {
@@ -266,17 +268,4 @@ impl<F: FileSystem> Executor<F> {
         self.fs.sync_dir()?;
         Ok(OpOutput::Done)
     }
-}
-
-/// The length of each frame in a buffer of frames this build encoded.
-fn frame_lengths(bytes: &[u8]) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    while pos + crate::frame::FRAME_HEADER_LEN <= bytes.len() {
-        let len = u32::from_le_bytes([bytes[pos], bytes[pos + 1], bytes[pos + 2], bytes[pos + 3]]);
-        let total = crate::frame::FRAME_HEADER_LEN as u32 + len;
-        out.push(total);
-        pos += total as usize;
-    }
-    out
 }

@@ -1,9 +1,11 @@
 //! The partition log format for byte-oriented runtimes.
 //!
 //! File layout: a header (`BRKL`, format version, topic id, partition, CRC32C) and
-//! then one frame (see [`crate::frame`]) per record, salted with the log id so a
-//! record of one log or incarnation never validates in another. Payload: offset,
-//! optional key, value.
+//! then one frame (see [`crate::frame`]) per append: a *batch* of records with dense
+//! offsets, salted with the log id so a batch of one log or incarnation never
+//! validates in another. Payload: base offset, record count, then each record's
+//! optional key and value. One append is one frame, so a torn append is always a torn
+//! tail, never damage followed by valid records (which would read as corruption).
 
 use crate::bytes::{Reader, Writer};
 use crate::command::StoredRecord;
@@ -19,7 +21,7 @@ const MAGIC: &[u8; 4] = b"BRKL";
 pub const LOG_HEADER_LEN: usize = 22;
 /// The largest record payload a log accepts.
 pub const MAX_LOG_FRAME: usize = 16 << 20;
-const KIND_RECORD: u8 = 1;
+const KIND_BATCH: u8 = 2;
 
 /// The frame salt of a log: mixes the incarnation and the partition.
 fn salt(log: LogId) -> u64 {
@@ -38,41 +40,65 @@ pub fn encode_log_header(log: LogId) -> Vec<u8> {
     w.buf
 }
 
-/// Frames `records` for appending to `log`.
+/// Frames `records` (dense offsets) as one batch for appending to `log`.
 pub fn encode_records(log: LogId, records: &[AppendRecord]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let s = salt(log);
+    let mut w = Writer::default();
+    w.u64(records.first().map_or(0, |r| r.offset));
+    w.u32(records.len() as u32);
     for r in records {
-        let mut w = Writer::default();
-        w.u64(r.offset);
         w.opt_bytes(r.record.key.as_deref());
         w.bytes(&r.record.value);
-        encode_frame(&mut out, s, KIND_RECORD, &w.buf);
     }
+    let mut out = Vec::with_capacity(w.buf.len() + FRAME_HEADER_LEN);
+    encode_frame(&mut out, salt(log), KIND_BATCH, &w.buf);
     out
 }
 
-fn decode_payload(payload: &[u8], base: u64) -> Result<StoredRecord, String> {
-    let mut r = Reader::new(payload, base);
-    let rec = (|| {
-        let offset = r.u64()?;
-        let key = r.opt_bytes()?;
-        let value = r.bytes()?;
-        r.finish()?;
-        Ok::<_, crate::error::DecodeError>(StoredRecord { offset, key, value })
-    })();
-    rec.map_err(|e| format!("undecodable record: {e}"))
+/// A batch's base offset and record count, without decoding its records.
+fn batch_span(payload: &[u8]) -> Option<(u64, u32)> {
+    let mut r = Reader::new(payload, 0);
+    Some((r.u64().ok()?, r.u32().ok()?))
 }
 
-/// Where one record sits in the file.
+/// Decodes a batch's records.
+fn decode_batch(payload: &[u8], base: u64) -> Result<Vec<StoredRecord>, String> {
+    let mut r = Reader::new(payload, base);
+    let recs = (|| {
+        let first = r.u64()?;
+        let count = r.u32()?;
+        let mut out = Vec::with_capacity(count.min(1 << 16) as usize);
+        for i in 0..u64::from(count) {
+            let Some(offset) = first.checked_add(i) else {
+                return Err(r.malformed("offsets run past the end of the range".into()));
+            };
+            let key = r.opt_bytes()?;
+            let value = r.bytes()?;
+            out.push(StoredRecord { offset, key, value });
+        }
+        r.finish()?;
+        Ok::<_, crate::error::DecodeError>(out)
+    })();
+    recs.map_err(|e| format!("undecodable batch: {e}"))
+}
+
+/// Where one batch sits in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexEntry {
-    /// The record's offset.
+    /// The offset of the batch's first record.
     pub offset: u64,
+    /// How many records the batch holds.
+    pub count: u32,
     /// Byte position of its frame.
     pub position: u64,
     /// Frame length including its header.
     pub len: u32,
+}
+
+impl IndexEntry {
+    /// One past the batch's last offset.
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(u64::from(self.count))
+    }
 }
 
 /// A range of offsets whose records are corrupt: reads of them report corruption.
@@ -91,7 +117,7 @@ pub struct Hole {
 /// A log file as opened: the index of its records and what the scan found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LogImage {
-    /// Valid records, ascending by offset.
+    /// Valid batches, ascending by offset.
     pub index: Vec<IndexEntry>,
     /// Corrupt ranges followed by valid records.
     pub holes: Vec<Hole>,
@@ -136,46 +162,62 @@ pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
         while let Some(bad) = corrupt_iter.next_if(|b| b.start < f.position) {
             damage.get_or_insert((bad.start, bad.detail.clone()));
         }
-        let rec = decode_payload(f.payload, f.position + FRAME_HEADER_LEN as u64)
-            .map_err(|d| corrupt(log, f.position, Some(img.next_offset), d))?;
-        if rec.offset < img.next_offset || (rec.offset > img.next_offset && damage.is_none()) || rec.offset == u64::MAX
-        {
+        let at = f.position + FRAME_HEADER_LEN as u64;
+        let (first, count) = match batch_span(f.payload) {
+            Some((first, count)) if count > 0 && first.checked_add(u64::from(count)).is_some() => (first, count),
+            _ => return Err(corrupt(log, f.position, Some(img.next_offset), "malformed batch header".into())),
+        };
+        decode_batch(f.payload, at).map_err(|d| corrupt(log, f.position, Some(first), d))?;
+        if first < img.next_offset || (first > img.next_offset && damage.is_none()) {
             return Err(corrupt(
                 log,
                 f.position,
                 Some(img.next_offset),
-                format!("offset {} where {} was expected", rec.offset, img.next_offset),
+                format!("offset {first} where {} was expected", img.next_offset),
             ));
         }
         if let Some((position, detail)) = damage {
-            img.holes.push(Hole { from: img.next_offset, to: rec.offset, position, detail });
+            img.holes.push(Hole { from: img.next_offset, to: first, position, detail });
         }
-        img.index.push(IndexEntry { offset: rec.offset, position: f.position, len: (f.end() - f.position) as u32 });
-        img.next_offset = rec.offset + 1;
+        let entry = IndexEntry { offset: first, count, position: f.position, len: (f.end() - f.position) as u32 };
+        img.next_offset = entry.end();
         img.valid_len = f.end();
+        img.index.push(entry);
     }
     Ok(img)
 }
 
-/// Decodes the frames of `data` (read from byte `position` of `log`), expecting
-/// records with offsets from `first` on. Returns the whole records before the first
-/// damage; damage at the very first record is reported as corruption.
-pub fn decode_records(log: LogId, data: &[u8], position: u64, first: u64) -> Result<Vec<StoredRecord>, StorageError> {
+/// Decodes the batches in `data` (read from byte `position` of `log`) and returns up
+/// to `max` records from offset `first` on. Records before the first damage are
+/// returned; damage before any wanted record is reported as corruption.
+pub fn decode_records(
+    log: LogId,
+    data: &[u8],
+    position: u64,
+    first: u64,
+    max: usize,
+) -> Result<Vec<StoredRecord>, StorageError> {
     let s = scan(data, 0, salt(log), MAX_LOG_FRAME);
     let first_bad = s.corrupt.first().or(s.torn_tail.as_ref());
-    let mut out = Vec::with_capacity(s.frames.len());
+    let mut out: Vec<StoredRecord> = Vec::new();
     for f in &s.frames {
-        if first_bad.is_some_and(|b| b.start < f.position) {
+        if first_bad.is_some_and(|b| b.start < f.position) || out.len() >= max {
             break;
         }
         let expect = first + out.len() as u64;
         let at = position + f.position;
-        let rec =
-            decode_payload(f.payload, at + FRAME_HEADER_LEN as u64).map_err(|d| corrupt(log, at, Some(expect), d))?;
-        if rec.offset != expect {
-            return Err(corrupt(log, at, Some(expect), format!("found offset {}", rec.offset)));
+        let batch =
+            decode_batch(f.payload, at + FRAME_HEADER_LEN as u64).map_err(|d| corrupt(log, at, Some(expect), d))?;
+        for rec in batch.into_iter().filter(|r| r.offset >= first) {
+            if out.len() >= max {
+                break;
+            }
+            let expect = first + out.len() as u64;
+            if rec.offset != expect {
+                return Err(corrupt(log, at, Some(expect), format!("found offset {}", rec.offset)));
+            }
+            out.push(rec);
         }
-        out.push(rec);
     }
     match first_bad {
         Some(bad) if out.is_empty() => Err(corrupt(log, position + bad.start, Some(first), bad.detail.clone())),
@@ -200,9 +242,12 @@ mod tests {
             .collect()
     }
 
+    /// A log with `n` records, one batch per record.
     fn file(n: u64) -> Vec<u8> {
         let mut f = encode_log_header(LOG);
-        f.extend(encode_records(LOG, &recs(0, n)));
+        for o in 0..n {
+            f.extend(encode_records(LOG, &recs(o, 1)));
+        }
         f
     }
 
@@ -214,7 +259,7 @@ mod tests {
         assert_eq!(img.valid_len, f.len() as u64);
         assert!(img.holes.is_empty());
         let last = img.index[4];
-        let got = decode_records(LOG, &f[last.position as usize..], last.position, 4).unwrap();
+        let got = decode_records(LOG, &f[last.position as usize..], last.position, 4, 10).unwrap();
         assert_eq!(got[0].value, b"v4");
         assert_eq!(got[0].key, Some(vec![4]));
     }
@@ -238,10 +283,34 @@ mod tests {
         assert_eq!(img.next_offset, 5);
         assert_eq!(img.holes.len(), 1);
         assert_eq!((img.holes[0].from, img.holes[0].to), (2, 3));
-        let from1 = decode_records(LOG, &f[img.index[1].position as usize..], img.index[1].position, 1).unwrap();
+        let from1 = decode_records(LOG, &f[img.index[1].position as usize..], img.index[1].position, 1, 10).unwrap();
         assert_eq!(from1.len(), 1, "only the record before the damage is served");
-        let err = decode_records(LOG, &f[img.holes[0].position as usize..], img.holes[0].position, 2).unwrap_err();
+        let err = decode_records(LOG, &f[img.holes[0].position as usize..], img.holes[0].position, 2, 10).unwrap_err();
         assert!(matches!(err, StorageError::Corrupt { record_offset: Some(2), .. }), "{err:?}");
+    }
+
+    #[test]
+    fn one_append_is_one_batch_and_any_cut_of_it_is_a_torn_tail() {
+        let mut f = encode_log_header(LOG);
+        f.extend(encode_records(LOG, &recs(0, 3)));
+        let whole = f.len();
+        f.extend(encode_records(LOG, &recs(3, 4)));
+        let img = open_log(LOG, &f).unwrap();
+        assert_eq!(img.index.len(), 2);
+        assert_eq!((img.index[1].offset, img.index[1].count, img.next_offset), (3, 4, 7));
+        let got = decode_records(LOG, &f[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, 2, 3).unwrap();
+        assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![2, 3, 4], "reads span batches");
+        for cut in 1..(f.len() - whole) {
+            let img = open_log(LOG, &f[..f.len() - cut]).unwrap();
+            assert!(img.holes.is_empty(), "cut {cut}");
+            assert_eq!((img.next_offset, img.valid_len), (3, whole as u64), "cut {cut}");
+        }
+        // Zeroing any sector inside the second batch is still a tail, not corruption.
+        let mut torn = f.clone();
+        torn[whole + 20..whole + 40].fill(0);
+        let img = open_log(LOG, &torn).unwrap();
+        assert!(img.holes.is_empty());
+        assert_eq!(img.next_offset, 3);
     }
 
     #[test]
