@@ -12,6 +12,13 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// Prints a line to stdout, ignoring a closed pipe (`broker-sim run | head`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 #[derive(Parser)]
 #[command(name = "broker-sim", about = "Deterministic simulation of broker-core: crashes, faults and checkers")]
 struct Cli {
@@ -110,7 +117,7 @@ fn cmd_bugs() -> Result<ExitCode, String> {
     #[cfg(feature = "planted-bugs")]
     {
         for bug in broker_core::planted::Bug::ALL {
-            println!("{bug}");
+            say!("{bug}");
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -140,21 +147,21 @@ fn cmd_run(seeds: u64, from: u64, jobs: usize, plant: Option<String>, quiet: boo
     let wall = started.elapsed().as_secs_f64();
     print_summary(&summary, wall, jobs);
     if let Some((seed, v)) = summary.failures.first() {
-        println!();
-        println!("FAILED: {} of {} seeds broke an invariant.", summary.failures.len(), summary.seeds);
-        println!("first failing seed {seed}: {v}");
-        println!("replay it with:\n  {}", replay_command(*seed, &plant));
+        say!();
+        say!("FAILED: {} of {} seeds broke an invariant.", summary.failures.len(), summary.seeds);
+        say!("first failing seed {seed}: {v}");
+        say!("replay it with:\n  {}", replay_command(*seed, &plant));
         return Ok(ExitCode::from(1));
     }
-    println!();
-    println!("OK: {} seeds, no violations.", summary.seeds);
+    say!();
+    say!("OK: {} seeds, no violations.", summary.seeds);
     Ok(ExitCode::SUCCESS)
 }
 
 fn print_summary(s: &Summary, wall: f64, jobs: usize) {
     let sim = s.sim_time.as_micros() as f64 / 1e6;
-    let row = |k: &str, v: String| println!("  {k:<28} {v}");
-    println!("broker-sim campaign summary");
+    let row = |k: &str, v: String| say!("  {k:<28} {v}");
+    say!("broker-sim campaign summary");
     row("seeds", format!("{} ({} fault-free)", s.seeds, s.fault_free_seeds));
     row("jobs", jobs.to_string());
     row("events", s.events.to_string());
@@ -169,11 +176,11 @@ fn print_summary(s: &Summary, wall: f64, jobs: usize) {
     row("restarts", s.restarts.to_string());
     row("deletions started", s.deletions_started.to_string());
     row("deletions completed", s.deletions_completed.to_string());
-    println!("  faults injected:");
+    say!("  faults injected:");
     for (kind, n) in &s.faults {
         row(&format!("  {kind}"), n.to_string());
     }
-    println!("  violations by checker:");
+    say!("  violations by checker:");
     for c in broker_sim::Checker::ALL {
         row(&format!("  {c}"), s.violations.get(&c).copied().unwrap_or(0).to_string());
     }
@@ -190,10 +197,10 @@ fn cmd_replay(seed: u64, plant: Option<String>, trace: Option<std::path::PathBuf
         ..RunOptions::default()
     };
     let report = run(&opts);
-    println!("seed {seed}: {} events, simulated {}", report.events, report.sim_time);
-    println!("params: {:?}", report.params);
-    println!("stats: {:?}", report.stats);
-    println!("faults: {:?}", broker_sim::campaign::fault_kinds(&report));
+    say!("seed {seed}: {} events, simulated {}", report.events, report.sim_time);
+    say!("params: {:?}", report.params);
+    say!("stats: {:?}", report.stats);
+    say!("faults: {:?}", broker_sim::campaign::fault_kinds(&report));
     if let Some(path) = trace {
         let mut f =
             std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?);
@@ -201,15 +208,15 @@ fn cmd_replay(seed: u64, plant: Option<String>, trace: Option<std::path::PathBuf
             writeln!(f, "{}", line.to_json()).map_err(|e| e.to_string())?;
         }
         f.flush().map_err(|e| e.to_string())?;
-        println!("trace: {} lines written to {}", report.trace.len(), path.display());
+        say!("trace: {} lines written to {}", report.trace.len(), path.display());
     }
-    println!("trace hash: {:016x}", report.trace_hash);
+    say!("trace hash: {:016x}", report.trace_hash);
     if report.violations.is_empty() {
-        println!("no violations");
+        say!("no violations");
         return Ok(ExitCode::SUCCESS);
     }
     for v in &report.violations {
-        println!("VIOLATION {v}");
+        say!("VIOLATION {v}");
     }
     Ok(ExitCode::from(1))
 }
@@ -220,16 +227,16 @@ fn cmd_exhaust(plant: Option<String>) -> Result<ExitCode, String> {
     let report = broker_sim::exhaust::explore(
         #[cfg(feature = "planted-bugs")]
         bug,
-        &mut |line| println!("{line}"),
+        &mut |line| say!("{line}"),
     );
-    println!("explored {} crash states across {} workloads", report.states, report.workloads);
+    say!("explored {} crash states across {} workloads", report.states, report.workloads);
     if report.violations.is_empty() {
-        println!("no violations");
+        say!("no violations");
         return Ok(ExitCode::SUCCESS);
     }
     for (state, v) in report.violations.iter().take(20) {
-        println!("VIOLATION in {state}: {v}");
+        say!("VIOLATION in {state}: {v}");
     }
-    println!("{} violations in total", report.violations.len());
+    say!("{} violations in total", report.violations.len());
     Ok(ExitCode::from(1))
 }

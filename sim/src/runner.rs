@@ -490,6 +490,8 @@ impl Sim {
             let p = match &op {
                 StorageOp::RemoveLog { .. } | StorageOp::ReplaceJournal { .. } => targeted,
                 StorageOp::SyncJournal | StorageOp::SyncLog { .. } => targeted / 4.0,
+                // Appended but not yet synced: e.g. a completion record not yet durable.
+                StorageOp::AppendJournal { .. } => targeted / 4.0,
                 _ => 0.0,
             };
             if self.rng.chance(p) {

@@ -96,7 +96,7 @@ impl SwarmParams {
         SwarmParams {
             clients: r.between(1, 6) as u32,
             depth: r.between(1, 3) as u32,
-            commands: r.between(60, 240) as u32,
+            commands: r.between(100, 800) as u32,
             names: r.between(1, 4) as u32,
             max_partitions: r.between(1, 4) as u32,
             grace_choices,
