@@ -530,7 +530,7 @@ impl<M: Send + 'static> Driver<M> {
             }
             (Watch::RemoveStray(log), Ok(_)) => self.notices.push(Notice::StrayLogRemoved { file: log.file_name() }),
             (w, Err(error)) => {
-                let what = match w {
+                let what = match &w {
                     Watch::ReadJournal => format!("reading the journal {}", self.dir.join(JOURNAL_FILE).display()),
                     Watch::ListLogs => format!("listing {}", self.dir.display()),
                     Watch::OpenLog(log) => format!("opening log {}", log.file_name()),
@@ -540,8 +540,10 @@ impl<M: Send + 'static> Driver<M> {
                     // A failed journal write halts the broker; the halt says why.
                     Watch::BackUpJournal => return,
                 };
-                // Corrupt logs are not retried; the broker reports them on fetch.
-                if matches!(error, StorageError::Corrupt { .. }) {
+                // A corrupt log is not retried (fetch reports it), and a live log that
+                // is missing is created: neither is a failure to report.
+                let missing = matches!((&w, error), (Watch::OpenLog(_), StorageError::NotFound(_)));
+                if missing || matches!(error, StorageError::Corrupt { .. }) {
                     return;
                 }
                 if self.opening {
