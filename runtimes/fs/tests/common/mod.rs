@@ -178,6 +178,17 @@ impl Server {
         self.stash
     }
 
+    /// Waits for the process to exit by itself; returns its status and the lines it
+    /// wrote that were not read yet.
+    pub fn wait_exit(mut self) -> (std::process::ExitStatus, Vec<Value>) {
+        let status = self.child.wait().unwrap();
+        let mut lines: Vec<Value> = std::mem::take(&mut self.stash).into_values().collect();
+        while let Ok(v) = self.lines.recv_timeout(REPLY_TIMEOUT) {
+            lines.push(v);
+        }
+        (status, lines)
+    }
+
     /// Closes standard input and waits for a clean exit.
     pub fn close(self) {
         let Server { mut child, stdin, .. } = self;
