@@ -87,6 +87,7 @@ fn main() {
 fn broker_delete(dir: &Path, bytes: u64) -> (Duration, Duration) {
     let mut d: Driver = Driver::open(dir, DriverOptions::default()).expect("open");
     fill(&mut d, "victim", bytes);
+    settle();
     let start = Instant::now();
     let reply = d.request(Command::DeleteTopic { name: "victim".into() }).expect("delete");
     let ack = start.elapsed();
@@ -107,6 +108,7 @@ fn naive_delete(dir: &Path, bytes: u64) -> Duration {
             .map(|p| dir.join(broker_core::LogId { topic: id, partition: p }.file_name()))
             .collect::<Vec<_>>()
     };
+    settle();
     let start = Instant::now();
     for f in &files {
         std::fs::remove_file(f).expect("remove");
@@ -129,6 +131,11 @@ fn fill(d: &mut Driver, name: &str, bytes: u64) {
         d.request(Command::Produce { topic: name.into(), records: batch }).expect("produce");
         left -= n;
     }
+}
+
+/// Both measurements start from a quiet disk: the fill's write-back has settled.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(300));
 }
 
 fn median(v: &mut [Duration]) -> Duration {

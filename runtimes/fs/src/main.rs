@@ -251,7 +251,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 emit(&mut out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
             } else {
                 writeln!(out, "topics: {topics} live")?;
-                pending_text(&mut out, &pending, "removal continues in the background")?;
+                pending_text(&mut out, &pending, "removal runs while a broker-fs process has the directory open")?;
                 for n in &notices {
                     writeln!(out, "{n}")?;
                 }
