@@ -7,7 +7,7 @@
 //! in the background, and its time is shown too.
 //!
 //! ```sh
-//! cargo bench -p broker-fs --bench delete_ack                    # 8 and 64 MiB
+//! cargo bench -p broker-fs --bench delete_ack                    # empty, 8 and 64 MiB
 //! BROKER_FS_BENCH_1GIB=1 cargo bench -p broker-fs --bench delete_ack   # adds 1 GiB
 //! BROKER_FS_BENCH_MIB=16,256 cargo bench -p broker-fs --bench delete_ack
 //! ```
@@ -29,7 +29,7 @@ const RECORD: usize = 256 << 10;
 fn main() {
     let mut sizes: Vec<u64> = match std::env::var("BROKER_FS_BENCH_MIB") {
         Ok(list) => list.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
-        Err(_) => vec![8, 64],
+        Err(_) => vec![0, 8, 64],
     };
     if std::env::var_os("BROKER_FS_BENCH_1GIB").is_some() && !sizes.contains(&1024) {
         sizes.push(1024);
@@ -72,10 +72,9 @@ fn main() {
     if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
         let ratio = |x: Duration, y: Duration| x.as_secs_f64() / y.as_secs_f64();
         println!(
-            "from {} MiB to {} MiB ({}x the data): the ack's median went {:.2}x, the naive delete's {:.2}x",
+            "from {} MiB to {} MiB: the ack's median went {:.2}x, the naive delete's {:.2}x",
             first.0,
             last.0,
-            last.0 / first.0.max(1),
             ratio(last.1, first.1),
             ratio(last.2, first.2)
         );
@@ -133,8 +132,10 @@ fn fill(d: &mut Driver, name: &str, bytes: u64) {
     }
 }
 
-/// Both measurements start from a quiet disk: the fill's write-back has settled.
+/// Both measurements start from a quiet disk: everything the fill wrote is on disk
+/// (`sync(1)` where there is one), and the disk has had a moment to go idle.
 fn settle() {
+    let _ = std::process::Command::new("sync").status();
     std::thread::sleep(Duration::from_millis(300));
 }
 
