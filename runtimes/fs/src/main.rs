@@ -199,8 +199,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Cmd::Fetch { name, partition, offset, max } => {
-            let reply =
-                d.request(Command::Fetch { topic: name.clone(), partition, offset, max_records: max.max(1) })?;
+            let reply = d.request(Command::Fetch { topic: name.clone(), partition, offset, max_records: max })?;
             let Reply::Fetched { records, high_watermark } = reply else { return Err(unexpected(&reply)) };
             if !json && records.is_empty() {
                 writeln!(out, "no records at offset {offset} (the high watermark is {high_watermark})")?;
@@ -244,13 +243,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Cmd::Status => {
             let pending: Vec<PendingJson> = d.pending_deletions().iter().map(PendingJson::from).collect();
-            let topics = d.live_topics().len();
+            let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
             let notices = d.take_notices();
             if json {
                 let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
                 emit(&mut out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
             } else {
-                writeln!(out, "topics: {topics} live")?;
+                writeln!(out, "topics: {} live", topics.len())?;
                 pending_text(&mut out, &pending, "removal runs while a broker-fs process has the directory open")?;
                 for n in &notices {
                     writeln!(out, "{n}")?;
