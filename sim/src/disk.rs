@@ -1316,7 +1316,7 @@ mod tests {
             d.set_faults(faults(|f| f.io_error = 1.0));
             assert!(d.write_at("a", 0, &data).is_err());
             let got = d.live_file("a").unwrap();
-            assert!(got.len() % SS == 0 && got.len() < data.len() && got[..] == data[..got.len()]);
+            assert!(got.len().is_multiple_of(SS) && got.len() < data.len() && got[..] == data[..got.len()]);
             if !got.is_empty() {
                 partial += 1;
                 assert_eq!(d.unsynced_ops(), 1, "the prefix is an ordinary unsynced write");

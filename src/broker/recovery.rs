@@ -53,6 +53,22 @@ impl Broker {
                         detail: c.detail,
                     })
                 }
+                // Every journal file begins with a snapshot written atomically
+                // (temporary file, fsync, rename), so that record cannot be torn by a
+                // crash. If not even it validates, the damage is corruption: treating
+                // it as a torn tail would drop every topic and then remove their logs
+                // as strays.
+                Ok(d) if d.records.is_empty() => {
+                    let detail = d.torn_tail.map_or_else(|| "no record".to_string(), |(_, why)| why);
+                    return self.halt(HaltReason::CorruptJournal {
+                        file: JOURNAL_FILE.to_string(),
+                        offset: crate::journal::JOURNAL_HEADER_LEN as u64,
+                        detail: format!(
+                            "the snapshot that begins the file is damaged ({detail}); it was written \
+                             atomically, so this is not a torn write"
+                        ),
+                    });
+                }
                 Ok(d) => {
                     self.journal = super::JournalWriter::resume(d.epoch, d.records.len() as u64);
                     self.journal.force_replace(d.torn_tail.is_some());
@@ -188,5 +204,40 @@ impl Broker {
         for id in pending {
             self.start_physical(id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::journal::{decode_journal, encode_compacted, MetaState, JOURNAL_FILE, JOURNAL_HEADER_LEN};
+    use crate::{Command, Config, HaltReason, MemFs, Phase, SyncDriver, TopicSettings};
+
+    fn disk_with_one_topic() -> MemFs {
+        let mut d = SyncDriver::start(Config::default(), MemFs::new());
+        let create = Command::CreateTopic { name: "a".into(), partitions: 2, settings: TopicSettings::default() };
+        d.request(create).unwrap();
+        d.crash()
+    }
+
+    #[test]
+    fn a_damaged_snapshot_is_corruption_not_a_torn_tail() {
+        let mut disk = disk_with_one_topic();
+        // Compact by hand: the journal becomes a single snapshot record, as compaction
+        // writes it. It serves; then one flipped byte in it must refuse to start.
+        let decoded = decode_journal(disk.file(JOURNAL_FILE).unwrap()).unwrap();
+        let meta = MetaState::replay(decoded.records.iter().map(|(_, r)| r));
+        let compacted = encode_compacted(decoded.epoch + 1, meta.snapshot());
+        *disk.file_mut(JOURNAL_FILE).unwrap() = compacted;
+        assert_eq!(SyncDriver::start(Config::default(), disk.clone()).broker().live_topics().len(), 1);
+        let j = disk.file_mut(JOURNAL_FILE).unwrap();
+        let last = j.len() - 1;
+        j[last] ^= 0x40;
+        let d = SyncDriver::start(Config::default(), disk);
+        assert_eq!(d.phase(), Phase::Halted);
+        let Some(HaltReason::CorruptJournal { offset, detail, .. }) = d.halted() else { panic!("{:?}", d.halted()) };
+        assert_eq!(*offset, JOURNAL_HEADER_LEN as u64);
+        assert!(detail.contains("snapshot"), "{detail}");
+        // Nothing was removed: the logs are still there for an operator to rescue.
+        assert_eq!(d.fs().names().iter().filter(|n| n.ends_with(".log")).count(), 2);
     }
 }

@@ -1,1 +1,22 @@
-//! The real file-system runtime for broker-core.
+//! The real file-system runtime for broker-core: the core on a real disk.
+//!
+//! - [`realfs::RealFs`]: the core's `FileSystem` trait over `std::fs`, with real
+//!   fsyncs of files and of the directory, atomic rename and typed errors.
+//! - [`driver::Driver`]: owns a broker, a locked data directory, a pool of storage
+//!   workers and the real clock; executes effects, delivers completions and timers,
+//!   and keeps background deletion running.
+//! - [`serve`]: the JSON-lines protocol of `broker-fs serve`.
+//!
+//! The storage executor (the fsync discipline) and the journal and log codecs come
+//! from the core; this crate adds only the real file system, the driver loop and the
+//! CLI. See the README for a session with the CLI.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod driver;
+mod pool;
+pub mod realfs;
+pub mod serve;
+
+pub use driver::{Driver, DriverError, DriverEvent, DriverOptions, Mailbox, Notice, LOCK_FILE};
+pub use realfs::RealFs;

@@ -1,0 +1,678 @@
+//! [`Driver`]: the broker core on a real disk, with the real clock.
+//!
+//! The driver owns a [`Broker`], the data directory (locked for its lifetime), a pool
+//! of storage workers and the timers. One thread (the caller's) runs the broker: it
+//! drains effects, hands storage operations to the workers, delivers completions and
+//! fires timers when they fall due. Background deletion runs whenever the caller is
+//! inside the driver (`request`, `next_event`, `wait_quiescent`).
+//!
+//! Halts: when the broker halts, the driver stops at once. It issues no further
+//! storage operation (not even the ones the broker queued in the same batch), never
+//! retries anything, and reports [`DriverEvent::Halted`]. The only way on is to drop
+//! the driver and open a new one, which recovers from what is durable.
+
+use crate::pool::Pool;
+use crate::realfs::{sync_directory, RealFs};
+use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_TMP_FILE};
+use broker_core::journal::{decode_journal, JOURNAL_FILE};
+use broker_core::{
+    Broker, BrokerError, Command, Config, DeletionStatus, Effect, HaltReason, LogId, OpId, OpOutput, OpResult, Phase,
+    Reply, RequestId, StorageError, StorageOp, Time, TimerId, TopicDescription,
+};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+/// The name of the lock file at the top of the data directory.
+pub const LOCK_FILE: &str = "LOCK";
+
+/// How a [`Driver`] runs.
+#[derive(Clone, Debug)]
+pub struct DriverOptions {
+    /// The broker's limits and tuning.
+    pub config: Config,
+    /// How many log worker threads run storage operations (plus one journal worker).
+    pub log_workers: usize,
+    /// Give up opening the directory after this many failed recovery reads (the core
+    /// retries them with backoff for ever); `None` waits for ever.
+    pub recovery_attempts: Option<u32>,
+}
+
+impl Default for DriverOptions {
+    fn default() -> DriverOptions {
+        DriverOptions { config: Config::default(), log_workers: 4, recovery_attempts: Some(6) }
+    }
+}
+
+/// Why the driver could not open a directory or could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// Another process holds the data directory's lock.
+    #[error("data directory {dir} is locked by another broker-fs process{holder} (lock file {lock}); stop it first")]
+    Locked {
+        /// The data directory.
+        dir: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+        /// Who holds it, as far as the lock file says (" (pid N)"), or empty.
+        holder: String,
+    },
+    /// The metadata journal is damaged before its tail: refusing to start.
+    #[error(
+        "the metadata journal {file} is corrupt at byte {offset}: {detail}; refusing to start \
+         (a damaged journal middle cannot be repaired by one node: restore the directory from a backup)"
+    )]
+    CorruptJournal {
+        /// The journal file's full path.
+        file: PathBuf,
+        /// The byte offset of the first bad record.
+        offset: u64,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The broker halted; drop the driver and open a new one to recover.
+    #[error("the broker halted: {0}")]
+    Halted(HaltReason),
+    /// Recovery kept failing to read the directory.
+    #[error("cannot recover {dir}: {detail}")]
+    Recovery {
+        /// The data directory.
+        dir: PathBuf,
+        /// The last failure.
+        detail: String,
+    },
+    /// The data directory could not be prepared (created, locked, listed).
+    #[error("data directory {dir}: {detail}")]
+    Directory {
+        /// The data directory.
+        dir: PathBuf,
+        /// What failed.
+        detail: String,
+    },
+    /// A request was refused or failed.
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+}
+
+/// Something the driver noticed that an operator should hear about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// No journal existed: a new, empty one was written.
+    NewJournal,
+    /// The journal ended in a torn record (a write cut off by a crash): it was
+    /// truncated, and the old bytes kept in a backup file.
+    TornJournalTail {
+        /// The byte offset the journal was cut at.
+        offset: u64,
+        /// What was wrong with the tail.
+        detail: String,
+        /// The backup file holding the old journal, once written.
+        backup: Option<String>,
+    },
+    /// A log file that no topic names was removed.
+    StrayLogRemoved {
+        /// Its file name.
+        file: String,
+    },
+    /// A file or directory that is none of the broker's; left alone.
+    UnknownEntry {
+        /// Its name in the data directory.
+        name: String,
+        /// Whether it is a directory.
+        is_dir: bool,
+    },
+    /// A storage operation failed and the core will retry it.
+    Retrying {
+        /// What failed.
+        what: String,
+        /// The failure.
+        error: StorageError,
+    },
+}
+
+impl Notice {
+    /// Whether an operator should be warned (everything but a new journal).
+    pub fn is_warning(&self) -> bool {
+        !matches!(self, Notice::NewJournal)
+    }
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::NewJournal => write!(f, "no journal found: started a new, empty one"),
+            Notice::TornJournalTail { offset, detail, backup } => {
+                write!(f, "the journal had a torn tail at byte {offset} ({detail}): truncated it")?;
+                match backup {
+                    Some(b) => write!(f, "; the old journal is kept as {b}"),
+                    None => Ok(()),
+                }
+            }
+            Notice::StrayLogRemoved { file } => write!(f, "removed stray log {file}: no topic names it"),
+            Notice::UnknownEntry { name, is_dir } => {
+                let kind = if *is_dir { "directory" } else { "file" };
+                write!(f, "unknown entry, left alone: {kind} {name}")
+            }
+            Notice::Retrying { what, error } => write!(f, "{what} failed ({error}); retrying"),
+        }
+    }
+}
+
+/// What [`Driver::next_event`] hands back.
+#[derive(Debug)]
+pub enum DriverEvent<M> {
+    /// The answer to a command submitted with [`Driver::submit`].
+    Reply {
+        /// The id `submit` returned.
+        request: RequestId,
+        /// The answer.
+        reply: Result<Reply, BrokerError>,
+    },
+    /// A message sent through a [`Mailbox`].
+    Message(M),
+    /// The broker halted. Every later call returns this again.
+    Halted(HaltReason),
+}
+
+/// Sends messages into a driver's event loop from any thread (for example, a thread
+/// reading client requests), so the loop wakes for them as for storage completions.
+pub struct Mailbox<M> {
+    tx: Sender<Event<M>>,
+}
+
+impl<M> Clone for Mailbox<M> {
+    fn clone(&self) -> Mailbox<M> {
+        Mailbox { tx: self.tx.clone() }
+    }
+}
+
+impl<M> Mailbox<M> {
+    /// Sends `message`; false if the driver is gone.
+    pub fn send(&self, message: M) -> bool {
+        self.tx.send(Event::Message(message)).is_ok()
+    }
+}
+
+/// The driver's inbox: storage completions and messages.
+enum Event<M> {
+    Completion(OpId, OpResult),
+    Message(M),
+}
+
+fn completion<M>(id: OpId, result: OpResult) -> Event<M> {
+    Event::Completion(id, result)
+}
+
+/// What the driver watches an in-flight operation for (to report notices).
+#[derive(Debug)]
+enum Watch {
+    ReadJournal,
+    ListLogs,
+    OpenLog(LogId),
+    BackUpJournal,
+    RemoveStray(LogId),
+    RemoveLog(LogId),
+    CreateLog(LogId),
+}
+
+/// The broker on a real data directory. `M` is the type of messages other threads may
+/// send into the event loop through a [`Mailbox`]; use `()` if there are none.
+pub struct Driver<M = ()> {
+    broker: Broker,
+    dir: PathBuf,
+    start: Instant,
+    pool: Pool,
+    events: Receiver<Event<M>>,
+    sender: Sender<Event<M>>,
+    timers: BTreeSet<(Time, TimerId)>,
+    watching: BTreeMap<OpId, Watch>,
+    ready: VecDeque<DriverEvent<M>>,
+    stashed: BTreeMap<RequestId, Result<Reply, BrokerError>>,
+    halted: Option<HaltReason>,
+    notices: Vec<Notice>,
+    next_request: u64,
+    recovery_failures: u32,
+    last_recovery_error: Option<String>,
+    /// Whether [`Driver::open`] is still recovering.
+    opening: bool,
+    /// Messages that arrived while [`Driver::request`] waited.
+    held: VecDeque<M>,
+    // Held for the driver's lifetime; the lock goes with it (and with the process).
+    _lock: File,
+}
+
+impl<M: Send + 'static> Driver<M> {
+    /// Opens (creating it if needed) and locks the data directory `dir`, starts the
+    /// broker and runs its recovery until it serves. Stray logs are removed and
+    /// pending deletions resume in the background from then on.
+    pub fn open(dir: impl AsRef<Path>, options: DriverOptions) -> Result<Driver<M>, DriverError> {
+        let dir = dir.as_ref().to_path_buf();
+        let lock = prepare_directory(&dir)?;
+        let mut notices = scan_directory(&dir)?;
+        let fs = RealFs::new(&dir);
+        let (sender, events) = mpsc::channel();
+        let pool = Pool::start(&fs, options.log_workers, sender.clone(), completion::<M>)
+            .map_err(|e| DriverError::Directory { dir: dir.clone(), detail: format!("cannot start workers: {e}") })?;
+        let start = Instant::now();
+        let mut driver = Driver {
+            broker: Broker::start(options.config, Time::ZERO),
+            dir,
+            start,
+            pool,
+            events,
+            sender,
+            timers: BTreeSet::new(),
+            watching: BTreeMap::new(),
+            ready: VecDeque::new(),
+            stashed: BTreeMap::new(),
+            halted: None,
+            notices: Vec::new(),
+            next_request: 1,
+            recovery_failures: 0,
+            last_recovery_error: None,
+            opening: true,
+            held: VecDeque::new(),
+            _lock: lock,
+        };
+        driver.notices.append(&mut notices);
+        driver.pump();
+        // Recovered means serving, with the directory listed and its strays removed.
+        while (driver.broker.phase() == Phase::Recovering || driver.cleaning_up()) && driver.halted.is_none() {
+            if let Some(limit) = options.recovery_attempts {
+                if driver.recovery_failures >= limit {
+                    let detail = driver.last_recovery_error.take().unwrap_or_default();
+                    return Err(DriverError::Recovery { dir: driver.dir.clone(), detail });
+                }
+            }
+            driver.turn(None);
+        }
+        if let Some(reason) = driver.halted.clone() {
+            return Err(driver.halt_error(reason));
+        }
+        driver.opening = false;
+        Ok(driver)
+    }
+
+    /// A handle that other threads use to send messages into the event loop.
+    pub fn mailbox(&self) -> Mailbox<M> {
+        Mailbox { tx: self.sender.clone() }
+    }
+
+    /// Submits a command; its reply comes back from [`Driver::next_event`] (or
+    /// [`Driver::request`] if that is what waits for it).
+    pub fn submit(&mut self, command: Command) -> RequestId {
+        let request = RequestId(self.next_request);
+        self.next_request += 1;
+        let now = self.now();
+        self.broker.handle_command(now, request, command);
+        self.pump();
+        request
+    }
+
+    /// Submits a command and runs the event loop until it is answered.
+    pub fn request(&mut self, command: Command) -> Result<Reply, DriverError> {
+        let request = self.submit(command);
+        loop {
+            if let Some(reply) = self.stashed.remove(&request) {
+                return reply.map_err(DriverError::from);
+            }
+            match self.next_inner(None) {
+                Some(DriverEvent::Reply { request: r, reply }) if r == request => {
+                    return reply.map_err(DriverError::from)
+                }
+                Some(DriverEvent::Reply { request: r, reply }) => {
+                    self.stashed.insert(r, reply);
+                }
+                Some(DriverEvent::Halted(reason)) => return Err(self.halt_error(reason)),
+                Some(DriverEvent::Message(m)) => self.held.push_back(m),
+                None => {}
+            }
+        }
+    }
+
+    /// Runs the event loop until something is ready for the caller or `deadline`
+    /// passes (`None` when it passes). Background work runs meanwhile.
+    pub fn next_event(&mut self, deadline: Option<Instant>) -> Option<DriverEvent<M>> {
+        if let Some(m) = self.held.pop_front() {
+            return Some(DriverEvent::Message(m));
+        }
+        self.next_inner(deadline)
+    }
+
+    fn next_inner(&mut self, deadline: Option<Instant>) -> Option<DriverEvent<M>> {
+        loop {
+            if let Some(reason) = &self.halted {
+                if self.ready.iter().all(|e| !matches!(e, DriverEvent::Reply { .. })) {
+                    return Some(DriverEvent::Halted(reason.clone()));
+                }
+            }
+            if let Some(e) = self.ready.pop_front() {
+                return Some(e);
+            }
+            if !self.turn(deadline) {
+                return None;
+            }
+        }
+    }
+
+    /// Runs until nothing is left to do: no pending deletion, no storage operation in
+    /// flight, no timer armed. False if `deadline` passed first.
+    pub fn wait_quiescent(&mut self, deadline: Option<Instant>) -> Result<bool, DriverError> {
+        loop {
+            if let Some(reason) = self.halted.clone() {
+                return Err(self.halt_error(reason));
+            }
+            if self.is_quiescent() {
+                return Ok(true);
+            }
+            if !self.turn(deadline) {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Whether no deletion is pending and no storage operation or timer is outstanding.
+    pub fn is_quiescent(&self) -> bool {
+        self.broker.pending_deletions().is_empty() && self.broker.ops_in_flight() == 0 && self.timers.is_empty()
+    }
+
+    /// Runs until the deletion of topic incarnation `topic` is finished and durable.
+    pub fn wait_deletion(&mut self, topic: broker_core::TopicId) -> Result<(), DriverError> {
+        loop {
+            if let Some(reason) = self.halted.clone() {
+                return Err(self.halt_error(reason));
+            }
+            let pending = self.broker.pending_deletions().iter().any(|d| d.topic == topic);
+            if !pending && self.broker.ops_in_flight() == 0 {
+                return Ok(());
+            }
+            self.turn(None);
+        }
+    }
+
+    /// Deletions not yet finished, with their progress.
+    pub fn pending_deletions(&self) -> Vec<DeletionStatus> {
+        self.broker.pending_deletions()
+    }
+
+    /// Live topics, ordered by name.
+    pub fn live_topics(&self) -> Vec<TopicDescription> {
+        self.broker.live_topics()
+    }
+
+    /// Everything noticed so far that an operator should hear about.
+    pub fn notices(&self) -> &[Notice] {
+        &self.notices
+    }
+
+    /// Takes the notices gathered since the last call.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// The broker (read-only).
+    pub fn broker(&self) -> &Broker {
+        &self.broker
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Why the broker halted, if it did.
+    pub fn halted(&self) -> Option<&HaltReason> {
+        self.halted.as_ref()
+    }
+
+    /// Whether the recovery listing, or a stray removal it started, is in flight.
+    fn cleaning_up(&self) -> bool {
+        self.watching.values().any(|w| matches!(w, Watch::ListLogs | Watch::RemoveStray(_)))
+    }
+
+    /// The broker's clock: microseconds since the driver started.
+    fn now(&self) -> Time {
+        Time(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    fn instant_of(&self, t: Time) -> Instant {
+        self.start + Duration::from_micros(t.as_micros())
+    }
+
+    fn halt_error(&self, reason: HaltReason) -> DriverError {
+        match reason {
+            HaltReason::CorruptJournal { file, offset, detail } => {
+                DriverError::CorruptJournal { file: self.dir.join(file), offset, detail }
+            }
+            other => DriverError::Halted(other),
+        }
+    }
+
+    /// Drains the broker's effects: storage operations go to the workers, timers are
+    /// armed, replies and a halt become events for the caller.
+    fn pump(&mut self) {
+        loop {
+            let batch = self.broker.drain_effects();
+            if batch.is_empty() {
+                return;
+            }
+            let halting = batch.iter().any(|e| matches!(e, Effect::Halt(_)));
+            for effect in batch {
+                match effect {
+                    // After a halt nothing more reaches the disk: not even operations
+                    // queued in the same batch. Recovery starts from what is durable.
+                    Effect::Storage { .. } if halting || self.halted.is_some() => {}
+                    Effect::Storage { id, op } => {
+                        self.watch(id, &op);
+                        self.pool.dispatch(id, op);
+                    }
+                    Effect::Reply { request, reply } => self.ready.push_back(DriverEvent::Reply { request, reply }),
+                    Effect::SetTimer { id, at } => {
+                        self.timers.insert((at, id));
+                    }
+                    Effect::Halt(reason) => {
+                        self.timers.clear();
+                        if self.halted.is_none() {
+                            self.halted = Some(reason);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Notes what an operation is for, when its outcome is worth reporting.
+    fn watch(&mut self, id: OpId, op: &StorageOp) {
+        let watch = match op {
+            StorageOp::ReadJournal => Watch::ReadJournal,
+            StorageOp::ListLogs => Watch::ListLogs,
+            StorageOp::OpenLog { log } => Watch::OpenLog(*log),
+            StorageOp::CreateLog { log } => Watch::CreateLog(*log),
+            StorageOp::ReplaceJournal { keep_old: true, .. } => Watch::BackUpJournal,
+            StorageOp::RemoveLog { log } => {
+                // A removal the core issues for a log that neither a live topic nor a
+                // pending deletion names is the removal of a stray.
+                let live = self.broker.live_topics().iter().any(|t| t.id == log.topic && log.partition < t.partitions);
+                let deleting = self.broker.pending_deletions().iter().any(|d| d.topic == log.topic);
+                if live || deleting {
+                    Watch::RemoveLog(*log)
+                } else {
+                    Watch::RemoveStray(*log)
+                }
+            }
+            _ => return,
+        };
+        self.watching.insert(id, watch);
+    }
+
+    /// Reports what a finished operation means to an operator.
+    fn observe(&mut self, id: OpId, result: &OpResult) {
+        let Some(watch) = self.watching.remove(&id) else { return };
+        match (watch, result) {
+            (Watch::ReadJournal, Ok(OpOutput::Journal(None))) => self.notices.push(Notice::NewJournal),
+            (Watch::ReadJournal, Ok(OpOutput::Journal(Some(bytes)))) => {
+                if let Ok(d) = decode_journal(bytes) {
+                    if let Some((offset, detail)) = d.torn_tail {
+                        self.notices.push(Notice::TornJournalTail { offset, detail, backup: None });
+                    }
+                }
+            }
+            (Watch::BackUpJournal, Ok(_)) => {
+                let backup = newest_backup(&self.dir);
+                for n in self.notices.iter_mut() {
+                    if let Notice::TornJournalTail { backup: b @ None, .. } = n {
+                        *b = backup.clone();
+                    }
+                }
+            }
+            (Watch::RemoveStray(log), Ok(_)) => self.notices.push(Notice::StrayLogRemoved { file: log.file_name() }),
+            (w, Err(error)) => {
+                let what = match &w {
+                    Watch::ReadJournal => format!("reading the journal {}", self.dir.join(JOURNAL_FILE).display()),
+                    Watch::ListLogs => format!("listing {}", self.dir.display()),
+                    Watch::OpenLog(log) => format!("opening log {}", log.file_name()),
+                    Watch::CreateLog(log) => format!("creating log {}", log.file_name()),
+                    Watch::RemoveStray(log) => format!("removing stray log {}", log.file_name()),
+                    Watch::RemoveLog(log) => format!("removing log {}", log.file_name()),
+                    // A failed journal write halts the broker; the halt says why.
+                    Watch::BackUpJournal => return,
+                };
+                // A corrupt log is not retried (fetch reports it), and a live log that
+                // is missing is created: neither is a failure to report.
+                let missing = matches!((&w, error), (Watch::OpenLog(_), StorageError::NotFound(_)));
+                if missing || matches!(error, StorageError::Corrupt { .. }) {
+                    return;
+                }
+                if self.opening {
+                    self.recovery_failures += 1;
+                    self.last_recovery_error = Some(format!("{what} failed: {error}"));
+                }
+                self.notices.push(Notice::Retrying { what, error: error.clone() });
+            }
+            _ => {}
+        }
+    }
+
+    /// One turn of the event loop: fire due timers, else wait for one event (up to the
+    /// next timer or `deadline`) and handle it. False once `deadline` has passed.
+    fn turn(&mut self, deadline: Option<Instant>) -> bool {
+        if self.halted.is_some() {
+            // Nothing runs after a halt; in-flight completions are dropped.
+            while self.events.try_recv().is_ok() {}
+            return match deadline {
+                Some(d) => {
+                    std::thread::sleep(d.saturating_duration_since(Instant::now()));
+                    false
+                }
+                None => true,
+            };
+        }
+        let now = self.now();
+        if let Some(&(at, id)) = self.timers.first() {
+            if at <= now {
+                self.timers.pop_first();
+                self.broker.handle_timer(now, id);
+                self.pump();
+                return true;
+            }
+        }
+        let wake = match (self.timers.first().map(|&(at, _)| self.instant_of(at)), deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let event = match wake {
+            None => self.events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(w) => self.events.recv_timeout(w.saturating_duration_since(Instant::now())),
+        };
+        match event {
+            Ok(Event::Completion(id, result)) => {
+                self.observe(id, &result);
+                let now = self.now();
+                self.broker.handle_completion(now, id, result);
+                self.pump();
+            }
+            Ok(Event::Message(m)) => self.ready.push_back(DriverEvent::Message(m)),
+            Err(RecvTimeoutError::Timeout) => {}
+            // The driver holds a sender itself, so the channel cannot disconnect.
+            Err(RecvTimeoutError::Disconnected) => {}
+        }
+        deadline.is_none_or(|d| Instant::now() < d)
+    }
+}
+
+/// Creates the data directory if needed and takes its lock.
+fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
+    let err = |detail: String| DriverError::Directory { dir: dir.to_path_buf(), detail };
+    if !dir.is_dir() {
+        std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create it: {e}")))?;
+        // Make the new directory's own entry durable.
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_directory(parent).map_err(|e| err(format!("cannot sync its parent: {e}")))?;
+        }
+    }
+    let lock_path = dir.join(LOCK_FILE);
+    let mut lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(|e| err(format!("cannot open the lock file {}: {e}", lock_path.display())))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&lock_path)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                .map(|pid| format!(" (pid {pid})"))
+                .unwrap_or_default();
+            return Err(DriverError::Locked { dir: dir.to_path_buf(), lock: lock_path, holder });
+        }
+        Err(TryLockError::Error(e)) => return Err(err(format!("cannot lock {}: {e}", lock_path.display()))),
+    }
+    // For the error message of the next process that tries; not needed for safety.
+    let _ = lock.set_len(0).and_then(|()| writeln!(lock, "{}", std::process::id()));
+    Ok(lock)
+}
+
+/// Reports every entry of the data directory that is none of the broker's.
+fn scan_directory(dir: &Path) -> Result<Vec<Notice>, DriverError> {
+    let err =
+        |e: std::io::Error| DriverError::Directory { dir: dir.to_path_buf(), detail: format!("cannot list: {e}") };
+    let mut notices = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(err)?.collect::<Result<_, _>>().map_err(err)?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let is_dir = entry.file_type().map_err(err)?.is_dir();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if is_dir || !is_broker_file(&name) {
+            notices.push(Notice::UnknownEntry { name, is_dir });
+        }
+    }
+    Ok(notices)
+}
+
+/// Whether `name` is a file the broker writes: the lock, the journal and its
+/// temporary and backup files, and logs.
+pub fn is_broker_file(name: &str) -> bool {
+    name == LOCK_FILE
+        || name == JOURNAL_FILE
+        || name == JOURNAL_TMP_FILE
+        || name
+            .strip_prefix(JOURNAL_BACKUP_PREFIX)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        || LogId::parse_file_name(name).is_some()
+}
+
+/// The highest-numbered journal backup, if any.
+fn newest_backup(dir: &Path) -> Option<String> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| n.strip_prefix(JOURNAL_BACKUP_PREFIX)?.parse::<u64>().ok())
+        .max()
+        .map(|n| format!("{JOURNAL_BACKUP_PREFIX}{n}"))
+}

@@ -1,0 +1,388 @@
+//! `broker-fs`: the broker core on a real data directory, from the command line.
+//!
+//! Every command first locks and recovers the directory (replaying the journal,
+//! resuming pending deletions, removing stray logs), then does its work. Exit status:
+//! 0 on success, 1 when a command fails, 2 on bad usage, 3 when the broker halts or
+//! refuses to start (a corrupt journal), 4 when another process holds the directory.
+
+use broker_core::{Command, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
+use broker_fs::driver::{Driver, DriverError, DriverOptions, Notice};
+use broker_fs::serve::{self, Outcome, PendingJson, TopicJson};
+use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The broker core on a real disk.
+#[derive(Debug, Parser)]
+#[command(name = "broker-fs", version, about)]
+struct Cli {
+    /// The data directory (created if missing; locked while in use).
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+    /// Print JSON instead of text (one object per line).
+    #[arg(long, global = true)]
+    json: bool,
+    /// The command.
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Create a topic.
+    Create {
+        /// The topic name: 1..=249 characters of [A-Za-z0-9._-].
+        name: String,
+        /// How many partitions.
+        #[arg(long)]
+        partitions: u32,
+        /// How long physical removal waits after a delete is acknowledged.
+        #[arg(long, default_value_t = 0, value_name = "MS")]
+        grace_ms: u64,
+    },
+    /// Delete a topic: returns once the tombstone is durable; removal continues.
+    Delete {
+        /// The topic name.
+        name: String,
+        /// Wait until every log of the topic is physically removed.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Produce records (the values given, or one per line of standard input).
+    Produce {
+        /// The topic name.
+        name: String,
+        /// The key of every record (keyless records go round-robin).
+        #[arg(long)]
+        key: Option<String>,
+        /// The values; read from standard input, one per line, if none is given.
+        values: Vec<String>,
+    },
+    /// Fetch acknowledged records of one partition.
+    Fetch {
+        /// The topic name.
+        name: String,
+        /// The partition.
+        #[arg(long)]
+        partition: u32,
+        /// The first offset.
+        #[arg(long)]
+        offset: u64,
+        /// The most records to return.
+        #[arg(long, default_value_t = 100)]
+        max: u32,
+    },
+    /// List live topics.
+    List,
+    /// Describe a live topic.
+    Describe {
+        /// The topic name.
+        name: String,
+    },
+    /// Show pending deletions with their progress, and what recovery found.
+    Status,
+    /// Recover the directory, wait until every pending deletion has finished, report.
+    Recover,
+    /// Serve JSON-lines commands from standard input until its end.
+    Serve,
+}
+
+/// A failure of the CLI: what to print and the exit status.
+struct Failure {
+    message: String,
+    code: u8,
+}
+
+impl From<DriverError> for Failure {
+    fn from(e: DriverError) -> Failure {
+        let code = match e {
+            DriverError::Locked { .. } => 4,
+            DriverError::CorruptJournal { .. } | DriverError::Halted(_) => 3,
+            _ => 1,
+        };
+        Failure { message: e.to_string(), code }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure { message: format!("cannot write output: {e}"), code: 1 }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let options = DriverOptions::default();
+    let json = cli.json;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if let Cmd::Serve = cli.command {
+        let driver = Driver::<serve::Input>::open(&cli.data_dir, options)?;
+        let stdin = std::io::BufReader::new(std::io::stdin());
+        return match serve::serve(driver, stdin, &mut out, &mut std::io::stderr()) {
+            Outcome::Finished => Ok(()),
+            Outcome::Halted(reason) => Err(Failure { message: format!("the broker halted: {reason}"), code: 3 }),
+            Outcome::OutputClosed(e) => Err(e.into()),
+        };
+    }
+    let mut d = Driver::<()>::open(&cli.data_dir, options)?;
+    match cli.command {
+        Cmd::Create { name, partitions, grace_ms } => {
+            let settings = TopicSettings { deletion_grace_ms: grace_ms };
+            let reply = d.request(Command::CreateTopic { name: name.clone(), partitions, settings })?;
+            let Reply::Created { topic } = reply else { return Err(unexpected(&reply)) };
+            if json {
+                emit(
+                    &mut out,
+                    &json!({ "name": name, "id": topic.0, "partitions": partitions, "grace_ms": grace_ms }),
+                )?;
+            } else {
+                writeln!(out, "created topic {name:?} (id {topic}, {partitions} partitions)")?;
+            }
+        }
+        Cmd::Delete { name, wait } => {
+            let reply = d.request(Command::DeleteTopic { name: name.clone() })?;
+            let Reply::DeleteAccepted { topic } = reply else { return Err(unexpected(&reply)) };
+            let partitions = d.pending_deletions().iter().find(|p| p.topic == topic).map(|p| p.partitions);
+            let logs = partitions.map_or("its logs".to_string(), |n| format!("its {n} logs"));
+            if wait {
+                d.wait_deletion(topic)?;
+            }
+            if json {
+                let state = if wait { "removed" } else { "removal continues in the background" };
+                emit(&mut out, &json!({ "name": name, "id": topic.0, "deleted": true, "physical": state }))?;
+            } else if wait {
+                writeln!(out, "deleted topic {name:?} (id {topic}): the tombstone is durable and {logs} are removed")?;
+            } else {
+                writeln!(
+                    out,
+                    "deleted topic {name:?} (id {topic}): the tombstone is durable; removal of {logs} continues \
+                     in the background (the next start resumes it if this process stops first)"
+                )?;
+            }
+        }
+        Cmd::Produce { name, key, values } => {
+            let values = if values.is_empty() { read_stdin_lines()? } else { values };
+            if values.is_empty() {
+                return Err(Failure { message: "nothing to produce: give values or lines on stdin".into(), code: 1 });
+            }
+            let key = key.map(String::into_bytes);
+            let mut positions = Vec::new();
+            for chunk in values.chunks(1000) {
+                let records =
+                    chunk.iter().map(|v| ProduceRecord { key: key.clone(), value: v.clone().into_bytes() }).collect();
+                let reply = d.request(Command::Produce { topic: name.clone(), records })?;
+                let Reply::Produced { positions: p, .. } = reply else { return Err(unexpected(&reply)) };
+                positions.extend(p);
+            }
+            if !json {
+                writeln!(out, "produced {} records to {name:?}", positions.len())?;
+            }
+            for p in positions {
+                if json {
+                    emit(&mut out, &json!({ "partition": p.partition, "offset": p.offset }))?;
+                } else {
+                    writeln!(out, "  partition {} offset {}", p.partition, p.offset)?;
+                }
+            }
+        }
+        Cmd::Fetch { name, partition, offset, max } => {
+            let reply = d.request(Command::Fetch { topic: name.clone(), partition, offset, max_records: max })?;
+            let Reply::Fetched { records, high_watermark, .. } = reply else { return Err(unexpected(&reply)) };
+            if !json && records.is_empty() {
+                writeln!(out, "no records at offset {offset} (the high watermark is {high_watermark})")?;
+            }
+            for r in records {
+                if json {
+                    let key = r.key.as_deref().map_or(Value::Null, bytes_json);
+                    let value = bytes_json(&r.value);
+                    emit(&mut out, &json!({ "partition": partition, "offset": r.offset, "key": key, "value": value }))?;
+                } else {
+                    let key = r.key.as_deref().map_or("-".to_string(), bytes_text);
+                    writeln!(out, "offset {}  key {}  value {}", r.offset, key, bytes_text(&r.value))?;
+                }
+            }
+        }
+        Cmd::List => {
+            let reply = d.request(Command::ListTopics)?;
+            let Reply::Topics(topics) = reply else { return Err(unexpected(&reply)) };
+            if json {
+                for t in &topics {
+                    emit(&mut out, &serde_json::to_value(TopicJson::from(t)).unwrap_or_default())?;
+                }
+            } else if topics.is_empty() {
+                writeln!(out, "no topics")?;
+            } else {
+                writeln!(out, "{:<24} {:>6} {:>10} {:>8}", "NAME", "ID", "PARTITIONS", "RECORDS")?;
+                for t in &topics {
+                    let records: u64 = t.high_watermarks.iter().sum();
+                    writeln!(out, "{:<24} {:>6} {:>10} {:>8}", t.name, t.id.to_string(), t.partitions, records)?;
+                }
+            }
+        }
+        Cmd::Describe { name } => {
+            let reply = d.request(Command::DescribeTopic { name })?;
+            let Reply::Described(t) = reply else { return Err(unexpected(&reply)) };
+            if json {
+                emit(&mut out, &serde_json::to_value(TopicJson::from(&t)).unwrap_or_default())?;
+            } else {
+                describe_text(&mut out, &t)?;
+            }
+        }
+        Cmd::Status => {
+            let pending: Vec<PendingJson> = d.pending_deletions().iter().map(PendingJson::from).collect();
+            let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
+            let notices = d.take_notices();
+            if json {
+                let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
+                emit(&mut out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
+            } else {
+                writeln!(out, "topics: {} live", topics.len())?;
+                pending_text(&mut out, &pending, "removal runs while a broker-fs process has the directory open")?;
+                for n in &notices {
+                    writeln!(out, "{n}")?;
+                }
+            }
+            return Ok(());
+        }
+        Cmd::Recover => {
+            let resumed: Vec<PendingJson> = d.pending_deletions().iter().map(PendingJson::from).collect();
+            if !resumed.is_empty() && !json {
+                eprintln!("waiting for {} pending deletion(s) to finish...", resumed.len());
+            }
+            d.wait_quiescent(None)?;
+            let notices = d.take_notices();
+            let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
+            let strays: Vec<String> = notices
+                .iter()
+                .filter_map(|n| match n {
+                    Notice::StrayLogRemoved { file } => Some(file.clone()),
+                    _ => None,
+                })
+                .collect();
+            let unknown: Vec<String> = notices
+                .iter()
+                .filter_map(|n| match n {
+                    Notice::UnknownEntry { name, .. } => Some(name.clone()),
+                    _ => None,
+                })
+                .collect();
+            let epoch = d.broker().journal_epoch();
+            if json {
+                let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
+                emit(
+                    &mut out,
+                    &json!({
+                        "data_dir": cli.data_dir.display().to_string(),
+                        "journal_epoch": epoch,
+                        "topics": topics,
+                        "finished_deletions": resumed,
+                        "stray_logs_removed": strays,
+                        "unknown_entries": unknown,
+                        "pending": [],
+                        "notices": notices,
+                    }),
+                )?;
+            } else {
+                writeln!(out, "recovered {} (journal epoch {epoch})", cli.data_dir.display())?;
+                writeln!(out, "topics: {} live", topics.len())?;
+                for r in &resumed {
+                    writeln!(
+                        out,
+                        "finished the deletion of {:?} (id t{}): {} of {} logs were removed before, all are now",
+                        r.name, r.id, r.removed, r.partitions
+                    )?;
+                }
+                if strays.is_empty() {
+                    writeln!(out, "stray logs removed: none")?;
+                }
+                for n in &notices {
+                    writeln!(out, "{n}")?;
+                }
+                writeln!(out, "pending deletions: none")?;
+            }
+            return Ok(());
+        }
+        Cmd::Serve => unreachable!("handled above"),
+    }
+    for n in d.take_notices() {
+        eprintln!("{}: {n}", if n.is_warning() { "warning" } else { "note" });
+    }
+    Ok(())
+}
+
+fn unexpected(reply: &Reply) -> Failure {
+    Failure { message: format!("unexpected reply from the broker: {reply:?}"), code: 1 }
+}
+
+fn emit(out: &mut impl Write, v: &Value) -> Result<(), Failure> {
+    writeln!(out, "{v}")?;
+    Ok(())
+}
+
+fn read_stdin_lines() -> Result<Vec<String>, Failure> {
+    let mut values = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| Failure { message: format!("cannot read standard input: {e}"), code: 1 })?;
+        values.push(line);
+    }
+    Ok(values)
+}
+
+/// Bytes as a JSON string if they are UTF-8, else as an array of numbers (lossless).
+fn bytes_json(b: &[u8]) -> Value {
+    match std::str::from_utf8(b) {
+        Ok(s) => Value::String(s.to_string()),
+        Err(_) => json!(b),
+    }
+}
+
+/// Bytes as text: as they are if printable UTF-8, escaped otherwise.
+fn bytes_text(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) if !s.chars().any(char::is_control) && !s.is_empty() => s.to_string(),
+        _ => format!("{:?}", String::from_utf8_lossy(b)),
+    }
+}
+
+fn describe_text(out: &mut impl Write, t: &TopicDescription) -> std::io::Result<()> {
+    writeln!(out, "topic {:?}", t.name)?;
+    writeln!(out, "  id          {}", t.id)?;
+    writeln!(out, "  partitions  {}", t.partitions)?;
+    writeln!(out, "  grace       {} ms", t.settings.deletion_grace_ms)?;
+    for (p, hw) in t.high_watermarks.iter().enumerate() {
+        writeln!(out, "  partition {p}: {hw} records")?;
+    }
+    Ok(())
+}
+
+fn pending_text(out: &mut impl Write, pending: &[PendingJson], tail: &str) -> std::io::Result<()> {
+    if pending.is_empty() {
+        return writeln!(out, "pending deletions: none");
+    }
+    writeln!(out, "pending deletions: {}", pending.len())?;
+    for p in pending {
+        let durable = if p.tombstone_durable { "" } else { " (tombstone not yet durable)" };
+        writeln!(
+            out,
+            "  {:?} (id {}): {} of {} logs removed{durable}; {tail}",
+            p.name,
+            TopicId(p.id),
+            p.removed,
+            p.partitions
+        )?;
+    }
+    Ok(())
+}

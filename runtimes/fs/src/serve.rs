@@ -1,0 +1,237 @@
+//! `serve`: JSON-lines requests in, JSON-lines replies out, until end of input.
+//!
+//! Each input line is one request object:
+//!
+//! - `{"id": ID, "command": COMMAND}`: a broker command, in the core's own serde form,
+//!   for example `{"id": 1, "command": {"CreateTopic": {"name": "orders", "partitions":
+//!   3, "settings": {"deletion_grace_ms": 0}}}}`. Keys and values are byte arrays.
+//! - `{"id": ID, "status": true}`: live topics and pending deletions, at once.
+//!
+//! `ID` is any JSON value the client likes; it is echoed, never interpreted. Requests
+//! run concurrently: replies come in the order they complete, one line each:
+//!
+//! - `{"id": ID, "ok": REPLY}`, the core's [`Reply`] in its serde form;
+//! - `{"id": ID, "error": MESSAGE, "kind": ERROR}`, where `kind` is the core's
+//!   [`BrokerError`] in serde form (`null` for a line that could not be parsed);
+//! - `{"id": ID, "status": {"topics": [...], "pending": [...]}}`.
+//!
+//! Two more lines are events: `{"event": "ready"}` once recovery is done, and
+//! `{"event": "halted", "reason": MESSAGE}` if the broker halts. On a halt, every
+//! request in flight is answered with an error saying its outcome is unknown, and
+//! `serve` ends with exit status 3 (see [`Outcome::Halted`]): it does not restart
+//! itself. A supervisor starts it again, and that start recovers from what is durable;
+//! nothing is retried in the halted process, so a failed fsync is never retried. At end
+//! of input, `serve` waits for the replies still owed, then ends.
+
+use crate::driver::{Driver, DriverEvent};
+use broker_core::{BrokerError, Command, DeletionStatus, HaltReason, Reply, RequestId, TopicDescription};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+
+/// A line of input, or its end, sent from the reading thread to the driver's loop.
+#[derive(Debug)]
+pub enum Input {
+    /// One request line.
+    Line(String),
+    /// End of input (or a read error).
+    End,
+}
+
+/// One request line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    #[serde(default)]
+    id: Value,
+    #[serde(default)]
+    command: Option<Command>,
+    #[serde(default)]
+    status: Option<Value>,
+}
+
+/// A status answer.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    /// Live topics.
+    pub topics: Vec<TopicJson>,
+    /// Pending deletions, with their progress.
+    pub pending: Vec<PendingJson>,
+}
+
+/// A live topic in JSON output.
+#[derive(Debug, Serialize)]
+pub struct TopicJson {
+    /// The name.
+    pub name: String,
+    /// The incarnation id.
+    pub id: u64,
+    /// The partition count.
+    pub partitions: u32,
+    /// The deletion grace delay, in milliseconds.
+    pub grace_ms: u64,
+    /// The next offset to be acknowledged, per partition.
+    pub high_watermarks: Vec<u64>,
+}
+
+impl From<&TopicDescription> for TopicJson {
+    fn from(t: &TopicDescription) -> TopicJson {
+        TopicJson {
+            name: t.name.clone(),
+            id: t.id.0,
+            partitions: t.partitions,
+            grace_ms: t.settings.deletion_grace_ms,
+            high_watermarks: t.high_watermarks.clone(),
+        }
+    }
+}
+
+/// A pending deletion in JSON output.
+#[derive(Debug, Serialize)]
+pub struct PendingJson {
+    /// The name the topic had.
+    pub name: String,
+    /// The incarnation being removed.
+    pub id: u64,
+    /// Its partition count.
+    pub partitions: u32,
+    /// How many of its logs are removed.
+    pub removed: u32,
+    /// Whether its tombstone is durable (the delete was acknowledged).
+    pub tombstone_durable: bool,
+}
+
+impl From<&DeletionStatus> for PendingJson {
+    fn from(d: &DeletionStatus) -> PendingJson {
+        PendingJson {
+            name: d.name.clone(),
+            id: d.topic.0,
+            partitions: d.partitions,
+            removed: d.removed,
+            tombstone_durable: d.tombstone_durable,
+        }
+    }
+}
+
+/// The status of a driver, as `serve` and `status --json` report it.
+pub fn status_of<M: Send + 'static>(driver: &Driver<M>) -> Status {
+    Status {
+        topics: driver.live_topics().iter().map(TopicJson::from).collect(),
+        pending: driver.pending_deletions().iter().map(PendingJson::from).collect(),
+    }
+}
+
+/// How `serve` ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// End of input, every reply sent.
+    Finished,
+    /// The broker halted (exit status 3).
+    Halted(HaltReason),
+    /// Writing a reply failed (the reader went away).
+    OutputClosed(std::io::Error),
+}
+
+/// Serves JSON-lines requests from `input` until its end, writing replies to `output`
+/// and notices (warnings) to `log`. `input` is read on its own thread.
+pub fn serve(
+    mut driver: Driver<Input>,
+    input: impl BufRead + Send + 'static,
+    output: &mut impl Write,
+    log: &mut impl Write,
+) -> Outcome {
+    let mailbox = driver.mailbox();
+    // Reading blocks, so it has a thread of its own; it feeds lines into the loop.
+    let spawned = std::thread::Builder::new().name("broker-fs-stdin".into()).spawn(move || {
+        for line in input.lines() {
+            match line {
+                Ok(l) => {
+                    if !mailbox.send(Input::Line(l)) {
+                        return;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        mailbox.send(Input::End);
+    });
+    if let Err(e) = spawned {
+        return Outcome::OutputClosed(e);
+    }
+    let mut in_flight: BTreeMap<RequestId, Value> = BTreeMap::new();
+    let mut ended = false;
+    let result = (|| -> std::io::Result<Outcome> {
+        emit_notices(&mut driver, log);
+        write_line(output, &serde_json::json!({ "event": "ready" }))?;
+        loop {
+            if ended && in_flight.is_empty() {
+                return Ok(Outcome::Finished);
+            }
+            let event = driver.next_event(None);
+            emit_notices(&mut driver, log);
+            match event {
+                None => {}
+                Some(DriverEvent::Message(Input::End)) => ended = true,
+                Some(DriverEvent::Message(Input::Line(line))) => {
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    match serde_json::from_str::<Request>(&line) {
+                        Ok(Request { id, command: Some(command), status: None }) => {
+                            let request = driver.submit(command);
+                            in_flight.insert(request, id);
+                        }
+                        Ok(Request { id, command: None, status: Some(_) }) => {
+                            let status = serde_json::to_value(status_of(&driver)).unwrap_or(Value::Null);
+                            write_line(output, &serde_json::json!({ "id": id, "status": status }))?;
+                        }
+                        Ok(Request { id, .. }) => {
+                            let msg = "a request needs exactly one of \"command\" and \"status\"";
+                            write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
+                        }
+                        Err(e) => {
+                            let id = serde_json::from_str::<Value>(&line)
+                                .ok()
+                                .and_then(|v| v.get("id").cloned())
+                                .unwrap_or(Value::Null);
+                            let msg = format!("invalid request line: {e}");
+                            write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
+                        }
+                    }
+                }
+                Some(DriverEvent::Reply { request, reply }) => {
+                    let id = in_flight.remove(&request).unwrap_or(Value::Null);
+                    write_line(output, &reply_json(id, &reply))?;
+                }
+                Some(DriverEvent::Halted(reason)) => {
+                    let msg = reason.to_string();
+                    let _ = writeln!(log, "error: the broker halted: {msg}");
+                    write_line(output, &serde_json::json!({ "event": "halted", "reason": msg }))?;
+                    return Ok(Outcome::Halted(reason));
+                }
+            }
+        }
+    })();
+    result.unwrap_or_else(Outcome::OutputClosed)
+}
+
+/// The JSON line answering one request.
+pub fn reply_json(id: Value, reply: &Result<Reply, BrokerError>) -> Value {
+    match reply {
+        Ok(r) => serde_json::json!({ "id": id, "ok": r }),
+        Err(e) => serde_json::json!({ "id": id, "error": e.to_string(), "kind": e }),
+    }
+}
+
+fn write_line(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
+    writeln!(out, "{v}")?;
+    out.flush()
+}
+
+fn emit_notices<M: Send + 'static>(driver: &mut Driver<M>, log: &mut impl Write) {
+    for n in driver.take_notices() {
+        let level = if n.is_warning() { "warning" } else { "note" };
+        let _ = writeln!(log, "{level}: {n}");
+    }
+}

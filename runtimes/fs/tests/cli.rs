@@ -1,0 +1,216 @@
+//! The CLI end to end: a session, JSON output, and bad input (a corrupt journal, a
+//! torn tail, stray logs, unknown entries, a held lock, a halt).
+
+mod common;
+
+use common::{cli, cli_ok, log_files, Server, TempDir};
+use serde_json::{json, Value};
+
+fn lines_json(out: &str) -> Vec<Value> {
+    out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}"))).collect()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_session_create_produce_fetch_delete_status_recover() {
+    let tmp = TempDir::new("session");
+    let d = tmp.path();
+    assert!(cli_ok(d, &["create", "orders", "--partitions", "3", "--grace-ms", "300"]).contains("created topic"));
+
+    let produced = lines_json(&cli_ok(d, &["--json", "produce", "orders", "--key", "customer-7", "paid", "shipped"]));
+    assert_eq!(produced.len(), 2);
+    assert_eq!(produced[0]["partition"], produced[1]["partition"], "one key, one partition");
+    assert_eq!((produced[0]["offset"].as_u64(), produced[1]["offset"].as_u64()), (Some(0), Some(1)));
+    let p = produced[0]["partition"].as_u64().unwrap().to_string();
+
+    let out = cli(d, &["produce", "orders", "--json"], "a\nb\nc\n");
+    assert!(out.status.success());
+    assert_eq!(lines_json(&String::from_utf8_lossy(&out.stdout)).len(), 3, "values from stdin, one per line");
+
+    let fetched = lines_json(&cli_ok(d, &["fetch", "orders", "--partition", &p, "--offset", "0", "--json"]));
+    assert_eq!(
+        fetched[0],
+        json!({ "partition": fetched[0]["partition"], "offset": 0, "key": "customer-7", "value": "paid" })
+    );
+    assert_eq!(fetched[1]["value"], "shipped");
+
+    let listed = lines_json(&cli_ok(d, &["list", "--json"]));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["name"], "orders");
+    assert!(cli_ok(d, &["describe", "orders"]).contains("partitions  3"));
+
+    let deleted = cli_ok(d, &["delete", "orders"]);
+    assert!(deleted.contains("tombstone is durable") && deleted.contains("continues"), "{deleted}");
+    assert!(cli_ok(d, &["list"]).contains("no topics"));
+    let status = cli_ok(d, &["status"]);
+    assert!(status.contains("pending deletions: 1") && status.contains("\"orders\""), "{status}");
+    assert_eq!(log_files(d).len(), 3, "the grace delay keeps the logs for now");
+
+    let recovered = cli_ok(d, &["recover"]);
+    assert!(recovered.contains("finished the deletion of \"orders\""), "{recovered}");
+    assert!(recovered.contains("pending deletions: none"), "{recovered}");
+    assert!(cli_ok(d, &["status"]).contains("pending deletions: none"));
+    assert!(log_files(d).is_empty());
+
+    // The name can be used again: a new incarnation, empty.
+    cli_ok(d, &["create", "orders", "--partitions", "1"]);
+    let listed = lines_json(&cli_ok(d, &["list", "--json"]));
+    assert_eq!(listed[0]["id"], 1);
+    assert_eq!(listed[0]["high_watermarks"], json!([0]));
+}
+
+#[test]
+fn delete_wait_returns_after_physical_removal() {
+    let tmp = TempDir::new("wait");
+    let d = tmp.path();
+    cli_ok(d, &["create", "big", "--partitions", "16"]);
+    cli_ok(d, &["produce", "big", "1", "2", "3"]);
+    assert_eq!(log_files(d).len(), 16);
+    let out: Value = serde_json::from_str(cli_ok(d, &["delete", "big", "--wait", "--json"]).trim()).unwrap();
+    assert_eq!(out["physical"], "removed");
+    assert!(log_files(d).is_empty());
+    assert!(cli_ok(d, &["status", "--json"]).contains("\"pending\":[]"));
+}
+
+#[test]
+fn client_errors_name_the_problem_and_exit_non_zero() {
+    let tmp = TempDir::new("errors");
+    let d = tmp.path();
+    let out = cli(d, &["fetch", "nope", "--partition", "0", "--offset", "0"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("topic \"nope\" not found"), "{}", stderr(&out));
+    let out = cli(d, &["create", "../escape", "--partitions", "1"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("invalid topic name"), "{}", stderr(&out));
+    assert!(!tmp.path().parent().unwrap().join("escape").exists());
+    let out = cli(d, &["create", "t", "--partitions", "0"], "");
+    assert!(stderr(&out).contains("invalid partition count 0"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_corrupt_journal_middle_refuses_to_start_naming_file_and_offset() {
+    let tmp = TempDir::new("corrupt");
+    let d = tmp.path();
+    cli_ok(d, &["create", "a", "--partitions", "2"]);
+    cli_ok(d, &["create", "b", "--partitions", "2"]);
+    cli_ok(d, &["create", "c", "--partitions", "2"]);
+    let journal = d.join("journal");
+    let mut bytes = std::fs::read(&journal).unwrap();
+    // Damage a record in the middle (the journal holds a snapshot and three creations).
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x5a;
+    std::fs::write(&journal, &bytes).unwrap();
+    for cmd in [&["list"][..], &["status"], &["recover"]] {
+        let out = cli(d, cmd, "");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{cmd:?}: {err}");
+        assert!(err.contains("corrupt"), "{err}");
+        assert!(err.contains(&journal.display().to_string()), "names the file: {err}");
+        assert!(err.contains("at byte "), "names the offset: {err}");
+    }
+    assert_eq!(log_files(d).len(), 6, "nothing was removed");
+    assert_eq!(std::fs::read(&journal).unwrap(), bytes, "the journal is left as it was");
+}
+
+#[test]
+fn a_torn_journal_tail_is_truncated_with_a_warning_and_a_backup() {
+    let tmp = TempDir::new("torn");
+    let d = tmp.path();
+    cli_ok(d, &["create", "a", "--partitions", "2"]);
+    cli_ok(d, &["produce", "a", "x"]);
+    let journal = d.join("journal");
+    let good = std::fs::read(&journal).unwrap();
+    // A record cut off by a crash: a frame header promising more than is there.
+    let mut torn = good.clone();
+    torn.extend_from_slice(&[40, 0, 0, 0, 2, 1, 2]);
+    std::fs::write(&journal, &torn).unwrap();
+    let out = cli(d, &["list", "--json"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("warning: the journal had a torn tail at byte"), "{err}");
+    assert!(err.contains("journal.torn.0"), "{err}");
+    assert_eq!(std::fs::read(d.join("journal.torn.0")).unwrap(), torn, "the old bytes are kept");
+    assert_eq!(lines_json(&String::from_utf8_lossy(&out.stdout))[0]["name"], "a");
+    let fetched = lines_json(&cli_ok(d, &["fetch", "a", "--partition", "0", "--offset", "0", "--json"]));
+    assert_eq!(fetched.len(), 1);
+    // The next start finds a clean journal: no warning.
+    let out = cli(d, &["list"], "");
+    assert!(!stderr(&out).contains("torn"), "{}", stderr(&out));
+}
+
+#[test]
+fn stray_logs_are_removed_and_unknown_entries_left_alone_both_reported() {
+    let tmp = TempDir::new("stray");
+    let d = tmp.path();
+    cli_ok(d, &["create", "a", "--partitions", "1"]);
+    let live = d.join("0000000000000000-00000000.log");
+    let stray = d.join("00000000000000ff-00000003.log");
+    std::fs::copy(&live, &stray).unwrap();
+    std::fs::write(d.join("notes.txt"), "mine").unwrap();
+    std::fs::write(d.join("backup.log"), "not a broker log name").unwrap();
+    std::fs::create_dir(d.join("subdir")).unwrap();
+    std::fs::create_dir(d.join("0000000000000009-00000000.log")).unwrap();
+
+    let out: Value = serde_json::from_str(cli_ok(d, &["recover", "--json"]).trim()).unwrap();
+    assert_eq!(out["stray_logs_removed"], json!(["00000000000000ff-00000003.log"]));
+    assert_eq!(out["unknown_entries"], json!(["0000000000000009-00000000.log", "backup.log", "notes.txt", "subdir"]));
+    assert!(!stray.exists());
+    assert!(live.exists());
+    for kept in ["notes.txt", "backup.log", "subdir", "0000000000000009-00000000.log"] {
+        assert!(d.join(kept).exists(), "{kept} must be left alone");
+    }
+    let status = cli_ok(d, &["status"]);
+    assert!(status.contains("unknown entry, left alone: file notes.txt"), "{status}");
+    assert!(status.contains("unknown entry, left alone: directory subdir"), "{status}");
+
+    // Text output of recover reports a stray too.
+    std::fs::copy(&live, &stray).unwrap();
+    let text = cli_ok(d, &["recover"]);
+    assert!(text.contains("removed stray log 00000000000000ff-00000003.log"), "{text}");
+}
+
+#[test]
+fn a_second_process_is_refused_with_a_lock_error() {
+    let tmp = TempDir::new("lock");
+    let d = tmp.path().join("data");
+    let server = Server::start(&d, &tmp.path().join("serve.stderr"));
+    let out = cli(&d, &["list"], "");
+    assert_eq!(out.status.code(), Some(4));
+    let err = stderr(&out);
+    assert!(err.contains("lock"), "{err}");
+    assert!(err.contains("(pid "), "names the holder: {err}");
+    // kill -9 releases the lock with the process.
+    server.kill();
+    cli_ok(&d, &["list"]);
+}
+
+#[test]
+fn serve_answers_json_lines_and_exits_non_zero_on_a_halt() {
+    let tmp = TempDir::new("serve-halt");
+    let d = tmp.path().join("data");
+    let mut server = Server::start(&d, &tmp.path().join("serve.stderr"));
+    let created = server.call(json!({ "CreateTopic": { "name": "a", "partitions": 1,
+                                       "settings": { "deletion_grace_ms": 0 } } }));
+    assert_eq!(created["Created"]["topic"], 0);
+    let status = server.status();
+    assert_eq!(status["topics"][0]["name"], "a");
+    assert_eq!(status["pending"], json!([]));
+    // Make the next journal write fail: the journal's name now holds a directory.
+    std::fs::rename(d.join("journal"), tmp.path().join("journal.saved")).unwrap();
+    std::fs::create_dir(d.join("journal")).unwrap();
+    let id = server.send(json!({ "DeleteTopic": { "name": "a" } }));
+    let reply = server.wait(id);
+    assert!(reply["error"].as_str().unwrap().contains("halted"), "{reply}");
+    let (status, lines) = server.wait_exit();
+    assert_eq!(status.code(), Some(3));
+    assert!(lines.iter().any(|l| l["event"] == "halted"), "{lines:?}");
+    let log = std::fs::read_to_string(tmp.path().join("serve.stderr")).unwrap();
+    assert!(log.contains("journal write failed"), "{log}");
+    // Put the journal back: the next start recovers; the delete was never acknowledged.
+    std::fs::remove_dir(d.join("journal")).unwrap();
+    std::fs::rename(tmp.path().join("journal.saved"), d.join("journal")).unwrap();
+    assert!(cli_ok(&d, &["list"]).contains('a'));
+}

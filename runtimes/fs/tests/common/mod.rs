@@ -1,0 +1,213 @@
+//! Helpers shared by the integration tests: temporary directories, the CLI binary,
+//! and a `serve` process driven over JSON lines.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+/// The CLI under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_broker-fs");
+
+/// How long any one reply may take before the test fails (generous: CI disks are slow).
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A fresh, empty temporary directory, removed on drop unless the test panicked.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("broker-fs-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("keeping {} for inspection", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Runs `broker-fs --data-dir DIR ARGS...` with `stdin` and returns its output.
+pub fn cli(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn broker-fs");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Like [`cli`], but the command must succeed; returns its standard output.
+pub fn cli_ok(dir: &Path, args: &[&str]) -> String {
+    let out = cli(dir, args, "");
+    assert!(
+        out.status.success(),
+        "broker-fs {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A `broker-fs serve` process.
+pub struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<Value>,
+    stash: std::collections::BTreeMap<u64, Value>,
+    next_id: u64,
+}
+
+impl Server {
+    /// Starts `serve` on `dir` (its standard error appended to `log`) and waits until
+    /// it has recovered.
+    pub fn start(dir: &Path, log: &Path) -> Server {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let mut child = Command::new(BIN)
+            .arg("--data-dir")
+            .arg(dir)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn broker-fs serve");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"));
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut s = Server { child, stdin, lines, stash: Default::default(), next_id: 1 };
+        let ready = s.next_line();
+        assert_eq!(ready["event"], "ready", "first line of serve: {ready}");
+        s
+    }
+
+    fn next_line(&mut self) -> Value {
+        match self.lines.recv_timeout(REPLY_TIMEOUT) {
+            Ok(v) => v,
+            Err(e) => panic!("no line from serve within {REPLY_TIMEOUT:?} ({e}); exit: {:?}", self.child.try_wait()),
+        }
+    }
+
+    /// Sends a command without waiting; returns its id.
+    pub fn send(&mut self, command: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({ "id": id, "command": command });
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+        id
+    }
+
+    /// Waits for the reply to `id`; replies to other ids are kept for their turn.
+    pub fn wait(&mut self, id: u64) -> Value {
+        loop {
+            if let Some(v) = self.stash.remove(&id) {
+                return v;
+            }
+            let v = self.next_line();
+            match v["id"].as_u64() {
+                Some(other) => {
+                    self.stash.insert(other, v);
+                }
+                None => panic!("unexpected line from serve: {v}"),
+            }
+        }
+    }
+
+    /// Sends a command and returns its `ok` payload; any error fails the test.
+    pub fn call(&mut self, command: Value) -> Value {
+        let id = self.send(command.clone());
+        let v = self.wait(id);
+        match v.get("ok") {
+            Some(ok) => ok.clone(),
+            None => panic!("command {command} failed: {v}"),
+        }
+    }
+
+    /// Live topics and pending deletions.
+    pub fn status(&mut self) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        writeln!(self.stdin, "{}", json!({ "id": id, "status": true })).unwrap();
+        self.stdin.flush().unwrap();
+        self.wait(id)["status"].clone()
+    }
+
+    /// `kill -9`; returns every reply the process wrote before it died, by id.
+    pub fn kill(mut self) -> std::collections::BTreeMap<u64, Value> {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        // The reader thread ends at end of file, once everything written is read.
+        while let Ok(v) = self.lines.recv_timeout(REPLY_TIMEOUT) {
+            if let Some(id) = v["id"].as_u64() {
+                self.stash.insert(id, v);
+            }
+        }
+        self.stash
+    }
+
+    /// Waits for the process to exit by itself; returns its status and the lines it
+    /// wrote that were not read yet.
+    pub fn wait_exit(mut self) -> (std::process::ExitStatus, Vec<Value>) {
+        let status = self.child.wait().unwrap();
+        let mut lines: Vec<Value> = std::mem::take(&mut self.stash).into_values().collect();
+        while let Ok(v) = self.lines.recv_timeout(REPLY_TIMEOUT) {
+            lines.push(v);
+        }
+        (status, lines)
+    }
+
+    /// Closes standard input and waits for a clean exit.
+    pub fn close(self) {
+        let Server { mut child, stdin, .. } = self;
+        drop(stdin);
+        let status = child.wait().unwrap();
+        assert!(status.success(), "serve exited with {status}");
+    }
+}
+
+/// Every `.log` file in `dir`, as (topic id, partition).
+pub fn log_files(dir: &Path) -> Vec<(u64, u32)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if let Some(stem) = name.strip_suffix(".log") {
+            let (t, p) = stem.split_once('-').unwrap_or_else(|| panic!("odd log name {name}"));
+            out.push((u64::from_str_radix(t, 16).unwrap(), u32::from_str_radix(p, 16).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}

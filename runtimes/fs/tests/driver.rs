@@ -1,0 +1,79 @@
+//! The driver as a library: requests, restarts, the lock, halts, background deletion.
+
+mod common;
+
+use broker_core::{Command, ProduceRecord, Reply, TopicSettings};
+use broker_fs::{Driver, DriverError, DriverOptions};
+use common::{log_files, TempDir};
+
+fn create(name: &str, partitions: u32) -> Command {
+    Command::CreateTopic { name: name.into(), partitions, settings: TopicSettings::default() }
+}
+
+fn produce(name: &str, values: &[&str]) -> Command {
+    let records = values.iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec() }).collect();
+    Command::Produce { topic: name.into(), records }
+}
+
+#[test]
+fn records_survive_a_restart_and_deletion_finishes_in_the_background() {
+    let tmp = TempDir::new("driver");
+    let dir = tmp.path();
+    {
+        let mut d: Driver = Driver::open(dir, DriverOptions::default()).unwrap();
+        d.request(create("a", 8)).unwrap();
+        d.request(create("b", 2)).unwrap();
+        // Several produces in flight at once, on several workers.
+        let ids: Vec<_> = (0..20).map(|i| d.submit(produce("a", &[&format!("v{i}")]))).collect();
+        let mut acked = 0;
+        while acked < ids.len() {
+            match d.next_event(None) {
+                Some(broker_fs::DriverEvent::Reply { reply: Ok(Reply::Produced { .. }), .. }) => acked += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        d.request(Command::DeleteTopic { name: "a".into() }).unwrap();
+        // Dropped at once: removal was cut off, and resumes on the next start.
+    }
+    let mut d: Driver = Driver::open(dir, DriverOptions::default()).unwrap();
+    assert!(d.wait_quiescent(None).unwrap());
+    assert_eq!(log_files(dir), vec![(1, 0), (1, 1)]);
+    let Reply::Topics(t) = d.request(Command::ListTopics).unwrap() else { panic!() };
+    assert_eq!(t.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["b"]);
+}
+
+#[test]
+fn a_second_driver_on_the_same_directory_is_refused() {
+    let tmp = TempDir::new("driver-lock");
+    let _first: Driver = Driver::open(tmp.path(), DriverOptions::default()).unwrap();
+    match Driver::<()>::open(tmp.path(), DriverOptions::default()) {
+        Err(e @ DriverError::Locked { .. }) => assert!(e.to_string().contains("locked"), "{e}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("two drivers hold one directory"),
+    }
+}
+
+#[test]
+fn after_a_halt_every_request_fails_and_nothing_is_retried() {
+    let tmp = TempDir::new("driver-halt");
+    let dir = tmp.path();
+    let mut d: Driver = Driver::open(dir, DriverOptions::default()).unwrap();
+    d.request(create("a", 1)).unwrap();
+    std::fs::rename(dir.join("journal"), dir.join("journal.saved")).unwrap();
+    std::fs::create_dir(dir.join("journal")).unwrap();
+    let err = d.request(create("b", 1)).unwrap_err();
+    assert!(matches!(err, DriverError::Broker(broker_core::BrokerError::Halted(_))), "{err}");
+    assert!(d.halted().is_some());
+    // The journal failure is final: no retry, every later request is refused.
+    let err = d.request(create("c", 1)).unwrap_err();
+    assert!(err.to_string().contains("halted"), "{err}");
+    assert!(matches!(d.wait_quiescent(None), Err(DriverError::Halted(_))));
+    drop(d);
+    std::fs::remove_dir(dir.join("journal")).unwrap();
+    std::fs::rename(dir.join("journal.saved"), dir.join("journal")).unwrap();
+    // A new driver recovers from what is durable: "b" was never acknowledged.
+    let mut d: Driver = Driver::open(dir, DriverOptions::default()).unwrap();
+    let Reply::Topics(t) = d.request(Command::ListTopics).unwrap() else { panic!() };
+    assert_eq!(t.len(), 1);
+    assert!(log_files(dir).iter().all(|(t, _)| *t == 0));
+}
