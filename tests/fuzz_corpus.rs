@@ -7,7 +7,9 @@
 
 use broker_core::command::{ProduceRecord, TopicSettings};
 use broker_core::effect::AppendRecord;
-use broker_core::fuzzing::{fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode, run_core_commands};
+use broker_core::fuzzing::{
+    describe_core_commands, fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode, run_core_commands,
+};
 use broker_core::ids::{LogId, TopicId};
 use broker_core::journal::{
     encode_compacted, encode_header, JournalRecord, MetaState, PendingDeletion, Snapshot, TopicMeta,
@@ -298,6 +300,19 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("faults", faults.0),
         ("invalid-commands", invalid.0),
     ]
+}
+
+/// Prints the steps of a `core_commands` input: `CORE_INPUT=path cargo test --test
+/// fuzz_corpus -- --ignored --nocapture describe_core_input`.
+#[test]
+#[ignore = "a tool: reads the file named by CORE_INPUT"]
+fn describe_core_input() {
+    let path = std::env::var("CORE_INPUT").expect("CORE_INPUT names a core_commands input");
+    let data = std::fs::read(&path).expect("read input");
+    for line in describe_core_commands(&data) {
+        println!("{line}");
+    }
+    fuzz_core_commands(&data);
 }
 
 /// Regenerates the hand-made seeds (`seed-*`) of every corpus.
