@@ -20,6 +20,8 @@ pub const LOG_HEADER_LEN: usize = 22;
 /// The largest record payload a log accepts.
 pub const MAX_LOG_FRAME: usize = 16 << 20;
 const KIND_RECORD: u8 = 1;
+/// The smallest record frame: frame header, offset, key flag, value length.
+const MIN_RECORD_FRAME: u64 = (FRAME_HEADER_LEN + 8 + 1 + 4) as u64;
 
 /// The frame salt of a log: mixes the incarnation and the partition.
 fn salt(log: LogId) -> u64 {
@@ -138,7 +140,11 @@ pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
         }
         let rec = decode_payload(f.payload, f.position + FRAME_HEADER_LEN as u64)
             .map_err(|d| corrupt(log, f.position, Some(img.next_offset), d))?;
-        if rec.offset < img.next_offset || (rec.offset > img.next_offset && damage.is_none()) {
+        // The records a hole skips each took at least a minimal frame of the damaged bytes.
+        let fits = |start: u64| (rec.offset - img.next_offset) <= (f.position - start) / MIN_RECORD_FRAME;
+        let skipped_fit = damage.as_ref().is_some_and(|(start, _)| fits(*start));
+        let next = rec.offset.checked_add(1);
+        if rec.offset < img.next_offset || (rec.offset > img.next_offset && !skipped_fit) || next.is_none() {
             return Err(corrupt(
                 log,
                 f.position,
@@ -150,7 +156,7 @@ pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
             img.holes.push(Hole { from: img.next_offset, to: rec.offset, position, detail });
         }
         img.index.push(IndexEntry { offset: rec.offset, position: f.position, len: (f.end() - f.position) as u32 });
-        img.next_offset = rec.offset + 1;
+        img.next_offset = next.unwrap_or(u64::MAX);
         img.valid_len = f.end();
     }
     Ok(img)
@@ -241,6 +247,24 @@ mod tests {
         assert_eq!(from1.len(), 1, "only the record before the damage is served");
         let err = decode_records(LOG, &f[img.holes[0].position as usize..], img.holes[0].position, 2).unwrap_err();
         assert!(matches!(err, StorageError::Corrupt { record_offset: Some(2), .. }), "{err:?}");
+    }
+
+    #[test]
+    fn an_offset_jump_larger_than_the_damage_is_corruption() {
+        // A valid frame after damaged bytes may skip only the records those bytes could hold.
+        let mut f = file(1);
+        f.extend([0xee; 3 * MIN_RECORD_FRAME as usize]);
+        let mut far = f.clone();
+        f.extend(encode_records(LOG, &recs(4, 1)));
+        let img = open_log(LOG, &f).unwrap();
+        assert_eq!((img.holes[0].from, img.holes[0].to, img.next_offset), (1, 4, 5));
+        far.extend(encode_records(LOG, &recs(5, 1)));
+        assert!(open_log(LOG, &far).unwrap_err().to_string().contains("offset 5 where 1 was expected"));
+        let mut max = file(1);
+        max.push(0xee);
+        let last = AppendRecord { offset: u64::MAX, record: ProduceRecord { key: None, value: vec![] } };
+        max.extend(encode_records(LOG, &[last]));
+        assert!(open_log(LOG, &max).is_err(), "no overflow past the last offset");
     }
 
     #[test]

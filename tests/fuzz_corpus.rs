@@ -107,9 +107,15 @@ fn log_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut rotten = full.clone();
     let n = rotten.len();
     rotten[n - 20] ^= 0x20; // inside the third record: a hole before the fourth
+                            // A valid record after damage that claims the last possible offset (once a panic).
+    let mut jump = encode_log_header(log);
+    jump.extend(encode_records(log, &recs[..1]));
+    jump.extend([0xee; 3]);
+    jump.extend(encode_records(log, &[AppendRecord { offset: u64::MAX, record: recs[1].record.clone() }]));
     vec![
         ("header-only", encode_log_header(log)),
         ("four-records", full),
+        ("offset-jump-to-max", jump),
         ("torn-tail", torn),
         ("bit-rot", rotten),
         ("short-header", encode_log_header(log)[..7].to_vec()),
