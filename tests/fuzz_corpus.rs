@@ -83,8 +83,11 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
     torn.truncate(torn.len() - 5);
     let mut compacted_then_appended = encode_compacted(2, MetaState::replay(&history).snapshot());
     JournalRecord::TopicCreated(meta(2, "c", 1, 0)).encode(2, &mut compacted_then_appended);
+    // A topic with the largest id: creating another one once overflowed the next id.
+    let largest_id = journal(3, &[JournalRecord::TopicCreated(meta(u64::MAX, "last", 1, 0))]);
     vec![
         ("header-only", encode_header(0)),
+        ("largest-topic-id", largest_id),
         ("history", journal(1, &history)),
         ("torn-tail", torn),
         ("snapshot", encode_compacted(4, snapshot)),
