@@ -94,7 +94,7 @@ fn recover_from_journal(journal: &[u8], state: &MetaState) {
     for (id, t) in &state.topics {
         if !t.deleting && crate::name::validate_topic_name(&t.meta.name).is_ok() {
             // Several live incarnations may share a name; the newest answers for it.
-            let newest = state.topics.values().filter(|o| !o.deleting && o.meta.name == t.meta.name).last();
+            let newest = state.topics.values().rev().find(|o| !o.deleting && o.meta.name == t.meta.name);
             if newest.map(|o| o.meta.id) == Some(*id) {
                 assert!(live.contains(id), "live topic {id} survives recovery");
             }
