@@ -141,7 +141,7 @@ pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
         let rec = decode_payload(f.payload, f.position + FRAME_HEADER_LEN as u64)
             .map_err(|d| corrupt(log, f.position, Some(img.next_offset), d))?;
         // The records a hole skips each took at least a minimal frame of the damaged bytes.
-        let fits = |start: u64| (rec.offset - img.next_offset) <= (f.position - start) / MIN_RECORD_FRAME;
+        let fits = |start: u64| rec.offset.saturating_sub(img.next_offset) <= (f.position - start) / MIN_RECORD_FRAME;
         let skipped_fit = damage.as_ref().is_some_and(|(start, _)| fits(*start));
         let next = rec.offset.checked_add(1);
         if rec.offset < img.next_offset || (rec.offset > img.next_offset && !skipped_fit) || next.is_none() {
