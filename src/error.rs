@@ -129,7 +129,7 @@ pub enum HaltReason {
         error: StorageError,
     },
     /// The journal is corrupt before its tail; starting would drop acknowledged metadata.
-    #[error("journal {file} is corrupt at byte {offset}: {detail}; refusing to start")]
+    #[error("journal file {file} is corrupt at byte {offset}: {detail}; refusing to start")]
     CorruptJournal {
         /// The journal file.
         file: String,
@@ -157,7 +157,10 @@ impl HaltReason {
     }
 
     pub(crate) fn wrong_output(op: OpId, expected: &str) -> HaltReason {
-        HaltReason::ContractViolation(format!("completion of operation {} is not {expected}", op.0))
+        HaltReason::ContractViolation(format!(
+            "completion of operation {} returned the wrong output (expected {expected})",
+            op.0
+        ))
     }
 }
 

@@ -22,6 +22,8 @@ pub const LOG_HEADER_LEN: usize = 22;
 /// The largest record payload a log accepts.
 pub const MAX_LOG_FRAME: usize = 16 << 20;
 const KIND_BATCH: u8 = 2;
+/// The fewest bytes one record takes in a batch: its key flag and value length.
+const MIN_RECORD_BYTES: u64 = 1 + 4;
 
 /// The frame salt of a log: mixes the incarnation and the partition.
 fn salt(log: LogId) -> u64 {
@@ -168,7 +170,10 @@ pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
             _ => return Err(corrupt(log, f.position, Some(img.next_offset), "malformed batch header".into())),
         };
         decode_batch(f.payload, at).map_err(|d| corrupt(log, f.position, Some(first), d))?;
-        if first < img.next_offset || (first > img.next_offset && damage.is_none()) {
+        // The records a hole skips each took some of the damaged bytes.
+        let fits = |start: u64| first.saturating_sub(img.next_offset) <= (f.position - start) / MIN_RECORD_BYTES;
+        let skipped_fit = damage.as_ref().is_some_and(|(start, _)| fits(*start));
+        if first < img.next_offset || (first > img.next_offset && !skipped_fit) {
             return Err(corrupt(
                 log,
                 f.position,
@@ -311,6 +316,24 @@ mod tests {
         let img = open_log(LOG, &torn).unwrap();
         assert!(img.holes.is_empty());
         assert_eq!(img.next_offset, 3);
+    }
+
+    #[test]
+    fn an_offset_jump_larger_than_the_damage_is_corruption() {
+        // A valid batch after damaged bytes may skip only the records those bytes could hold.
+        let mut f = file(1);
+        f.extend([0xee; 3 * MIN_RECORD_BYTES as usize]);
+        let mut far = f.clone();
+        f.extend(encode_records(LOG, &recs(4, 1)));
+        let img = open_log(LOG, &f).unwrap();
+        assert_eq!((img.holes[0].from, img.holes[0].to, img.next_offset), (1, 4, 5));
+        far.extend(encode_records(LOG, &recs(5, 1)));
+        assert!(open_log(LOG, &far).unwrap_err().to_string().contains("offset 5 where 1 was expected"));
+        let mut max = file(1);
+        max.push(0xee);
+        let last = AppendRecord { offset: u64::MAX, record: ProduceRecord { key: None, value: vec![] } };
+        max.extend(encode_records(LOG, &[last]));
+        assert!(open_log(LOG, &max).is_err(), "no overflow past the last offset");
     }
 
     #[test]

@@ -217,7 +217,11 @@ fn wrong_output_kind_is_a_contract_violation() {
     let p = h.submit(produce("t", &["a"]));
     let append = h.first_pending(|op| matches!(op, StorageOp::Append { .. }));
     h.complete_with(append, Ok(OpOutput::Logs(vec![])));
-    assert!(matches!(&h.halts[..], [HaltReason::ContractViolation(m)] if m.contains("is not done")), "{:?}", h.halts);
+    assert!(
+        matches!(&h.halts[..], [HaltReason::ContractViolation(m)] if m.contains("wrong output (expected done)")),
+        "{:?}",
+        h.halts
+    );
     assert!(matches!(h.take_reply(p), Some(Err(BrokerError::Halted(_)))));
     assert_stays_halted(&mut h);
 }

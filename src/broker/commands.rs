@@ -60,11 +60,13 @@ impl Broker {
         if self.live_names.contains_key(&name) {
             return Err(BrokerError::TopicAlreadyExists { name });
         }
-        let id = TopicId(self.next_topic_id);
-        let Some(next) = self.next_topic_id.checked_add(1) else {
-            return Err(BrokerError::Unavailable("topic ids are exhausted".into()));
+        // The largest id is never handed out: replay saturates the next id there, so it
+        // means the journal already names it and every id is used.
+        let Some(after) = self.next_topic_id.checked_add(1) else {
+            return Err(BrokerError::Unavailable("no topic id is left: the journal names the largest one".into()));
         };
-        self.next_topic_id = next;
+        let id = TopicId(self.next_topic_id);
+        self.next_topic_id = after;
         let meta = TopicMeta { id, name: name.clone(), partitions, settings };
         let seq = self.journal.push(JournalRecord::TopicCreated(meta.clone()));
         let mut topic = Topic::new(meta, false);

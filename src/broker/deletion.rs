@@ -78,9 +78,16 @@ impl Broker {
             self.removing.remove(&id);
             if let Some(t) = self.topics.remove(&id) {
                 if self.deleting_names.get(&t.meta.name) == Some(&id) {
-                    // An older incarnation of the name may still be being deleted.
-                    let older = self.topics.values().rev().find(|o| o.deletion.is_some() && o.meta.name == t.meta.name);
-                    match older.map(|o| o.meta.id) {
+                    // An older incarnation of the name may still be being removed (a grace
+                    // delay outlasts a re-create and delete): it answers deletes of the
+                    // name now, as it would after a recovery.
+                    let older = self
+                        .topics
+                        .values()
+                        .rev()
+                        .find(|o| o.deletion.is_some() && o.meta.name == t.meta.name)
+                        .map(|o| o.meta.id);
+                    match older {
                         Some(older) => self.deleting_names.insert(t.meta.name, older),
                         None => self.deleting_names.remove(&t.meta.name),
                     };
