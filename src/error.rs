@@ -138,14 +138,6 @@ pub enum HaltReason {
         /// What was wrong.
         detail: String,
     },
-    /// A live topic's log failed validation on open in a way recovery cannot repair.
-    #[error("log {log} cannot be opened: {error}")]
-    LogUnreadable {
-        /// The log.
-        log: LogId,
-        /// The failure.
-        error: StorageError,
-    },
     /// The runtime broke the contract (unknown operation id, wrong kind of output).
     #[error("runtime contract violated: {0}")]
     ContractViolation(String),

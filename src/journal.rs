@@ -18,6 +18,9 @@ pub const JOURNAL_FORMAT_VERSION: u16 = 1;
 const MAGIC: &[u8; 4] = b"BRKJ";
 /// Bytes in the journal header.
 pub const JOURNAL_HEADER_LEN: usize = 18;
+/// No topic may have more partitions than this, whatever the configuration: a journal
+/// naming more is corrupt (recovery allocates per partition).
+pub const MAX_PARTITIONS_EVER: u32 = 1 << 20;
 /// The largest frame payload the journal accepts (a snapshot of many topics).
 pub const MAX_JOURNAL_FRAME: usize = 256 << 20;
 

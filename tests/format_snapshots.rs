@@ -278,7 +278,6 @@ fn error_messages_of_every_variant() {
         HaltReason::JournalWriteFailed(StorageError::Io("EIO".into())),
         HaltReason::LogWriteFailed { log, error: StorageError::DiskFull("no space".into()) },
         HaltReason::CorruptJournal { file: "journal".into(), offset: 118, detail: "checksum mismatch".into() },
-        HaltReason::LogUnreadable { log, error: corrupt("000000000000002a-00000002.log") },
         HaltReason::ContractViolation("completion for unknown operation 9".into()),
     ];
     let decode = [DecodeError::Truncated(31), DecodeError::Malformed { position: 12, detail: "option flag 2".into() }];

@@ -575,3 +575,28 @@ fn compaction_during_a_pending_deletion_keeps_the_deletion() {
     assert!(d.broker().pending_deletions().is_empty());
     assert_eq!(log_files(d.fs()).len(), 6);
 }
+
+#[test]
+fn a_journal_naming_an_absurd_partition_count_is_refused_not_allocated() {
+    use broker_core::journal::{encode_compacted, Snapshot, TopicMeta, MAX_PARTITIONS_EVER};
+    let meta = TopicMeta {
+        id: TopicId(0),
+        name: "huge".into(),
+        partitions: MAX_PARTITIONS_EVER + 1,
+        settings: Default::default(),
+    };
+    let journal = encode_compacted(1, Snapshot { next_topic_id: 1, live: vec![meta], deleting: vec![] });
+    let mut fs = MemFs::new();
+    fs.create(JOURNAL_FILE).unwrap();
+    fs.write_at(JOURNAL_FILE, 0, &journal).unwrap();
+    let before = fs.clone();
+    let d = SyncDriver::start(Config::default(), fs);
+    match d.halted() {
+        Some(HaltReason::CorruptJournal { offset, detail, .. }) => {
+            assert_eq!(*offset, 18, "the snapshot record, right after the header");
+            assert!(detail.contains("partitions"), "{detail}");
+        }
+        other => panic!("expected a corrupt-journal halt, got {other:?}"),
+    }
+    assert_eq!(d.fs(), &before, "nothing touched");
+}

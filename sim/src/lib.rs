@@ -8,6 +8,7 @@
 pub mod campaign;
 pub mod disk;
 pub mod exhaust;
+pub mod fuzzing;
 pub mod model;
 pub mod rng;
 pub mod runner;

@@ -48,8 +48,9 @@ impl Broker {
         settings: TopicSettings,
     ) -> Result<Option<Reply>, BrokerError> {
         validate_topic_name(&name)?;
-        if partitions == 0 || partitions > self.config.max_partitions {
-            return Err(BrokerError::InvalidPartitionCount { requested: partitions, max: self.config.max_partitions });
+        let max = self.config.max_partitions.min(crate::journal::MAX_PARTITIONS_EVER);
+        if partitions == 0 || partitions > max {
+            return Err(BrokerError::InvalidPartitionCount { requested: partitions, max });
         }
         if settings.deletion_grace_ms > self.config.max_grace_ms {
             return Err(BrokerError::InvalidSettings(format!(

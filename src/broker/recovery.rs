@@ -13,7 +13,7 @@ use super::{Broker, PendingOp, Phase, TimerPurpose};
 use crate::effect::StorageOp;
 use crate::error::{HaltReason, StorageError};
 use crate::ids::LogId;
-use crate::journal::{decode_journal, MetaState, JOURNAL_FILE};
+use crate::journal::{decode_journal, JournalRecord, MetaState, JOURNAL_FILE, MAX_PARTITIONS_EVER};
 use crate::planted::Bug;
 use std::collections::BTreeSet;
 
@@ -30,6 +30,18 @@ pub(super) struct Recovery {
     listed: bool,
     /// Live logs still being opened or created.
     pub opening: BTreeSet<LogId>,
+}
+
+/// Whether a record names a topic with more partitions than any broker may create.
+fn names_too_many_partitions(r: &JournalRecord) -> bool {
+    match r {
+        JournalRecord::TopicCreated(m) => m.partitions > MAX_PARTITIONS_EVER,
+        JournalRecord::Snapshot(s) => {
+            s.live.iter().any(|m| m.partitions > MAX_PARTITIONS_EVER)
+                || s.deleting.iter().any(|d| d.topic.partitions > MAX_PARTITIONS_EVER)
+        }
+        _ => false,
+    }
 }
 
 impl Broker {
@@ -58,6 +70,16 @@ impl Broker {
                 // crash. If not even it validates, the damage is corruption: treating
                 // it as a torn tail would drop every topic and then remove their logs
                 // as strays.
+                // A checksum-valid record may still name an absurd partition count;
+                // recovery allocates per partition, so that is refused as corruption.
+                Ok(d) if d.records.iter().any(|(_, r)| names_too_many_partitions(r)) => {
+                    let offset = d.records.iter().find(|(_, r)| names_too_many_partitions(r)).map_or(0, |(p, _)| *p);
+                    return self.halt(HaltReason::CorruptJournal {
+                        file: JOURNAL_FILE.to_string(),
+                        offset,
+                        detail: format!("a topic names more than {MAX_PARTITIONS_EVER} partitions"),
+                    });
+                }
                 Ok(d) if d.records.is_empty() => {
                     let detail = d.torn_tail.map_or_else(|| "no record".to_string(), |(_, why)| why);
                     return self.halt(HaltReason::CorruptJournal {
