@@ -12,11 +12,7 @@ impl Broker {
             PendingOp::ReadJournal => match result {
                 Ok(OpOutput::Journal(image)) => self.journal_read(image),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "a journal image")),
-                Err(_) => {
-                    let delay = self.config.backoff_ms(self.journal_retries);
-                    self.journal_retries += 1;
-                    self.timer_in(delay, TimerPurpose::RetryReadJournal);
-                }
+                Err(_) => self.retry_recovery_read(TimerPurpose::RetryReadJournal),
             },
             PendingOp::JournalWrite => match result {
                 Ok(OpOutput::Done) => {
@@ -30,11 +26,7 @@ impl Broker {
             PendingOp::ListLogs => match result {
                 Ok(OpOutput::Logs(logs)) => self.logs_listed(logs),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "a log list")),
-                Err(_) => {
-                    let delay = self.config.backoff_ms(self.journal_retries);
-                    self.journal_retries += 1;
-                    self.timer_in(delay, TimerPurpose::RetryListLogs);
-                }
+                Err(_) => self.retry_recovery_read(TimerPurpose::RetryListLogs),
             },
             PendingOp::OpenLog(log) => match result {
                 Ok(OpOutput::Opened { next_offset }) => self.log_opened(log, Ok(next_offset)),
@@ -111,6 +103,13 @@ impl Broker {
                 self.op(StorageOp::ListLogs, PendingOp::ListLogs);
             }
         }
+    }
+
+    /// Arms a retry of a recovery read (journal or log list), with exponential backoff.
+    fn retry_recovery_read(&mut self, purpose: TimerPurpose) {
+        let delay = self.config.backoff_ms(self.journal_retries);
+        self.journal_retries += 1;
+        self.timer_in(delay, purpose);
     }
 
     /// Arms a retry of a background operation on `log`, with exponential backoff.
