@@ -454,7 +454,10 @@ impl Sim {
             }
         }
         // Crash points inside the operation: after a few calls, or right after an fsync.
-        if chaos && self.rng.chance(targeted / 8.0) {
+        // Journal compaction (temporary file, fsync, rename, directory fsync) is the
+        // multi-step operation most worth cutting short.
+        let inside = if matches!(op, StorageOp::ReplaceJournal { .. }) { targeted } else { targeted / 8.0 };
+        if chaos && self.rng.chance(inside) {
             if self.rng.chance(0.5) {
                 n.exec.fs_mut().arm_after_next_sync();
             } else {
