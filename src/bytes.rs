@@ -83,6 +83,11 @@ impl<'a> Reader<'a> {
         let n = self.u32()? as usize;
         Ok(self.take(n)?.to_vec())
     }
+    /// Skips a length-prefixed byte string without copying it.
+    pub(crate) fn skip_bytes(&mut self) -> Result<(), DecodeError> {
+        let n = self.u32()? as usize;
+        self.take(n).map(|_| ())
+    }
     pub(crate) fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
         match self.u8()? {
             0 => Ok(None),

@@ -64,8 +64,17 @@ pub struct Scan<'a> {
     pub torn_tail: Option<BadRange>,
 }
 
+/// Decides whether a checksum-valid frame's kind and payload are well formed.
+pub type Validate<'v> = &'v dyn Fn(u8, &[u8]) -> bool;
+
 /// Parses the frame at `pos`, or says why there is none.
-fn frame_at(data: &[u8], pos: usize, salt: u64, max_payload: usize) -> Result<Frame<'_>, String> {
+fn frame_at<'a>(
+    data: &'a [u8],
+    pos: usize,
+    salt: u64,
+    max_payload: usize,
+    valid: Validate<'_>,
+) -> Result<Frame<'a>, String> {
     let rest = data.len() - pos;
     if rest < FRAME_HEADER_LEN {
         return Err(format!("{rest} bytes left, less than a frame header"));
@@ -85,6 +94,9 @@ fn frame_at(data: &[u8], pos: usize, salt: u64, max_payload: usize) -> Result<Fr
     if frame_crc(salt, len, kind, payload) != crc {
         return Err("checksum mismatch".to_string());
     }
+    if !valid(kind, payload) {
+        return Err("checksum matches but the payload is malformed".to_string());
+    }
     Ok(Frame { position: pos as u64, kind, payload })
 }
 
@@ -92,16 +104,23 @@ fn frame_at(data: &[u8], pos: usize, salt: u64, max_payload: usize) -> Result<Fr
 /// image for the next valid one: if there is one, the bad range is corruption; if
 /// not, it is a torn tail.
 pub fn scan(data: &[u8], start: usize, salt: u64, max_payload: usize) -> Scan<'_> {
+    scan_valid(data, start, salt, max_payload, &|_, _| true)
+}
+
+/// Like [`scan`], but a frame counts as valid only if `valid` also accepts its kind and
+/// payload. A checksum is no proof against a crafted frame; requiring a well-formed
+/// payload too keeps a forged frame inside damaged bytes from hiding real ones.
+pub fn scan_valid<'a>(data: &'a [u8], start: usize, salt: u64, max_payload: usize, valid: Validate<'_>) -> Scan<'a> {
     let mut out = Scan::default();
     let mut pos = start.min(data.len());
     while pos < data.len() {
-        match frame_at(data, pos, salt, max_payload) {
+        match frame_at(data, pos, salt, max_payload, valid) {
             Ok(frame) => {
                 pos = frame.end() as usize;
                 out.frames.push(frame);
             }
             Err(detail) => {
-                let next = (pos + 1..data.len()).find(|&q| frame_at(data, q, salt, max_payload).is_ok());
+                let next = (pos + 1..data.len()).find(|&q| frame_at(data, q, salt, max_payload, valid).is_ok());
                 let bad = BadRange { start: pos as u64, end: next.unwrap_or(data.len()) as u64, detail };
                 match next {
                     Some(q) => {
