@@ -84,9 +84,15 @@ impl Workload {
                         self.values += 1;
                         let key =
                             self.rng.chance(self.params.keyed).then(|| format!("k{}", self.rng.below(16)).into_bytes());
-                        // Unique values, padded so logs span several sectors.
+                        // Unique values, padded so logs span several sectors, yet small
+                        // enough that a batch (at most 6 records) stays under one 512-byte
+                        // sector: then every whole sector holds the start of a frame, and
+                        // bit rot, which the disk injects only in a sector with a whole
+                        // durable sector after it, is always followed by a valid frame that
+                        // reveals it. Rot in a log's last frame looks exactly like a torn
+                        // write on one node and would be cut off unseen (see the README).
                         let mut value = format!("v{}-", self.values).into_bytes();
-                        value.resize(value.len() + self.rng.below(300) as usize, b'.');
+                        value.resize(value.len() + self.rng.below(48) as usize, b'.');
                         ProduceRecord { key, value }
                     })
                     .collect();
@@ -101,5 +107,32 @@ impl Workload {
             4 => Command::ListTopics,
             _ => Command::DescribeTopic { name: self.name() },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use broker_core::logcodec::encode_records;
+    use broker_core::{AppendRecord, LogId, TopicId};
+
+    /// Every batch the workload can produce frames into less than one 512-byte sector.
+    #[test]
+    fn batches_fit_in_one_sector() {
+        for seed in 0..200 {
+            let params = SwarmParams::draw(seed);
+            let mut w = Workload::new(seed, &params);
+            while let Some(cmd) = w.next_command(true) {
+                if let Command::Produce { records, .. } = cmd {
+                    let batch: Vec<AppendRecord> = records
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, record)| AppendRecord { offset: i as u64, record })
+                        .collect();
+                    let log = LogId { topic: TopicId(1), partition: 0 };
+                    assert!(encode_records(log, &batch).len() < 512, "seed {seed}");
+                }
+            }
+        }
     }
 }
