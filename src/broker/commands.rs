@@ -89,12 +89,13 @@ impl Broker {
                     backing_off: Default::default(),
                 });
             }
-            self.deleting_names.insert(name, id);
+            self.deleting_names.entry(name).or_default().insert(id);
             self.journal_waiters.entry(seq).or_default().push(JournalWaiter::Tombstone(id));
             return Ok(early_ack.then_some(Reply::DeleteAccepted { topic: id }));
         }
         // Already being deleted: accepted once more, no second pipeline.
-        let pending = self.deleting_names.get(&name).and_then(|id| self.topics.get_mut(id));
+        let newest = self.deleting_names.get(&name).and_then(|ids| ids.last());
+        let pending = newest.and_then(|id| self.topics.get_mut(id));
         match pending.and_then(|t| t.deletion.as_mut().map(|d| (t.meta.id, d))) {
             Some((id, d)) if d.stage != DeletionStage::AwaitTombstone => Ok(Some(Reply::DeleteAccepted { topic: id })),
             Some((_, d)) => {

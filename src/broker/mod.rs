@@ -97,8 +97,8 @@ pub struct Broker {
     topics: BTreeMap<TopicId, Topic>,
     /// Names of live topics (and topics being created).
     live_names: BTreeMap<String, TopicId>,
-    /// The newest incarnation being deleted under each name.
-    deleting_names: BTreeMap<String, TopicId>,
+    /// Every incarnation being deleted, by name (the newest is the last).
+    deleting_names: BTreeMap<String, BTreeSet<TopicId>>,
     next_topic_id: u64,
     journal: JournalWriter,
     /// Journal sequence numbers whose durability something waits for.
