@@ -319,6 +319,26 @@ impl Step {
     }
 }
 
+/// For profiling: `BENCH_CORE_PROFILE=N` runs only runner N (0: zero-cost, 1: MemFs,
+/// 2: floor) through the keyless produce phase, ten times, and prints nothing else.
+fn profile(which: usize, n: usize) {
+    let mut runner: Box<dyn Runner> = match which {
+        0 => Box::new(ZeroCost::new()),
+        1 => Box::new(OverMemFs { driver: SyncDriver::start(Config::default(), MemFs::new()) }),
+        _ => Box::new(Floor { max_partitions: Config::default().max_partitions, ..Floor::default() }),
+    };
+    setup(runner.as_mut());
+    let start = Instant::now();
+    for _ in 0..10 {
+        measure(runner.as_mut(), Step::ProduceKeyless, n);
+    }
+    println!(
+        "{}: {:.0} produce/s (command building included)",
+        runner.name(),
+        10.0 * n as f64 / start.elapsed().as_secs_f64()
+    );
+}
+
 /// One measurement: elapsed time and allocations for `n` commands.
 #[derive(Clone, Copy)]
 struct Sample {
@@ -345,6 +365,9 @@ fn setup(runner: &mut dyn Runner) {
 
 fn main() {
     let n: usize = std::env::var("BENCH_CORE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000).max(16);
+    if let Some(which) = std::env::var("BENCH_CORE_PROFILE").ok().and_then(|v| v.parse().ok()) {
+        return profile(which, n);
+    }
     let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
     // samples[runner][phase]
     let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); Step::ALL.len()]; 3];

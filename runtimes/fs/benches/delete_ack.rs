@@ -90,7 +90,7 @@ fn main() {
     let ratio = |x: Duration, y: Duration| x.as_secs_f64() / y.as_secs_f64();
     for &partitions in &partition_counts {
         let of = |p: u64| rows.iter().filter(move |r| u64::from(r.0) == p);
-        if let (Some(first), Some(last)) = (of(partitions).next(), of(partitions).last()) {
+        if let (Some(first), Some(last)) = (of(partitions).next(), of(partitions).next_back()) {
             println!(
                 "{partitions} partition(s), {} MiB -> {} MiB: the ack's median went {:.2}x, the naive delete's {:.2}x",
                 first.1,
