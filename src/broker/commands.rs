@@ -190,7 +190,9 @@ impl Broker {
         if early_ack {
             return Ok(Some(Reply::Produced { topic: id, positions }));
         }
-        self.produces.insert(request, ProduceProgress { topic: id, positions, partitions_left });
+        if let Some(progress) = self.requests.get_mut(&request) {
+            *progress = Some(ProduceProgress { topic: id, positions, partitions_left });
+        }
         Ok(None)
     }
 

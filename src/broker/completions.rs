@@ -2,7 +2,7 @@
 
 use super::{Broker, PendingOp, TimerPurpose};
 use crate::command::Reply;
-use crate::effect::{OpOutput, OpResult, StorageOp};
+use crate::effect::{Effect, OpOutput, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason, StorageError};
 use crate::ids::{LogId, OpId};
 
@@ -146,16 +146,17 @@ impl Broker {
             let Some(part) = part.filter(|p| p.writes.front().is_some_and(|w| w.ops_left == 0)) else { return };
             let Some(w) = part.writes.pop_front() else { return };
             part.high_watermark = part.high_watermark.max(w.end);
-            let done = match self.produces.get_mut(&w.request) {
-                Some(p) => {
+            let done = match self.requests.get_mut(&w.request) {
+                Some(Some(p)) => {
                     p.partitions_left -= 1;
                     p.partitions_left == 0
                 }
-                None => false,
+                _ => false,
             };
             if done {
-                if let Some(p) = self.produces.remove(&w.request) {
-                    self.reply(w.request, Ok(Reply::Produced { topic: p.topic, positions: p.positions }));
+                if let Some(Some(p)) = self.requests.remove(&w.request) {
+                    let reply = Ok(Reply::Produced { topic: p.topic, positions: p.positions });
+                    self.effects.push_back(Effect::Reply { request: w.request, reply });
                 }
             }
         }

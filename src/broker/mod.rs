@@ -28,6 +28,7 @@ use crate::journal::{MetaState, MetaTopic};
 use crate::time::Time;
 use journal_writer::{JournalIo, JournalWriter};
 use state::Topic;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Whether the broker serves commands.
@@ -103,10 +104,9 @@ pub struct Broker {
     journal: JournalWriter,
     /// Journal sequence numbers whose durability something waits for.
     journal_waiters: BTreeMap<u64, Vec<JournalWaiter>>,
-    /// Client requests not yet answered.
-    requests: BTreeSet<RequestId>,
-    /// Produce requests: how many partition writes each still waits for.
-    produces: BTreeMap<RequestId, ProduceProgress>,
+    /// Client requests not yet answered; a produce's with how many partition writes it
+    /// still waits for.
+    requests: BTreeMap<RequestId, Option<ProduceProgress>>,
     removals_in_flight: usize,
     /// Deletions past their grace delay, removing logs.
     removing: BTreeSet<TopicId>,
@@ -150,8 +150,7 @@ impl Broker {
             next_topic_id: 0,
             journal: JournalWriter::default(),
             journal_waiters: BTreeMap::new(),
-            requests: BTreeSet::new(),
-            produces: BTreeMap::new(),
+            requests: BTreeMap::new(),
             removals_in_flight: 0,
             removing: BTreeSet::new(),
             completed: Vec::new(),
@@ -176,10 +175,10 @@ impl Broker {
             }
             Phase::Serving => {}
         }
-        if self.requests.contains(&request) {
-            return self.reply_now(request, Err(BrokerError::DuplicateRequestId(request.0)));
-        }
-        self.requests.insert(request);
+        match self.requests.entry(request) {
+            Entry::Occupied(_) => return self.reply_now(request, Err(BrokerError::DuplicateRequestId(request.0))),
+            Entry::Vacant(v) => v.insert(None),
+        };
         self.command(request, command);
         self.pump();
     }
@@ -305,7 +304,7 @@ impl Broker {
 
     /// Replies to an admitted request and forgets it.
     fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
-        if self.requests.remove(&request) {
+        if self.requests.remove(&request).is_some() {
             self.effects.push_back(Effect::Reply { request, reply });
         }
     }
@@ -317,7 +316,7 @@ impl Broker {
         }
         self.phase = Phase::Halted;
         let why = reason.to_string();
-        for request in std::mem::take(&mut self.requests) {
+        for request in std::mem::take(&mut self.requests).into_keys() {
             self.effects.push_back(Effect::Reply { request, reply: Err(BrokerError::Halted(why.clone())) });
         }
         self.ops.clear();
