@@ -29,7 +29,8 @@ use crate::time::Time;
 use journal_writer::{JournalIo, JournalWriter};
 use state::Topic;
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Whether the broker serves commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +73,25 @@ enum PendingOp {
     RemoveStray(LogId),
 }
 
+/// A fixed, fast hasher for integer ids (Fibonacci hashing): deterministic, unlike the
+/// standard library's randomly seeded one.
+#[derive(Debug, Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// What a timer is for.
 #[derive(Debug, Clone, Copy)]
 enum TimerPurpose {
@@ -93,7 +113,10 @@ pub struct Broker {
     effects: VecDeque<Effect>,
     next_op: u64,
     next_timer: u64,
-    ops: BTreeMap<OpId, PendingOp>,
+    /// Operations in flight. Never iterated (only looked up, counted and cleared), so a
+    /// hash map with a fixed hasher keeps the core deterministic; it is the hottest map
+    /// (two inserts and two removals per produce).
+    ops: HashMap<OpId, PendingOp, BuildHasherDefault<IdHasher>>,
     timers: BTreeMap<TimerId, TimerPurpose>,
     topics: BTreeMap<TopicId, Topic>,
     /// Names of live topics (and topics being created).
@@ -142,7 +165,7 @@ impl Broker {
             effects: VecDeque::new(),
             next_op: 1,
             next_timer: 1,
-            ops: BTreeMap::new(),
+            ops: HashMap::default(),
             timers: BTreeMap::new(),
             topics: BTreeMap::new(),
             live_names: BTreeMap::new(),
