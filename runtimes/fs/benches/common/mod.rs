@@ -32,10 +32,33 @@ pub fn materialize(fs: &MemFs, dir: &Path) {
 }
 
 /// A measurement starts from a quiet disk: everything written so far is on disk
-/// (`sync(1)` where there is one), and the disk has had a moment to go idle.
+/// (`sync(1)` where there is one), and the disk has gone idle: no write has completed on
+/// any block device for 500 ms (from `/proc/diskstats`; at most 15 s, and a plain
+/// 300 ms pause where there is no such file). After a big fill the virtual disk keeps
+/// writing for a few seconds after `sync` returns, and an fsync issued meanwhile waits.
 pub fn settle() {
     let _ = std::process::Command::new("sync").status();
-    std::thread::sleep(Duration::from_millis(300));
+    let Some(mut last) = writes_completed() else {
+        return std::thread::sleep(Duration::from_millis(300));
+    };
+    let start = std::time::Instant::now();
+    let mut quiet_since = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = writes_completed().unwrap_or(last);
+        if now != last {
+            last = now;
+            quiet_since = std::time::Instant::now();
+        } else if quiet_since.elapsed() >= Duration::from_millis(500) {
+            return;
+        }
+    }
+}
+
+/// Writes completed on every block device, summed (`/proc/diskstats`, field 8).
+fn writes_completed() -> Option<u64> {
+    let stats = std::fs::read_to_string("/proc/diskstats").ok()?;
+    Some(stats.lines().filter_map(|l| l.split_whitespace().nth(7)?.parse::<u64>().ok()).sum())
 }
 
 /// The median (sorts `v`).
