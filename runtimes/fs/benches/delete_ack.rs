@@ -56,7 +56,7 @@ fn main() {
 
     println!("delete acknowledgement against a naive synchronous delete; data in {}", base.display());
     println!(
-        "{:>10}  {:>10}  {:>4}  {:>20}  {:>20}  {:>20}  {:>9}  {:>10}",
+        "{:>10}  {:>10}  {:>4}  {:>20}  {:>20}  {:>20}  {:>9}  {:>11}  {:>10}",
         "partitions",
         "topic size",
         "runs",
@@ -64,6 +64,7 @@ fn main() {
         "ack, grace 10 s",
         "naive: median (min)",
         "naive/ack",
+        "naive/grace",
         "background"
     );
     let mut rows = Vec::new();
@@ -85,7 +86,7 @@ fn main() {
             let (amin, gmin, nmin) = (ack[0], graced[0], naive[0]);
             rows.push((partitions, mib, a, n, g));
             println!(
-                "{:>10}  {:>6} MiB  {:>4}  {:>20}  {:>20}  {:>20}  {:>8.0}x  {:>10}",
+                "{:>10}  {:>6} MiB  {:>4}  {:>20}  {:>20}  {:>20}  {:>8.0}x  {:>10.0}x  {:>10}",
                 partitions,
                 mib,
                 reps,
@@ -93,6 +94,7 @@ fn main() {
                 format!("{} ({})", fmt(g), fmt(gmin)),
                 format!("{} ({})", fmt(n), fmt(nmin)),
                 n.as_secs_f64() / a.as_secs_f64(),
+                n.as_secs_f64() / g.as_secs_f64(),
                 fmt(b)
             );
         }
