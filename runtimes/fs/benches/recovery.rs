@@ -13,6 +13,7 @@
 //! then written to a real directory before every run, synced, and recovered with the
 //! real runtime (`Driver::open`, which returns once the broker serves and the directory
 //! has been checked for stray logs). The page cache is warm: the files were just written.
+//! The runs take turns across the directories, `BROKER_FS_BENCH_REPS` rounds (default 5).
 //! Every topic has 1 partition; live topics hold one 100-byte record each, the topics
 //! pending deletion 256 KiB each.
 
@@ -115,7 +116,7 @@ fn main() {
     let root = common::bench_root("recovery");
     let uncompacted = Config { compaction_min_records: u64::MAX, ..Config::default() };
     println!("generating the directories in memory ({cycles} create/delete cycles)...");
-    let cases = vec![
+    let cases = [
         live_only(10),
         live_only(1_000),
         live_only(10_000),
@@ -131,18 +132,23 @@ fn main() {
         "{:<42} {:>8} {:>11} {:>22} {:>10} {:>22} {:>11}",
         "directory", "files", "journal", "to serving", "vs 10 live", "all deletions done", "generated in"
     );
-    let mut base = None;
-    for case in &cases {
-        let dir = root.join("data");
-        let mut serving = Vec::new();
-        let mut done = Vec::new();
-        for _ in 0..reps {
+    // The runs take turns across directories, so a burst of load elsewhere on the
+    // machine lands on every directory alike instead of on one.
+    let dir = root.join("data");
+    let mut serving: Vec<Vec<Duration>> = vec![Vec::new(); cases.len()];
+    let mut done: Vec<Vec<Duration>> = vec![Vec::new(); cases.len()];
+    for _ in 0..reps {
+        for (i, case) in cases.iter().enumerate() {
             common::materialize(&case.fs, &dir);
             let (s, d) = recover(&dir, case);
-            serving.push(s);
-            done.push(d);
+            serving[i].push(s);
+            done[i].push(d);
         }
-        let (s, d) = (median(&mut serving), median(&mut done));
+    }
+    let mut base = None;
+    for (i, case) in cases.iter().enumerate() {
+        let (serving, done) = (&mut serving[i], &mut done[i]);
+        let (s, d) = (median(serving), median(done));
         let base = *base.get_or_insert(s);
         let journal = case.fs.file(JOURNAL_FILE).map_or(0, <[u8]>::len) as u64;
         println!(
