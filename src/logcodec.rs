@@ -44,13 +44,21 @@ pub fn encode_log_header(log: LogId) -> Vec<u8> {
 
 /// Frames `records` (dense offsets) as one batch for appending to `log`.
 pub fn encode_records(log: LogId, records: &[AppendRecord]) -> Vec<u8> {
-    let mut w = Writer::default();
+    // The payload's exact size, so it is allocated once: base offset and count, then per
+    // record a key flag, the key with its length if any, and the value with its length.
+    let size = 12
+        + records
+            .iter()
+            .map(|r| 1 + r.record.key.as_ref().map_or(0, |k| 4 + k.len()) + 4 + r.record.value.len())
+            .sum::<usize>();
+    let mut w = Writer { buf: Vec::with_capacity(size) };
     w.u64(records.first().map_or(0, |r| r.offset));
     w.u32(records.len() as u32);
     for r in records {
         w.opt_bytes(r.record.key.as_deref());
         w.bytes(&r.record.value);
     }
+    debug_assert_eq!(w.buf.len(), size, "the batch's size was computed exactly");
     let mut out = Vec::with_capacity(w.buf.len() + FRAME_HEADER_LEN);
     encode_frame(&mut out, salt(log), KIND_BATCH, &w.buf);
     out

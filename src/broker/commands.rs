@@ -5,12 +5,11 @@ use super::{describe, Broker, JournalWaiter, PendingOp, ProduceProgress};
 use crate::command::{Command, ProduceRecord, RecordPosition, Reply, TopicSettings};
 use crate::effect::{AppendRecord, StorageOp};
 use crate::error::BrokerError;
-use crate::ids::{RequestId, TopicId};
+use crate::ids::{LogId, RequestId, TopicId};
 use crate::journal::{JournalRecord, TopicMeta};
 use crate::name::validate_topic_name;
 use crate::partitioner::partition_for_key;
 use crate::planted::Bug;
-use std::collections::BTreeMap;
 
 impl Broker {
     pub(super) fn command(&mut self, request: RequestId, command: Command) {
@@ -92,12 +91,13 @@ impl Broker {
                     backing_off: Default::default(),
                 });
             }
-            self.deleting_names.insert(name, id);
+            self.deleting_names.entry(name).or_default().insert(id);
             self.journal_waiters.entry(seq).or_default().push(JournalWaiter::Tombstone(id));
             return Ok(early_ack.then_some(Reply::DeleteAccepted { topic: id }));
         }
         // Already being deleted: accepted once more, no second pipeline.
-        let pending = self.deleting_names.get(&name).and_then(|id| self.topics.get_mut(id));
+        let newest = self.deleting_names.get(&name).and_then(|ids| ids.last());
+        let pending = newest.and_then(|id| self.topics.get_mut(id));
         match pending.and_then(|t| t.deletion.as_mut().map(|d| (t.meta.id, d))) {
             Some((id, d)) if d.stage != DeletionStage::AwaitTombstone => Ok(Some(Reply::DeleteAccepted { topic: id })),
             Some((_, d)) => {
@@ -129,64 +129,73 @@ impl Broker {
         if let Some(i) = records.iter().position(|r| r.key.as_ref().map_or(0, Vec::len) + r.value.len() > limit) {
             return Err(BrokerError::InvalidRequest(format!("record {i} exceeds the size limit of {limit} bytes")));
         }
-        // Assign partitions without touching state, so a rejection changes nothing.
+        // Assign partitions and group the records into one batch per partition, in
+        // ascending partition order, without touching state, so a rejection changes
+        // nothing. Offsets within each batch count from 0 until the checks pass.
         let n = t.meta.partitions;
         let mut cursor = t.round_robin;
-        let assigned: Vec<u32> = records
-            .iter()
-            .map(|r| match &r.key {
+        let mut batches: Vec<(u32, Vec<AppendRecord>)> = Vec::new();
+        let mut positions = Vec::with_capacity(records.len());
+        for record in records {
+            let p = match &record.key {
                 Some(key) => partition_for_key(key, n),
                 None => {
                     let p = cursor % n;
                     cursor = cursor.wrapping_add(1);
                     p
                 }
-            })
-            .collect();
-        if let Some(p) = assigned.iter().find(|&&p| t.partitions.get(p as usize).is_none_or(|p| p.failed.is_some())) {
-            let why = t.partitions.get(*p as usize).and_then(|p| p.failed.clone()).unwrap_or_default();
-            return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
-        }
-        let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
-        for &p in &assigned {
-            *counts.entry(p).or_default() += 1;
+            };
+            if t.partitions.get(p as usize).is_none_or(|p| p.failed.is_some()) {
+                let why = t.partitions.get(p as usize).and_then(|p| p.failed.clone()).unwrap_or_default();
+                return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
+            }
+            let i = match batches.binary_search_by_key(&p, |b| b.0) {
+                Ok(i) => i,
+                Err(i) => {
+                    batches.insert(i, (p, Vec::new()));
+                    i
+                }
+            };
+            let batch = &mut batches[i].1;
+            positions.push(RecordPosition { partition: p, offset: batch.len() as u64 });
+            batch.push(AppendRecord { offset: batch.len() as u64, record });
         }
         if let Some((p, _)) =
-            counts.iter().find(|(&p, &n)| t.partitions[p as usize].next_offset.checked_add(n).is_none())
+            batches.iter().find(|(p, b)| t.partitions[*p as usize].next_offset.checked_add(b.len() as u64).is_none())
         {
             return Err(BrokerError::Storage(format!("partition {p} of {topic:?} has run out of offsets")));
         }
         let id = t.meta.id;
         let early_ack = self.bug(Bug::AckProduceBeforeSync);
-        let logs: Vec<_> = (0..n).map(|p| self.log_of(t, p)).collect();
+        // The log of partition `p` is `LogId { partition: p, ..log0 }`.
+        let log0 = self.log_of(t, 0);
         let Some(t) = self.topics.get_mut(&id) else { return Err(BrokerError::TopicNotFound { name: topic.into() }) };
         t.round_robin = cursor;
-        let mut batches: BTreeMap<u32, Vec<AppendRecord>> = BTreeMap::new();
-        let mut positions = Vec::with_capacity(records.len());
-        for (record, p) in records.into_iter().zip(assigned) {
-            let part = &mut t.partitions[p as usize];
-            let offset = part.next_offset;
-            part.next_offset += 1;
-            positions.push(RecordPosition { partition: p, offset });
-            batches.entry(p).or_default().push(AppendRecord { offset, record });
+        for position in &mut positions {
+            position.offset += t.partitions[position.partition as usize].next_offset;
         }
-        let mut issue = Vec::new();
-        for (p, batch) in batches {
-            let part = &mut t.partitions[p as usize];
-            let end = part.next_offset;
+        for (p, batch) in &mut batches {
+            let part = &mut t.partitions[*p as usize];
+            for r in batch.iter_mut() {
+                r.offset += part.next_offset;
+            }
+            part.next_offset += batch.len() as u64;
             part.inflight += 2;
-            part.writes.push_back(PartitionWrite { request, end, ops_left: 2 });
-            issue.push((logs[p as usize], end, batch));
+            part.writes.push_back(PartitionWrite { request, end: part.next_offset, ops_left: 2 });
         }
-        let partitions_left = issue.len();
-        for (log, end, records) in issue {
+        let partitions_left = batches.len();
+        for (p, records) in batches {
+            let log = LogId { partition: p, ..log0 };
+            let end = records.last().map_or(0, |r| r.offset + 1);
             self.op(StorageOp::Append { log, records }, PendingOp::Append { log, end });
             self.op(StorageOp::SyncLog { log }, PendingOp::SyncLog { log, end });
         }
         if early_ack {
             return Ok(Some(Reply::Produced { topic: id, positions }));
         }
-        self.produces.insert(request, ProduceProgress { topic: id, positions, partitions_left });
+        if let Some(progress) = self.requests.get_mut(&request) {
+            *progress = Some(ProduceProgress { topic: id, positions, partitions_left });
+        }
         Ok(None)
     }
 

@@ -2,7 +2,7 @@
 
 use super::{Broker, PendingOp, TimerPurpose};
 use crate::command::Reply;
-use crate::effect::{OpOutput, OpResult, StorageOp};
+use crate::effect::{Effect, OpOutput, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason, StorageError};
 use crate::ids::{LogId, OpId};
 
@@ -138,24 +138,24 @@ impl Broker {
         if let Some(w) = part.writes.iter_mut().find(|w| w.end == end) {
             w.ops_left = w.ops_left.saturating_sub(1);
         }
-        let mut finished = Vec::new();
-        while part.writes.front().is_some_and(|w| w.ops_left == 0) {
-            if let Some(w) = part.writes.pop_front() {
-                part.high_watermark = part.high_watermark.max(w.end);
-                finished.push(w.request);
-            }
-        }
-        for request in finished {
-            let done = match self.produces.get_mut(&request) {
-                Some(p) => {
+        // Each finished write, in offset order; the partition is looked up again after
+        // each reply, which needs the whole broker.
+        loop {
+            let part = self.topics.get_mut(&id).and_then(|t| t.partitions.get_mut(log.partition as usize));
+            let Some(part) = part.filter(|p| p.writes.front().is_some_and(|w| w.ops_left == 0)) else { return };
+            let Some(w) = part.writes.pop_front() else { return };
+            part.high_watermark = part.high_watermark.max(w.end);
+            let done = match self.requests.get_mut(&w.request) {
+                Some(Some(p)) => {
                     p.partitions_left -= 1;
                     p.partitions_left == 0
                 }
-                None => false,
+                _ => false,
             };
             if done {
-                if let Some(p) = self.produces.remove(&request) {
-                    self.reply(request, Ok(Reply::Produced { topic: p.topic, positions: p.positions }));
+                if let Some(Some(p)) = self.requests.remove(&w.request) {
+                    let reply = Ok(Reply::Produced { topic: p.topic, positions: p.positions });
+                    self.effects.push_back(Effect::Reply { request: w.request, reply });
                 }
             }
         }

@@ -77,20 +77,12 @@ impl Broker {
         for id in completed {
             self.removing.remove(&id);
             if let Some(t) = self.topics.remove(&id) {
-                if self.deleting_names.get(&t.meta.name) == Some(&id) {
-                    // An older incarnation of the name may still be being removed (a grace
-                    // delay outlasts a re-create and delete): it answers deletes of the
-                    // name now, as it would after a recovery.
-                    let older = self
-                        .topics
-                        .values()
-                        .rev()
-                        .find(|o| o.deletion.is_some() && o.meta.name == t.meta.name)
-                        .map(|o| o.meta.id);
-                    match older {
-                        Some(older) => self.deleting_names.insert(t.meta.name, older),
-                        None => self.deleting_names.remove(&t.meta.name),
-                    };
+                // Older incarnations of the name may still be being deleted.
+                if let Some(ids) = self.deleting_names.get_mut(&t.meta.name) {
+                    ids.remove(&id);
+                    if ids.is_empty() {
+                        self.deleting_names.remove(&t.meta.name);
+                    }
                 }
             }
             self.journal.push(JournalRecord::DeletionCompleted { id });

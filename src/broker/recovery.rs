@@ -137,7 +137,7 @@ impl Broker {
                     removing: BTreeSet::new(),
                     backing_off: BTreeSet::new(),
                 });
-                self.deleting_names.insert(name, id);
+                self.deleting_names.entry(name).or_default().insert(id);
             } else {
                 for p in 0..topic.meta.partitions {
                     open.push(self.log_of(&topic, p));
