@@ -230,6 +230,9 @@ pub struct Driver<M = ()> {
     timers: BTreeSet<(Time, TimerId)>,
     watching: BTreeMap<OpId, Watch>,
     ready: VecDeque<DriverEvent<M>>,
+    /// Storage operations that came out with a reply, dispatched once the caller has had
+    /// the chance to take the reply (see [`Driver::pump`]).
+    deferred: Vec<(OpId, StorageOp)>,
     stashed: BTreeMap<RequestId, Result<Reply, BrokerError>>,
     halted: Option<HaltReason>,
     notices: Vec<Notice>,
@@ -267,6 +270,7 @@ impl<M: Send + 'static> Driver<M> {
             timers: BTreeSet::new(),
             watching: BTreeMap::new(),
             ready: VecDeque::new(),
+            deferred: Vec::new(),
             stashed: BTreeMap::new(),
             halted: None,
             notices: Vec::new(),
@@ -453,6 +457,12 @@ impl<M: Send + 'static> Driver<M> {
 
     /// Drains the broker's effects: storage operations go to the workers, timers are
     /// armed, replies and a halt become events for the caller.
+    ///
+    /// Storage operations that come out together with a reply are held back until the
+    /// next turn of the event loop, after the caller has taken the reply: a delete's
+    /// acknowledgement then never waits behind the log removals that the same durable
+    /// tombstone let start (on a busy machine, unlinking large files competes with the
+    /// thread that answers).
     fn pump(&mut self) {
         loop {
             let batch = self.broker.drain_effects();
@@ -460,11 +470,13 @@ impl<M: Send + 'static> Driver<M> {
                 return;
             }
             let halting = batch.iter().any(|e| matches!(e, Effect::Halt(_)));
+            let replying = batch.iter().any(|e| matches!(e, Effect::Reply { .. }));
             for effect in batch {
                 match effect {
                     // After a halt nothing more reaches the disk: not even operations
                     // queued in the same batch. Recovery starts from what is durable.
                     Effect::Storage { .. } if halting || self.halted.is_some() => {}
+                    Effect::Storage { id, op } if replying => self.deferred.push((id, op)),
                     Effect::Storage { id, op } => {
                         self.watch(id, &op);
                         self.pool.dispatch(id, op);
@@ -559,6 +571,12 @@ impl<M: Send + 'static> Driver<M> {
     /// One turn of the event loop: fire due timers, else wait for one event (up to the
     /// next timer or `deadline`) and handle it. False once `deadline` has passed.
     fn turn(&mut self, deadline: Option<Instant>) -> bool {
+        if self.halted.is_none() {
+            for (id, op) in std::mem::take(&mut self.deferred) {
+                self.watch(id, &op);
+                self.pool.dispatch(id, op);
+            }
+        }
         if self.halted.is_some() {
             // Nothing runs after a halt; in-flight completions are dropped.
             while self.events.try_recv().is_ok() {}
