@@ -92,7 +92,7 @@ pub struct RunStats {
     pub halts: u64,
     /// Restarts of the broker.
     pub restarts: u64,
-    /// Deletions acknowledged (tombstones durable).
+    /// Topics whose deletion was acknowledged (tombstone durable), each counted once.
     pub deletions_started: u64,
     /// Deletions whose completion was journaled.
     pub deletions_completed: u64,
@@ -250,6 +250,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
     }
     sim.run_events();
     sim.final_checks();
+    sim.stats.deletions_started = sim.model.deleted.len() as u64;
     let faults = sim.disk().counters();
     let violations = {
         let mut v = std::mem::take(&mut sim.violations);
@@ -587,7 +588,6 @@ impl Sim {
             self.outstanding[c] = self.outstanding[c].saturating_sub(1);
         }
         if matches!(reply, Ok(Reply::DeleteAccepted { .. })) {
-            self.stats.deletions_started += 1;
             // Targeted crash between the logical and the physical deletion step.
             if self.chaos && self.rng.chance(self.params.targeted_crash) {
                 self.crash_now = true;
