@@ -42,12 +42,23 @@ pub struct Executor<F> {
     journal_len: Option<u64>,
     /// Planted bug: skip the directory fsync after creating a log or renaming the journal.
     skip_dir_sync: bool,
+    /// How many bytes a log scan reads at a time.
+    scan_chunk: usize,
 }
+
+/// How many bytes opening a log reads at a time.
+pub const SCAN_CHUNK: usize = 8 << 20;
 
 impl<F: FileSystem> Executor<F> {
     /// An executor over `fs`, with nothing open.
     pub fn new(fs: F) -> Executor<F> {
-        Executor { fs, logs: BTreeMap::new(), journal_len: None, skip_dir_sync: false }
+        Executor { fs, logs: BTreeMap::new(), journal_len: None, skip_dir_sync: false, scan_chunk: SCAN_CHUNK }
+    }
+
+    /// Sets how many bytes opening a log reads at a time (tests use small chunks to
+    /// exercise the chunk boundaries).
+    pub fn set_scan_chunk(&mut self, bytes: usize) {
+        self.scan_chunk = bytes.max(1);
     }
 
     /// Switches on the planted bugs that live in the executor.
@@ -185,15 +196,19 @@ impl<F: FileSystem> Executor<F> {
     fn open_log(&mut self, log: LogId) -> Result<&OpenLog, StorageError> {
         if !self.logs.contains_key(&log) {
             let name = log.file_name();
-            let data = self.fs.read_all(&name)?;
-            let img = logcodec::open_log(log, &data)?;
+            let file_len = self.fs.len(&name)?;
+            let img = if file_len < LOG_HEADER_LEN as u64 {
+                logcodec::open_log(log, &self.fs.read_all(&name)?)?
+            } else {
+                self.scan_log(log, &name, file_len)?
+            };
             let len = if img.needs_header {
                 self.fs.truncate(&name, 0)?;
                 self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
                 self.fs.sync_file(&name)?;
                 LOG_HEADER_LEN as u64
             } else {
-                if img.valid_len < data.len() as u64 {
+                if img.valid_len < file_len {
                     self.fs.truncate(&name, img.valid_len)?;
                     self.fs.sync_file(&name)?;
                 }
@@ -203,6 +218,41 @@ impl<F: FileSystem> Executor<F> {
             self.logs.insert(log, state);
         }
         self.logs.get(&log).ok_or_else(|| StorageError::Io(format!("{log} vanished from the open-log table")))
+    }
+
+    /// Validates a log of `file_len` bytes without holding it all in memory: whole, valid
+    /// batches are read a chunk at a time; from the first frame that is not one (damage, a
+    /// torn tail), the rest of the file is read and judged by the same rules as
+    /// [`logcodec::open_log`], which this returns the same answer as.
+    fn scan_log(&mut self, log: LogId, name: &str, file_len: u64) -> Result<logcodec::LogImage, StorageError> {
+        logcodec::check_header(log, &self.fs.read_at(name, 0, LOG_HEADER_LEN)?)?;
+        let mut index = Vec::new();
+        let (mut pos, mut next) = (LOG_HEADER_LEN as u64, 0u64);
+        let (mut buf, mut buf_start) = (Vec::new(), pos);
+        while pos < file_len {
+            let rel = (pos - buf_start) as usize;
+            match logcodec::clean_batch_at(log, &buf, rel, pos, next) {
+                logcodec::Step::Batch(entry) => {
+                    pos += u64::from(entry.len);
+                    next = entry.end();
+                    index.push(entry);
+                }
+                logcodec::Step::NeedMore(need) if pos + need as u64 <= file_len => {
+                    let want = need.max(self.scan_chunk).min((file_len - pos) as usize);
+                    buf = self.fs.read_at(name, pos, want)?;
+                    buf_start = pos;
+                    if buf.len() < need {
+                        break; // the file shrank under us: judge the rest below
+                    }
+                }
+                logcodec::Step::NeedMore(_) | logcodec::Step::Stop => break,
+            }
+        }
+        let rest = self.fs.read_at(name, pos, (file_len - pos) as usize)?;
+        let mut img = logcodec::open_log_from(log, &rest, pos, next)?;
+        index.append(&mut img.index);
+        img.index = index;
+        Ok(img)
     }
 
     fn append(&mut self, log: LogId, records: &[crate::effect::AppendRecord]) -> OpResult {

@@ -67,8 +67,8 @@ pub struct Scan<'a> {
 /// Decides whether a checksum-valid frame's kind and payload are well formed.
 pub type Validate<'v> = &'v dyn Fn(u8, &[u8]) -> bool;
 
-/// Parses the frame at `pos`, or says why there is none.
-fn frame_at<'a>(
+/// Parses the frame at `pos` (which `valid` must also accept), or says why there is none.
+pub fn frame_at<'a>(
     data: &'a [u8],
     pos: usize,
     salt: u64,

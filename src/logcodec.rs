@@ -168,6 +168,24 @@ fn corrupt(log: LogId, position: u64, record_offset: Option<u64>, detail: String
     StorageError::Corrupt { file: log.file_name(), position, record_offset, detail }
 }
 
+/// Checks the header a log file starts with (`header` holds at least its bytes).
+pub fn check_header(log: LogId, header: &[u8]) -> Result<(), StorageError> {
+    let data = header.get(..LOG_HEADER_LEN).ok_or_else(|| corrupt(log, 0, None, "short header".into()))?;
+    if data == &encode_log_header(log)[..] {
+        return Ok(());
+    }
+    let detail = if data[..4] != MAGIC[..] {
+        "bad magic: not a broker-core log".to_string()
+    } else if crc32c::crc32c(&data[..LOG_HEADER_LEN - 4])
+        != u32::from_le_bytes([data[18], data[19], data[20], data[21]])
+    {
+        "header checksum mismatch".to_string()
+    } else {
+        "header names another log or format version".to_string()
+    };
+    Err(corrupt(log, 0, None, detail))
+}
+
 /// Validates a whole log image: header, frames, dense offsets. A bad frame at the end
 /// is a torn tail (dropped); bad frames followed by valid ones become holes.
 pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
@@ -175,21 +193,16 @@ pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
         // Created, but the header never became durable: nothing was ever acknowledged.
         return Ok(LogImage { needs_header: true, ..LogImage::default() });
     }
-    let expected = encode_log_header(log);
-    if data[..LOG_HEADER_LEN] != expected[..] {
-        let detail = if data[..4] != MAGIC[..] {
-            "bad magic: not a broker-core log".to_string()
-        } else if crc32c::crc32c(&data[..LOG_HEADER_LEN - 4])
-            != u32::from_le_bytes([data[18], data[19], data[20], data[21]])
-        {
-            "header checksum mismatch".to_string()
-        } else {
-            "header names another log or format version".to_string()
-        };
-        return Err(corrupt(log, 0, None, detail));
-    }
-    let s = scan_valid(data, LOG_HEADER_LEN, salt(log), MAX_LOG_FRAME, &well_formed);
-    let mut img = LogImage { valid_len: LOG_HEADER_LEN as u64, ..LogImage::default() };
+    check_header(log, data)?;
+    open_log_from(log, &data[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, 0)
+}
+
+/// Validates the part of a log that starts at file position `base` (after the header,
+/// or after frames already accepted), whose next offset is `next_offset`: the same rules
+/// as [`open_log`], with positions in the result relative to the file.
+pub fn open_log_from(log: LogId, rest: &[u8], base: u64, next_offset: u64) -> Result<LogImage, StorageError> {
+    let s = scan_valid(rest, 0, salt(log), MAX_LOG_FRAME, &well_formed);
+    let mut img = LogImage { valid_len: base, next_offset, ..LogImage::default() };
     let mut corrupt_iter = s.corrupt.iter().peekable();
     for f in &s.frames {
         // A corrupt range before this frame turns the offsets it skipped into a hole.
@@ -197,32 +210,72 @@ pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
         while let Some(bad) = corrupt_iter.next_if(|b| b.start < f.position) {
             damage.get_or_insert((bad.start, bad.detail.clone()));
         }
-        let at = f.position + FRAME_HEADER_LEN as u64;
+        let position = base + f.position;
+        let at = position + FRAME_HEADER_LEN as u64;
         let (first, count) = match batch_span(f.payload) {
             Some((first, count)) if count > 0 && first.checked_add(u64::from(count)).is_some() => (first, count),
-            _ => return Err(corrupt(log, f.position, Some(img.next_offset), "malformed batch header".into())),
+            _ => return Err(corrupt(log, position, Some(img.next_offset), "malformed batch header".into())),
         };
-        decode_batch(f.payload, at).map_err(|d| corrupt(log, f.position, Some(first), d))?;
+        decode_batch(f.payload, at).map_err(|d| corrupt(log, position, Some(first), d))?;
         // The records a hole skips each took some of the damaged bytes.
         let fits = |start: u64| first.saturating_sub(img.next_offset) <= (f.position - start) / MIN_RECORD_BYTES;
         let skipped_fit = damage.as_ref().is_some_and(|(start, _)| fits(*start));
         if first < img.next_offset || (first > img.next_offset && !skipped_fit) {
             return Err(corrupt(
                 log,
-                f.position,
+                position,
                 Some(img.next_offset),
                 format!("offset {first} where {} was expected", img.next_offset),
             ));
         }
-        if let Some((position, detail)) = damage {
-            img.holes.push(Hole { from: img.next_offset, to: first, position, detail });
+        if let Some((start, detail)) = damage {
+            img.holes.push(Hole { from: img.next_offset, to: first, position: base + start, detail });
         }
-        let entry = IndexEntry { offset: first, count, position: f.position, len: (f.end() - f.position) as u32 };
+        let entry = IndexEntry { offset: first, count, position, len: (f.end() - f.position) as u32 };
         img.next_offset = entry.end();
-        img.valid_len = f.end();
+        img.valid_len = base + f.end();
         img.index.push(entry);
     }
     Ok(img)
+}
+
+/// What [`clean_batch_at`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A whole, valid batch continuing the offsets; the frame is this many bytes long.
+    Batch(IndexEntry),
+    /// The frame may be whole once this many bytes from its start are available.
+    NeedMore(usize),
+    /// Anything else: damage, a torn tail or an offset out of order. The caller falls back
+    /// to [`open_log_from`] on the rest of the file, which tells which.
+    Stop,
+}
+
+/// The streaming fast path of opening a log: is the frame at `buf[rel..]` (file position
+/// `position`) a whole, valid batch starting at `next_offset`? Accepts exactly the frames
+/// [`open_log`] accepts while no damage has been seen.
+pub fn clean_batch_at(log: LogId, buf: &[u8], rel: usize, position: u64, next_offset: u64) -> Step {
+    let Some(avail) = buf.len().checked_sub(rel) else { return Step::Stop };
+    if avail < FRAME_HEADER_LEN {
+        return Step::NeedMore(FRAME_HEADER_LEN);
+    }
+    let len = u32::from_le_bytes([buf[rel], buf[rel + 1], buf[rel + 2], buf[rel + 3]]) as usize;
+    if len > MAX_LOG_FRAME {
+        return Step::Stop;
+    }
+    let total = FRAME_HEADER_LEN + len;
+    if avail < total {
+        return Step::NeedMore(total);
+    }
+    let Ok(f) = crate::frame::frame_at(&buf[..rel + total], rel, salt(log), MAX_LOG_FRAME, &well_formed) else {
+        return Step::Stop;
+    };
+    match batch_span(f.payload) {
+        Some((first, count)) if first == next_offset => {
+            Step::Batch(IndexEntry { offset: first, count, position, len: total as u32 })
+        }
+        _ => Step::Stop,
+    }
 }
 
 /// Decodes the batches in `data` (read from byte `position` of `log`) and returns up
