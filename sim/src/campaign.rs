@@ -53,6 +53,8 @@ pub struct Summary {
     pub violations: BTreeMap<Checker, u64>,
     /// The failing seeds, ascending, with their first violation.
     pub failures: Vec<(u64, Violation)>,
+    /// Each seed's trace hash, ascending by seed.
+    pub trace_hashes: Vec<(u64, u64)>,
 }
 
 impl Summary {
@@ -77,6 +79,19 @@ impl Summary {
         if let Some(v) = r.violations.first() {
             self.failures.push((r.seed, v.clone()));
         }
+        self.trace_hashes.push((r.seed, r.trace_hash));
+    }
+
+    /// One hash of every seed's trace hash, in seed order: two runs of the same
+    /// campaign print the same value, whatever the thread count.
+    pub fn campaign_hash(&self) -> u64 {
+        self.trace_hashes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, (seed, hash)| {
+            let mut h = h;
+            for b in seed.to_le_bytes().iter().chain(hash.to_le_bytes().iter()) {
+                h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+            }
+            h
+        })
     }
 
     /// Total violations.
@@ -131,5 +146,6 @@ pub fn run_campaign(opts: &CampaignOptions, progress: &(dyn Fn(u64) + Sync)) -> 
     });
     let mut summary = summary.into_inner().unwrap_or_default();
     summary.failures.sort_by_key(|(seed, _)| *seed);
+    summary.trace_hashes.sort_unstable();
     summary
 }

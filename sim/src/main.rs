@@ -164,6 +164,7 @@ fn print_summary(s: &Summary, wall: f64, jobs: usize) {
     say!("broker-sim campaign summary");
     row("seeds", format!("{} ({} fault-free)", s.seeds, s.fault_free_seeds));
     row("jobs", jobs.to_string());
+    row("campaign trace hash", format!("{:016x}", s.campaign_hash()));
     row("events", s.events.to_string());
     row("events per second", format!("{:.0}", s.events as f64 / wall.max(1e-9)));
     row("seeds per second", format!("{:.1}", s.seeds as f64 / wall.max(1e-9)));

@@ -27,6 +27,18 @@ fn same_seed_same_trace_hash_and_different_seeds_differ() {
 }
 
 #[test]
+#[allow(clippy::needless_update)] // `bug` exists only with the planted-bugs feature
+fn a_campaign_hashes_the_same_on_one_thread_and_on_two() {
+    let opts = |jobs| CampaignOptions { from: 10, seeds: 40, jobs, ..CampaignOptions::default() };
+    let one = run_campaign(&opts(1), &|_| {});
+    let two = run_campaign(&opts(2), &|_| {});
+    assert_eq!(one.trace_hashes, two.trace_hashes);
+    assert_eq!(one.campaign_hash(), two.campaign_hash());
+    let other = run_campaign(&CampaignOptions { from: 11, ..opts(2) }, &|_| {});
+    assert_ne!(one.campaign_hash(), other.campaign_hash());
+}
+
+#[test]
 fn kept_trace_hashes_the_same_as_an_unkept_one() {
     let kept = run(&RunOptions { seed: 3, keep_trace: true, ..RunOptions::default() });
     let plain = run(&RunOptions { seed: 3, ..RunOptions::default() });
