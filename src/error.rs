@@ -57,6 +57,16 @@ pub enum BrokerError {
         /// The next offset to be acknowledged.
         high_watermark: u64,
     },
+    /// A produce's records, as one stored batch, are larger than the broker's batch limit
+    /// (which never exceeds what one log frame holds). Nothing was written: split the
+    /// records over several produces.
+    #[error("the batch takes {bytes} bytes, over the limit of {max} bytes: split it over several produces")]
+    BatchTooLarge {
+        /// The batch's size as stored.
+        bytes: u64,
+        /// The limit.
+        max: u64,
+    },
     /// The request is malformed (empty batch, record too large, zero `max_records`, ...).
     #[error("invalid request: {0}")]
     InvalidRequest(String),

@@ -265,6 +265,12 @@ impl<F: FileSystem> Executor<F> {
             let first = records.first().map_or(next, |r| r.offset);
             return Err(StorageError::Io(format!("append to {log} at offset {first}, but its next offset is {next}")));
         }
+        let size = logcodec::batch_bytes(records.iter().map(|r| &r.record));
+        if size > logcodec::MAX_LOG_FRAME as u64 {
+            // Readers refuse such a frame: writing it would lose the records after their ack.
+            let detail = format!("a batch of {size} bytes exceeds the log frame limit of {}", logcodec::MAX_LOG_FRAME);
+            return Err(StorageError::Io(format!("append to {log} refused: {detail}")));
+        }
         let bytes = logcodec::encode_records(log, records);
         // Until the write succeeds the tail is unknown: forget the log so it is reopened.
         let mut state = self.logs.remove(&log).ok_or_else(|| StorageError::Io(format!("{log} is not open")))?;

@@ -8,7 +8,7 @@
 //! tail, never damage followed by valid records (which would read as corruption).
 
 use crate::bytes::{Reader, Writer};
-use crate::command::StoredRecord;
+use crate::command::{ProduceRecord, StoredRecord};
 use crate::effect::AppendRecord;
 use crate::error::StorageError;
 use crate::frame::{encode_frame, scan_valid, FRAME_HEADER_LEN};
@@ -42,15 +42,21 @@ pub fn encode_log_header(log: LogId) -> Vec<u8> {
     w.buf
 }
 
-/// Frames `records` (dense offsets) as one batch for appending to `log`.
+/// The exact payload size of a batch of `records`: base offset and count, then per
+/// record a key flag, the key with its length if any, and the value with its length. A
+/// batch is storable only if this is at most [`MAX_LOG_FRAME`].
+pub fn batch_bytes<'a>(records: impl IntoIterator<Item = &'a ProduceRecord>) -> u64 {
+    12 + records
+        .into_iter()
+        .map(|r| 1 + r.key.as_ref().map_or(0, |k| 4 + k.len() as u64) + 4 + r.value.len() as u64)
+        .sum::<u64>()
+}
+
+/// Frames `records` (dense offsets) as one batch for appending to `log`. The caller
+/// keeps [`batch_bytes`] within [`MAX_LOG_FRAME`], or readers would refuse the frame.
 pub fn encode_records(log: LogId, records: &[AppendRecord]) -> Vec<u8> {
-    // The payload's exact size, so it is allocated once: base offset and count, then per
-    // record a key flag, the key with its length if any, and the value with its length.
-    let size = 12
-        + records
-            .iter()
-            .map(|r| 1 + r.record.key.as_ref().map_or(0, |k| 4 + k.len()) + 4 + r.record.value.len())
-            .sum::<usize>();
+    // Allocated once, at its exact size.
+    let size = batch_bytes(records.iter().map(|r| &r.record)) as usize;
     let mut w = Writer { buf: Vec::with_capacity(size) };
     w.u64(records.first().map_or(0, |r| r.offset));
     w.u32(records.len() as u32);
@@ -319,7 +325,6 @@ pub fn decode_records(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::ProduceRecord;
     use crate::ids::TopicId;
 
     const LOG: LogId = LogId { topic: TopicId(3), partition: 1 };

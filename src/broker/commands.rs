@@ -129,6 +129,10 @@ impl Broker {
         if let Some(i) = records.iter().position(|r| r.key.as_ref().map_or(0, Vec::len) + r.value.len() > limit) {
             return Err(BrokerError::InvalidRequest(format!("record {i} exceeds the size limit of {limit} bytes")));
         }
+        let (bytes, max) = (crate::logcodec::batch_bytes(&records), self.config.batch_bytes_limit());
+        if bytes > max {
+            return Err(BrokerError::BatchTooLarge { bytes, max });
+        }
         // Assign partitions and group the records into one batch per partition, in
         // ascending partition order, without touching state, so a rejection changes
         // nothing. Offsets within each batch count from 0 until the checks pass.

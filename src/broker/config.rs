@@ -9,6 +9,10 @@ pub struct Config {
     pub max_batch_records: usize,
     /// The largest key plus value of one record, in bytes.
     pub max_record_bytes: usize,
+    /// The largest produce, in bytes as stored ([`crate::logcodec::batch_bytes`]). Capped at
+    /// [`crate::logcodec::MAX_LOG_FRAME`], what one log frame holds, so that every batch
+    /// written can be read back.
+    pub max_batch_bytes: u64,
     /// The most records one fetch may ask for.
     pub max_fetch_records: u32,
     /// The longest deletion grace delay a topic may ask for, in milliseconds.
@@ -34,6 +38,7 @@ impl Default for Config {
             max_partitions: 1024,
             max_batch_records: 10_000,
             max_record_bytes: 1 << 20,
+            max_batch_bytes: crate::logcodec::MAX_LOG_FRAME as u64,
             max_fetch_records: 10_000,
             max_grace_ms: 7 * 24 * 3600 * 1000,
             removal_concurrency: 4,
@@ -48,6 +53,11 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The largest produce in bytes as stored: the configured limit, capped at one log frame.
+    pub fn batch_bytes_limit(&self) -> u64 {
+        self.max_batch_bytes.min(crate::logcodec::MAX_LOG_FRAME as u64)
+    }
+
     /// The delay before retry number `attempt` (0-based): exponential, capped.
     pub fn backoff_ms(&self, attempt: u32) -> u64 {
         let factor = 1u64.checked_shl(attempt.min(32)).unwrap_or(u64::MAX);
