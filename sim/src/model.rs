@@ -16,6 +16,13 @@ pub struct RecordBytes {
     pub value: Vec<u8>,
 }
 
+/// Names a value in a violation: its unique prefix (`v123-`) and its length, never
+/// megabytes of padding.
+pub fn label(value: &[u8]) -> String {
+    let end = value.iter().position(|b| *b == b'-').map_or(value.len().min(16), |i| i + 1);
+    format!("{}({} bytes)", String::from_utf8_lossy(&value[..end]), value.len())
+}
+
 /// Per-name knowledge used to judge `TopicNotFound`.
 #[derive(Clone, Debug, Default)]
 struct NameState {
@@ -227,8 +234,12 @@ impl Model {
             let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
             if let Some(prev) = self.acked.insert(at, bytes) {
                 let detail = format!(
-                    "offset {}/p{}@{} acknowledged twice (first {:?})",
-                    topic, pos.partition, pos.offset, prev.value
+                    "offset {}/p{}@{} acknowledged twice (first {}, then {})",
+                    topic,
+                    pos.partition,
+                    pos.offset,
+                    label(&prev.value),
+                    label(&rec.value)
                 );
                 self.flag(now, Checker::ModelAgreement, detail);
             }
@@ -242,8 +253,11 @@ impl Model {
         let at = (topic, partition, offset);
         if let Some(want) = self.acked.get(&at) {
             if want != got {
-                let detail =
-                    format!("{topic}/p{partition}@{offset} reads {:?}, acknowledged {:?}", got.value, want.value);
+                let detail = format!(
+                    "{topic}/p{partition}@{offset} reads {}, acknowledged {}",
+                    label(&got.value),
+                    label(&want.value)
+                );
                 self.flag(now, Checker::Durability, detail);
             }
             return;
@@ -251,8 +265,11 @@ impl Model {
         if let Some(home) = self.value_home.get(&got.value) {
             if *home != at {
                 let detail = format!(
-                    "{topic}/p{partition}@{offset} holds {:?}, acknowledged at {}/p{}@{}",
-                    got.value, home.0, home.1, home.2
+                    "{topic}/p{partition}@{offset} holds {}, acknowledged at {}/p{}@{}",
+                    label(&got.value),
+                    home.0,
+                    home.1,
+                    home.2
                 );
                 self.flag(now, Checker::NoResurrection, detail);
             }
@@ -261,7 +278,8 @@ impl Model {
         let name = self.topics.get(&topic).map(|t| t.0.clone());
         match self.produced.get(&got.value) {
             None => {
-                let detail = format!("{topic}/p{partition}@{offset} holds {:?}, which no client produced", got.value);
+                let detail =
+                    format!("{topic}/p{partition}@{offset} holds {}, which no client produced", label(&got.value));
                 self.flag(now, Checker::ModelAgreement, detail);
             }
             Some(sent_to) if name.as_ref().is_some_and(|n| n != sent_to) => {

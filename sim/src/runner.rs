@@ -6,10 +6,10 @@
 //! then the *final checks* (durability of every acknowledged record, exact log set).
 
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
-use crate::model::{Model, RecordBytes};
+use crate::model::{label, Model, RecordBytes};
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
-use crate::trace::{render_effect, render_op, render_result, Trace, TraceLine};
+use crate::trace::{render_command, render_effect, render_op, render_result, Trace, TraceLine};
 use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
@@ -75,6 +75,7 @@ impl Script {
         p.halt_loses_cache = 1.0;
         p.compaction_min_records = self.compaction_min_records;
         p.removal_concurrency = 2;
+        p.big_batch = 0.0;
         p
     }
 }
@@ -205,6 +206,8 @@ pub fn run(opts: &RunOptions) -> RunReport {
         compaction_ratio: 2,
         removal_concurrency: params.removal_concurrency,
         max_partitions: 16,
+        max_batch_bytes: params.batch_limit,
+        max_record_bytes: params.record_limit,
         ..Config::default()
     };
     #[cfg(feature = "planted-bugs")]
@@ -434,7 +437,7 @@ impl Sim {
             self.outstanding[c] += 1;
             self.stats.commands += 1;
             self.model.issued(self.now, request, &cmd);
-            self.trace.record(self.now, "command", format!("req{} c{c} {cmd:?}", request.0));
+            self.trace.record(self.now, "command", format!("req{} c{c} {}", request.0, render_command(&cmd)));
             if let Some(n) = self.node.as_mut() {
                 n.requests.insert(request, c);
                 n.broker.handle_command(self.now, request, cmd);
@@ -743,8 +746,11 @@ impl Sim {
                         Some(got) if *got == want => {}
                         _ if is_rotted => {}
                         got => {
-                            let detail =
-                                format!("{log}@{o}: acknowledged {:?}, reads {:?}", want.value, got.map(|g| &g.value));
+                            let detail = format!(
+                                "{log}@{o}: acknowledged {}, reads {:?}",
+                                label(&want.value),
+                                got.map(|g| label(&g.value))
+                            );
                             self.flag(Checker::Durability, detail);
                         }
                     }

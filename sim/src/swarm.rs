@@ -39,8 +39,19 @@ pub struct SwarmParams {
     pub mix: CommandMix,
     /// Fraction of produced records that carry a key.
     pub keyed: f64,
-    /// Largest batch a produce sends.
+    /// Largest batch an ordinary produce sends, in records.
     pub max_batch: u32,
+    /// Most padding bytes on an ordinary produce's values: a few bytes, or enough that
+    /// batches span several sectors.
+    pub value_pad: u64,
+    /// Chance that a produce is sized against the batch limit instead: from half of it
+    /// to past it, with records from a few bytes to past the record limit.
+    pub big_batch: f64,
+    /// The broker's limit on one produce, in bytes as stored (`Config::max_batch_bytes`):
+    /// small, so that seeds reach it cheaply, or the default, one whole log frame.
+    pub batch_limit: u64,
+    /// The broker's limit on one record's key plus value (`Config::max_record_bytes`).
+    pub record_limit: usize,
     /// Mean think time between a client's commands, in microseconds.
     pub think_us: u64,
     /// I/O latency range, in microseconds.
@@ -115,6 +126,10 @@ impl SwarmParams {
             halt_loses_cache: r.below(101) as f64 / 100.0,
             compaction_min_records: *r.pick(&[4, 16, 64, 1_000]).unwrap_or(&16),
             removal_concurrency: r.between(1, 4) as usize,
+            value_pad: *r.pick(&[48, 48, 2_000]).unwrap_or(&48),
+            big_batch: *r.pick(&[0.0, 0.0, 0.02, 0.1]).unwrap_or(&0.0),
+            batch_limit: *r.pick(&[4 << 10, 64 << 10, broker_core::logcodec::MAX_LOG_FRAME as u64]).unwrap_or(&0),
+            record_limit: *r.pick(&[1 << 10, 1 << 20]).unwrap_or(&(1 << 20)),
         }
     }
 

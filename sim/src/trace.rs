@@ -2,7 +2,8 @@
 //! (FNV-1a 64) so two runs of a seed can be compared bit for bit, and optionally kept.
 
 use broker_core::journal::JournalRecord;
-use broker_core::{Effect, OpOutput, OpResult, StorageOp, Time};
+use broker_core::logcodec::batch_bytes;
+use broker_core::{BrokerError, Command, Effect, OpOutput, OpResult, Reply, StorageOp, Time};
 use std::fmt::Write as _;
 
 /// One trace line.
@@ -168,11 +169,43 @@ pub fn render_result(r: &OpResult) -> String {
     }
 }
 
+/// The CRC32C of records' keys and values, so a trace line covers their bytes without
+/// printing them (a produce may carry megabytes).
+fn records_crc<'a>(records: impl IntoIterator<Item = (Option<&'a [u8]>, &'a [u8])>) -> u32 {
+    records.into_iter().fold(0, |c, (key, value)| {
+        let c = crc32c::crc32c_append(c, key.unwrap_or(b"-"));
+        crc32c::crc32c_append(c, value)
+    })
+}
+
+/// Renders a client command, produced records as their count, size and checksum.
+pub fn render_command(cmd: &Command) -> String {
+    match cmd {
+        Command::Produce { topic, records } => {
+            let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
+            format!("Produce {topic:?} {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// Renders a reply, fetched records as their offsets and checksum.
+pub fn render_reply(reply: &Result<Reply, BrokerError>) -> String {
+    match reply {
+        Ok(Reply::Fetched { topic, records, high_watermark }) => {
+            let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
+            let first = records.first().map_or(0, |r| r.offset);
+            format!("Ok(Fetched {topic} {} records from {first} crc={c:08x} hw {high_watermark})", records.len())
+        }
+        other => format!("{other:?}"),
+    }
+}
+
 /// Renders an effect (storage operations via [`render_op`]).
 pub fn render_effect(e: &Effect, epoch: u64) -> String {
     match e {
         Effect::Storage { id, op } => format!("#{} {}", id.0, render_op(op, epoch)),
-        Effect::Reply { request, reply } => format!("req{} {:?}", request.0, reply),
+        Effect::Reply { request, reply } => format!("req{} {}", request.0, render_reply(reply)),
         Effect::SetTimer { id, at } => format!("timer{} at {at}", id.0),
         Effect::Halt(reason) => format!("HALT {reason}"),
     }

@@ -5,6 +5,9 @@ use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
 use broker_core::{Command, ProduceRecord, TopicSettings};
 
+/// The most records one produce may carry (`Config::max_batch_records`, unchanged).
+const MAX_BATCH_RECORDS: u64 = 10_000;
+
 /// Generates a seed's commands.
 #[derive(Debug)]
 pub struct Workload {
@@ -33,6 +36,29 @@ impl Workload {
     /// Whether every command of the run has been handed out.
     pub fn exhausted(&self) -> bool {
         self.issued >= self.params.commands
+    }
+
+    /// A record with a unique value (the model tells records apart by value), padded by
+    /// `pad` bytes.
+    fn record(&mut self, pad: u64) -> ProduceRecord {
+        self.values += 1;
+        let key = self.rng.chance(self.params.keyed).then(|| format!("k{}", self.rng.below(16)).into_bytes());
+        let mut value = format!("v{}-", self.values).into_bytes();
+        value.resize(value.len() + pad as usize, b'.');
+        ProduceRecord { key, value }
+    }
+
+    /// A produce sized against the broker's limits: from half the batch limit to 30% past
+    /// it, in records from a few bytes to 10% past the record limit (at most one record
+    /// more than a produce may carry).
+    fn big_batch(&mut self) -> Vec<ProduceRecord> {
+        let limit = self.params.batch_limit;
+        let target = limit / 2 + self.rng.below(limit * 8 / 10 + 1);
+        let largest = (self.params.record_limit as u64 * 11 / 10).min(target).max(1);
+        let smallest = (target / MAX_BATCH_RECORDS).clamp(1, largest);
+        let size = self.rng.between(smallest, largest);
+        let count = (target / (size + 10)).clamp(1, MAX_BATCH_RECORDS + 1);
+        (0..count).map(|_| self.record(size.saturating_sub(8))).collect()
     }
 
     fn name(&mut self) -> String {
@@ -78,24 +104,17 @@ impl Workload {
             1 => Command::DeleteTopic { name: self.name() },
             2 => {
                 let topic = self.name();
-                let n = self.rng.between(1, u64::from(self.params.max_batch));
-                let records = (0..n)
-                    .map(|_| {
-                        self.values += 1;
-                        let key =
-                            self.rng.chance(self.params.keyed).then(|| format!("k{}", self.rng.below(16)).into_bytes());
-                        // Unique values, padded so logs span several sectors, yet small
-                        // enough that a batch (at most 6 records) stays under one 512-byte
-                        // sector: then every whole sector holds the start of a frame, and
-                        // bit rot, which the disk injects only in a sector with a whole
-                        // durable sector after it, is always followed by a valid frame that
-                        // reveals it. Rot in a log's last frame looks exactly like a torn
-                        // write on one node and would be cut off unseen (see the README).
-                        let mut value = format!("v{}-", self.values).into_bytes();
-                        value.resize(value.len() + self.rng.below(48) as usize, b'.');
-                        ProduceRecord { key, value }
-                    })
-                    .collect();
+                let records = if self.rng.chance(self.params.big_batch) {
+                    self.big_batch()
+                } else {
+                    let n = self.rng.between(1, u64::from(self.params.max_batch));
+                    (0..n)
+                        .map(|_| {
+                            let pad = self.rng.below(self.params.value_pad + 1);
+                            self.record(pad)
+                        })
+                        .collect()
+                };
                 Command::Produce { topic, records }
             }
             3 => Command::Fetch {
@@ -113,26 +132,34 @@ impl Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use broker_core::logcodec::encode_records;
-    use broker_core::{AppendRecord, LogId, TopicId};
+    use broker_core::logcodec::{batch_bytes, MAX_LOG_FRAME};
 
-    /// Every batch the workload can produce frames into less than one 512-byte sector.
+    /// Produces range from a few bytes to past every limit: the batch limit of each
+    /// seed, the record limit, and one whole log frame.
     #[test]
-    fn batches_fit_in_one_sector() {
-        for seed in 0..200 {
+    fn batch_sizes_reach_past_every_limit() {
+        let (mut tiny, mut multi_sector, mut over_batch, mut over_record, mut over_frame) = (0, 0, 0, 0, 0);
+        for seed in 0..400 {
             let params = SwarmParams::draw(seed);
             let mut w = Workload::new(seed, &params);
             while let Some(cmd) = w.next_command(true) {
                 if let Command::Produce { records, .. } = cmd {
-                    let batch: Vec<AppendRecord> = records
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, record)| AppendRecord { offset: i as u64, record })
-                        .collect();
-                    let log = LogId { topic: TopicId(1), partition: 0 };
-                    assert!(encode_records(log, &batch).len() < 512, "seed {seed}");
+                    let bytes = batch_bytes(&records);
+                    tiny += u32::from(bytes < 64);
+                    multi_sector += u32::from(bytes > 1024);
+                    over_batch += u32::from(bytes > params.batch_limit);
+                    over_frame += u32::from(bytes > MAX_LOG_FRAME as u64);
+                    let largest = records.iter().map(|r| r.value.len() + r.key.as_ref().map_or(0, Vec::len)).max();
+                    over_record += u32::from(largest.unwrap_or(0) > params.record_limit);
                 }
             }
         }
+        for (what, n) in [("tiny", tiny), ("multi-sector", multi_sector), ("over the batch limit", over_batch)] {
+            assert!(n > 0, "no {what} batch");
+        }
+        assert!(
+            over_record > 0 && over_frame > 0,
+            "records over their limit: {over_record}, over a frame: {over_frame}"
+        );
     }
 }
