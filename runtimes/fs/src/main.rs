@@ -8,7 +8,7 @@
 use broker_core::{Command, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
 use broker_fs::driver::{Driver, DriverError, DriverOptions, Notice};
 use broker_fs::serve::{self, Outcome, PendingJson, TopicJson};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -18,10 +18,11 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "broker-fs", version, about)]
 struct Cli {
-    /// The data directory (created if missing; locked while in use).
-    #[arg(long, value_name = "DIR")]
-    data_dir: PathBuf,
-    /// Print JSON instead of text (one object per line).
+    /// The data directory (created if missing; locked while in use). Required; it may
+    /// come before or after the command.
+    #[arg(long, value_name = "DIR", global = true)]
+    data_dir: Option<PathBuf>,
+    /// Print JSON instead of text (one object per line); before or after the command.
     #[arg(long, global = true)]
     json: bool,
     /// The command.
@@ -114,7 +115,17 @@ impl From<std::io::Error> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    // clap cannot require a global option, so its absence is checked here, with clap's
+    // own usage error (exit status 2).
+    let Some(data_dir) = cli.data_dir.clone() else {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "--data-dir DIR is required (before or after the command)",
+            )
+            .exit()
+    };
+    match run(cli, data_dir) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("error: {}", f.message);
@@ -123,13 +134,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Failure> {
+fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
     let options = DriverOptions::default();
     let json = cli.json;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if let Cmd::Serve = cli.command {
-        let driver = Driver::<serve::Input>::open(&cli.data_dir, options)?;
+        let driver = Driver::<serve::Input>::open(&data_dir, options)?;
         let stdin = std::io::BufReader::new(std::io::stdin());
         return match serve::serve(driver, stdin, &mut out, &mut std::io::stderr()) {
             Outcome::Finished => Ok(()),
@@ -137,7 +148,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Outcome::OutputClosed(e) => Err(e.into()),
         };
     }
-    let mut d = Driver::<()>::open(&cli.data_dir, options)?;
+    let mut d = Driver::<()>::open(&data_dir, options)?;
     match cli.command {
         Cmd::Create { name, partitions, grace_ms } => {
             let settings = TopicSettings { deletion_grace_ms: grace_ms };
@@ -285,7 +296,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 emit(
                     &mut out,
                     &json!({
-                        "data_dir": cli.data_dir.display().to_string(),
+                        "data_dir": data_dir.display().to_string(),
                         "journal_epoch": epoch,
                         "topics": topics,
                         "finished_deletions": resumed,
@@ -296,7 +307,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     }),
                 )?;
             } else {
-                writeln!(out, "recovered {} (journal epoch {epoch})", cli.data_dir.display())?;
+                writeln!(out, "recovered {} (journal epoch {epoch})", data_dir.display())?;
                 writeln!(out, "topics: {} live", topics.len())?;
                 for r in &resumed {
                     writeln!(

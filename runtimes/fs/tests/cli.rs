@@ -214,3 +214,32 @@ fn serve_answers_json_lines_and_exits_non_zero_on_a_halt() {
     std::fs::rename(tmp.path().join("journal.saved"), d.join("journal")).unwrap();
     assert!(cli_ok(&d, &["list"]).contains('a'));
 }
+
+/// Runs `broker-fs ARGS...` exactly as given (no `--data-dir` added).
+fn raw(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(common::BIN).args(args).output().expect("spawn broker-fs")
+}
+
+#[test]
+fn global_options_go_before_or_after_the_subcommand() {
+    let tmp = TempDir::new("global-args");
+    let d = tmp.path().to_str().unwrap();
+    cli_ok(tmp.path(), &["create", "t", "--partitions", "1"]);
+    for args in [
+        &["--json", "--data-dir", d, "list"][..],
+        &["--data-dir", d, "list", "--json"],
+        &["--data-dir", d, "--json", "list"],
+        &["list", "--data-dir", d, "--json"],
+        &["list", "--json", "--data-dir", d],
+        &["--json", "list", "--data-dir", d],
+    ] {
+        let out = raw(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let listed = lines_json(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(listed.len(), 1, "{args:?}");
+        assert_eq!(listed[0]["name"], "t", "{args:?}");
+    }
+    let out = raw(&["list"]);
+    assert_eq!(out.status.code(), Some(2), "no data directory is bad usage");
+    assert!(stderr(&out).contains("--data-dir"), "{}", stderr(&out));
+}
