@@ -5,13 +5,13 @@
 //! 0 on success, 1 when a command fails, 2 on bad usage, 3 when the broker halts or
 //! refuses to start (a corrupt journal), 4 when another process holds the directory.
 
-use broker_core::{Command, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
+use broker_core::{BrokerError, Command, HaltReason, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
 use broker_fs::driver::{Driver, DriverError, DriverOptions, Notice};
 use broker_fs::serve::{self, Outcome, PendingJson, TopicJson};
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The broker core on a real disk.
@@ -100,10 +100,23 @@ impl From<DriverError> for Failure {
     fn from(e: DriverError) -> Failure {
         let code = match e {
             DriverError::Locked { .. } => 4,
-            DriverError::CorruptJournal { .. } | DriverError::Halted(_) => 3,
+            DriverError::Halted(reason) => return halted(&reason),
+            DriverError::CorruptJournal { .. } | DriverError::Broker(BrokerError::Halted(_)) => 3,
             _ => 1,
         };
         Failure { message: e.to_string(), code }
+    }
+}
+
+/// The failure of a command during which the broker halted: the reason, what it means
+/// and what to do, with exit status 3.
+fn halted(reason: &HaltReason) -> Failure {
+    Failure {
+        message: format!(
+            "the broker halted: {reason}. The outcome of the command in flight is unknown; nothing more was \
+             written after the failure. Fix its cause, then run broker-fs again: it recovers from what is durable"
+        ),
+        code: 3,
     }
 }
 
@@ -144,21 +157,28 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
         let stdin = std::io::BufReader::new(std::io::stdin());
         return match serve::serve(driver, stdin, &mut out, &mut std::io::stderr()) {
             Outcome::Finished => Ok(()),
-            Outcome::Halted(reason) => Err(Failure { message: format!("the broker halted: {reason}"), code: 3 }),
+            Outcome::Halted(reason) => Err(halted(&reason)),
             Outcome::OutputClosed(e) => Err(e.into()),
         };
     }
     let mut d = Driver::<()>::open(&data_dir, options)?;
-    match cli.command {
+    let result = command(&mut d, cli.command, json, &data_dir, &mut out);
+    // A halt ends every command the same way, whatever the command made of it.
+    if let Some(reason) = d.halted() {
+        return Err(halted(reason));
+    }
+    result
+}
+
+/// Runs one command other than `serve` on an open directory, writing to `out`.
+fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut impl Write) -> Result<(), Failure> {
+    match command {
         Cmd::Create { name, partitions, grace_ms } => {
             let settings = TopicSettings { deletion_grace_ms: grace_ms };
             let reply = d.request(Command::CreateTopic { name: name.clone(), partitions, settings })?;
             let Reply::Created { topic } = reply else { return Err(unexpected(&reply)) };
             if json {
-                emit(
-                    &mut out,
-                    &json!({ "name": name, "id": topic.0, "partitions": partitions, "grace_ms": grace_ms }),
-                )?;
+                emit(out, &json!({ "name": name, "id": topic.0, "partitions": partitions, "grace_ms": grace_ms }))?;
             } else {
                 writeln!(out, "created topic {name:?} (id {topic}, {partitions} partitions)")?;
             }
@@ -173,7 +193,7 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
             }
             if json {
                 let state = if wait { "removed" } else { "removal continues in the background" };
-                emit(&mut out, &json!({ "name": name, "id": topic.0, "deleted": true, "physical": state }))?;
+                emit(out, &json!({ "name": name, "id": topic.0, "deleted": true, "physical": state }))?;
             } else if wait {
                 writeln!(out, "deleted topic {name:?} (id {topic}): the tombstone is durable and {logs} are removed")?;
             } else {
@@ -203,7 +223,7 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
             }
             for p in positions {
                 if json {
-                    emit(&mut out, &json!({ "partition": p.partition, "offset": p.offset }))?;
+                    emit(out, &json!({ "partition": p.partition, "offset": p.offset }))?;
                 } else {
                     writeln!(out, "  partition {} offset {}", p.partition, p.offset)?;
                 }
@@ -219,7 +239,7 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
                 if json {
                     let key = r.key.as_deref().map_or(Value::Null, bytes_json);
                     let value = bytes_json(&r.value);
-                    emit(&mut out, &json!({ "partition": partition, "offset": r.offset, "key": key, "value": value }))?;
+                    emit(out, &json!({ "partition": partition, "offset": r.offset, "key": key, "value": value }))?;
                 } else {
                     let key = r.key.as_deref().map_or("-".to_string(), bytes_text);
                     writeln!(out, "offset {}  key {}  value {}", r.offset, key, bytes_text(&r.value))?;
@@ -231,7 +251,7 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
             let Reply::Topics(topics) = reply else { return Err(unexpected(&reply)) };
             if json {
                 for t in &topics {
-                    emit(&mut out, &serde_json::to_value(TopicJson::from(t)).unwrap_or_default())?;
+                    emit(out, &serde_json::to_value(TopicJson::from(t)).unwrap_or_default())?;
                 }
             } else if topics.is_empty() {
                 writeln!(out, "no topics")?;
@@ -247,9 +267,9 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
             let reply = d.request(Command::DescribeTopic { name })?;
             let Reply::Described(t) = reply else { return Err(unexpected(&reply)) };
             if json {
-                emit(&mut out, &serde_json::to_value(TopicJson::from(&t)).unwrap_or_default())?;
+                emit(out, &serde_json::to_value(TopicJson::from(&t)).unwrap_or_default())?;
             } else {
-                describe_text(&mut out, &t)?;
+                describe_text(out, &t)?;
             }
         }
         Cmd::Status => {
@@ -258,10 +278,10 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
             let notices = d.take_notices();
             if json {
                 let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
-                emit(&mut out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
+                emit(out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
             } else {
                 writeln!(out, "topics: {} live", topics.len())?;
-                pending_text(&mut out, &pending, "removal runs while a broker-fs process has the directory open")?;
+                pending_text(out, &pending, "removal runs while a broker-fs process has the directory open")?;
                 for n in &notices {
                     writeln!(out, "{n}")?;
                 }
@@ -294,7 +314,7 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
             if json {
                 let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
                 emit(
-                    &mut out,
+                    out,
                     &json!({
                         "data_dir": data_dir.display().to_string(),
                         "journal_epoch": epoch,

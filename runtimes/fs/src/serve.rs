@@ -127,7 +127,8 @@ pub fn status_of<M: Send + 'static>(driver: &Driver<M>) -> Status {
 pub enum Outcome {
     /// End of input, every reply sent.
     Finished,
-    /// The broker halted (exit status 3).
+    /// The broker halted (exit status 3): the `halted` event is written, the reason
+    /// is for the caller to print.
     Halted(HaltReason),
     /// Writing a reply failed (the reader went away).
     OutputClosed(std::io::Error),
@@ -166,7 +167,11 @@ pub fn serve(
         write_line(output, &serde_json::json!({ "event": "ready" }))?;
         loop {
             if ended && in_flight.is_empty() {
-                return Ok(Outcome::Finished);
+                // A halt that came with the last replies still ends in a halt.
+                return match driver.halted() {
+                    Some(reason) => halt(output, reason.clone()),
+                    None => Ok(Outcome::Finished),
+                };
             }
             let event = driver.next_event(None);
             emit_notices(&mut driver, log);
@@ -204,16 +209,17 @@ pub fn serve(
                     let id = in_flight.remove(&request).unwrap_or(Value::Null);
                     write_line(output, &reply_json(id, &reply))?;
                 }
-                Some(DriverEvent::Halted(reason)) => {
-                    let msg = reason.to_string();
-                    let _ = writeln!(log, "error: the broker halted: {msg}");
-                    write_line(output, &serde_json::json!({ "event": "halted", "reason": msg }))?;
-                    return Ok(Outcome::Halted(reason));
-                }
+                Some(DriverEvent::Halted(reason)) => return halt(output, reason),
             }
         }
     })();
     result.unwrap_or_else(Outcome::OutputClosed)
+}
+
+/// Writes the `halted` event; the caller prints the reason to standard error.
+fn halt(output: &mut impl Write, reason: HaltReason) -> std::io::Result<Outcome> {
+    write_line(output, &serde_json::json!({ "event": "halted", "reason": reason.to_string() }))?;
+    Ok(Outcome::Halted(reason))
 }
 
 /// The JSON line answering one request.

@@ -243,3 +243,61 @@ fn global_options_go_before_or_after_the_subcommand() {
     assert_eq!(out.status.code(), Some(2), "no data directory is bad usage");
     assert!(stderr(&out).contains("--data-dir"), "{}", stderr(&out));
 }
+
+/// Runs `broker-fs --data-dir DIR ARGS...` with `stdin`, under a file size limit of 100
+/// blocks (`ulimit -f`; 50 or 100 KiB, as the shell counts): a write past it fails with
+/// "File too large", even as root, which makes a log write fail on demand.
+fn cli_with_file_limit(dir: &std::path::Path, args: &[&str], stdin: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    // SIGXFSZ ignored: the write fails instead of killing the process.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap "" XFSZ; ulimit -f 100; exec "$0" "$@""#)
+        .arg(common::BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_halt_inside_a_request_prints_its_reason_and_exits_3() {
+    let tmp = TempDir::new("halt-request");
+    let d = tmp.path();
+    cli_ok(d, &["create", "a", "--partitions", "1"]);
+    // A 300 KB record: appending it to the log fails, and a failed log write halts.
+    let big = vec![b'x'; 300_000];
+    let out = cli_with_file_limit(d, &["produce", "a"], &big);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("halted"), "{err}");
+    assert!(err.contains("write to log") && err.contains("File too large"), "names the failure: {err}");
+    // The next start recovers from what is durable: the record was never acknowledged.
+    let listed = lines_json(&cli_ok(d, &["list", "--json"]));
+    assert_eq!(listed[0]["high_watermarks"], json!([0]));
+}
+
+#[test]
+fn serve_whose_input_has_ended_still_reports_a_halt_and_exits_3() {
+    let tmp = TempDir::new("serve-halt-eof");
+    let d = tmp.path().join("data");
+    let mut server = Server::start(&d, &tmp.path().join("serve.stderr"));
+    server.call(json!({ "CreateTopic": { "name": "a", "partitions": 1, "settings": { "deletion_grace_ms": 0 } } }));
+    // The next journal write fails: the journal's name now holds a directory.
+    std::fs::rename(d.join("journal"), tmp.path().join("journal.saved")).unwrap();
+    std::fs::create_dir(d.join("journal")).unwrap();
+    let id = server.send(json!({ "DeleteTopic": { "name": "a" } }));
+    // The input ends with the delete in flight.
+    let (status, lines) = server.end_input();
+    let reply = lines.iter().find(|l| l["id"] == id).unwrap_or_else(|| panic!("no reply: {lines:?}"));
+    assert!(reply["error"].as_str().unwrap().contains("halted"), "{reply}");
+    assert!(lines.iter().any(|l| l["event"] == "halted"), "{lines:?}");
+    assert_eq!(status.code(), Some(3), "{lines:?}");
+}
