@@ -90,6 +90,9 @@ enum Cmd {
     Serve,
 }
 
+/// The most records `produce` sends in one request.
+const PRODUCE_CHUNK: usize = 1000;
+
 /// A failure of the CLI: what to print and the exit status.
 struct Failure {
     message: String,
@@ -210,23 +213,55 @@ fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut 
                 return Err(Failure { message: "nothing to produce: give values or lines on stdin".into(), code: 1 });
             }
             let key = key.map(String::into_bytes);
+            let total = values.len();
             let mut positions = Vec::new();
-            for chunk in values.chunks(1000) {
+            // The records go in requests of at most PRODUCE_CHUNK; a failed request ends
+            // the produce: (its first record, counted from 1, its length, the failure).
+            let mut failed = None;
+            for chunk in values.chunks(PRODUCE_CHUNK) {
                 let records =
                     chunk.iter().map(|v| ProduceRecord { key: key.clone(), value: v.clone().into_bytes() }).collect();
-                let reply = d.request(Command::Produce { topic: name.clone(), records })?;
-                let Reply::Produced { positions: p, .. } = reply else { return Err(unexpected(&reply)) };
-                positions.extend(p);
+                match d.request(Command::Produce { topic: name.clone(), records }) {
+                    Ok(Reply::Produced { positions: p, .. }) => positions.extend(p),
+                    Ok(reply) => failed = Some((positions.len() + 1, chunk.len(), unexpected(&reply))),
+                    Err(e) => failed = Some((positions.len() + 1, chunk.len(), e.into())),
+                }
+                if failed.is_some() {
+                    break;
+                }
             }
-            if !json {
+            // What was acknowledged is printed whether or not a later request failed.
+            if !json && failed.is_some() {
+                writeln!(out, "produced {} of {total} records to {name:?}", positions.len())?;
+            } else if !json {
                 writeln!(out, "produced {} records to {name:?}", positions.len())?;
             }
-            for p in positions {
+            for p in &positions {
                 if json {
                     emit(out, &json!({ "partition": p.partition, "offset": p.offset }))?;
                 } else {
                     writeln!(out, "  partition {} offset {}", p.partition, p.offset)?;
                 }
+            }
+            if let Some((first, len, failure)) = failed {
+                out.flush()?;
+                let last = first + len - 1;
+                let fate = if d.halted().is_some() {
+                    "their outcome is unknown"
+                } else {
+                    "none of them was written (the error counts records from the first of them)"
+                };
+                let unsent = if last < total {
+                    format!("; records {} to {total} were not sent", last + 1)
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "note: produced {} of {total} records (positions above); records {first} to {last} failed as one \
+                     request and {fate}{unsent}",
+                    positions.len()
+                );
+                return Err(failure);
             }
         }
         Cmd::Fetch { name, partition, offset, max } => {

@@ -301,3 +301,30 @@ fn serve_whose_input_has_ended_still_reports_a_halt_and_exits_3() {
     assert!(lines.iter().any(|l| l["event"] == "halted"), "{lines:?}");
     assert_eq!(status.code(), Some(3), "{lines:?}");
 }
+
+#[test]
+fn a_produce_whose_later_chunk_fails_prints_what_was_acknowledged_first() {
+    let tmp = TempDir::new("produce-partial");
+    let d = tmp.path();
+    cli_ok(d, &["create", "t", "--partitions", "1"]);
+    // The CLI sends stdin in chunks of 1000 records: the first chunk is fine, the second
+    // holds a record larger than the broker accepts (1 MiB).
+    let mut input: String = (0..1000).map(|i| format!("v{i}\n")).collect();
+    input.push_str(&"x".repeat(1_100_000));
+    input.push('\n');
+    let out = cli(d, &["produce", "t", "--json"], &input);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let acked = lines_json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(acked.len(), 1000, "every acknowledged position is printed: {err}");
+    assert_eq!(acked[999], json!({ "partition": 0, "offset": 999 }));
+    assert!(err.contains("exceeds the size limit"), "names the failure: {err}");
+    assert!(err.contains("1000 of 1001"), "says how far it got: {err}");
+
+    let out = cli(d, &["produce", "t"], &input);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text.contains("produced 1000 of 1001 records"), "{text}");
+    assert!(text.contains("partition 0 offset 1999"), "{text}");
+    assert_eq!(lines_json(&cli_ok(d, &["list", "--json"]))[0]["high_watermarks"], json!([2000]));
+}
