@@ -320,19 +320,30 @@ impl<M: Send + 'static> Driver<M> {
     pub fn request(&mut self, command: Command) -> Result<Reply, DriverError> {
         let request = self.submit(command);
         loop {
-            if let Some(reply) = self.stashed.remove(&request) {
-                return reply.map_err(DriverError::from);
+            if let Some(reply) = self.wait_reply(request, None) {
+                return reply;
             }
-            match self.next_inner(None) {
+        }
+    }
+
+    /// Runs the event loop until `request` (from [`Driver::submit`]) is answered, or
+    /// until `deadline` passes: `None` then, and the request stays in flight, so a later
+    /// call can go on waiting. A halt answers it with an error.
+    pub fn wait_reply(&mut self, request: RequestId, deadline: Option<Instant>) -> Option<Result<Reply, DriverError>> {
+        loop {
+            if let Some(reply) = self.stashed.remove(&request) {
+                return Some(reply.map_err(DriverError::from));
+            }
+            match self.next_inner(deadline) {
                 Some(DriverEvent::Reply { request: r, reply }) if r == request => {
-                    return reply.map_err(DriverError::from)
+                    return Some(reply.map_err(DriverError::from))
                 }
                 Some(DriverEvent::Reply { request: r, reply }) => {
                     self.stashed.insert(r, reply);
                 }
-                Some(DriverEvent::Halted(reason)) => return Err(self.halt_error(reason)),
+                Some(DriverEvent::Halted(reason)) => return Some(Err(self.halt_error(reason))),
                 Some(DriverEvent::Message(m)) => self.held.push_back(m),
-                None => {}
+                None => return None,
             }
         }
     }
@@ -384,16 +395,23 @@ impl<M: Send + 'static> Driver<M> {
     }
 
     /// Runs until the deletion of topic incarnation `topic` is finished and durable.
-    pub fn wait_deletion(&mut self, topic: broker_core::TopicId) -> Result<(), DriverError> {
+    /// False if `deadline` passed first (the deletion goes on whenever the driver runs).
+    pub fn wait_deletion(
+        &mut self,
+        topic: broker_core::TopicId,
+        deadline: Option<Instant>,
+    ) -> Result<bool, DriverError> {
         loop {
             if let Some(reason) = self.halted.clone() {
                 return Err(self.halt_error(reason));
             }
             let pending = self.broker.pending_deletions().iter().any(|d| d.topic == topic);
             if !pending && self.broker.ops_in_flight() == 0 {
-                return Ok(());
+                return Ok(true);
             }
-            self.turn(None);
+            if !self.turn(deadline) {
+                return Ok(false);
+            }
         }
     }
 
@@ -415,6 +433,16 @@ impl<M: Send + 'static> Driver<M> {
     /// Takes the notices gathered since the last call.
     pub fn take_notices(&mut self) -> Vec<Notice> {
         std::mem::take(&mut self.notices)
+    }
+
+    /// Takes only the [`Notice::Retrying`] notices gathered since the last call,
+    /// leaving the others for [`Driver::take_notices`]: for a caller that reports
+    /// retries while it waits and everything else at the end.
+    pub fn take_retrying(&mut self) -> Vec<Notice> {
+        let (retrying, rest) =
+            std::mem::take(&mut self.notices).into_iter().partition(|n| matches!(n, Notice::Retrying { .. }));
+        self.notices = rest;
+        retrying
     }
 
     /// The broker (read-only).

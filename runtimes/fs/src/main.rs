@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// The broker core on a real disk.
 #[derive(Debug, Parser)]
@@ -25,6 +26,10 @@ struct Cli {
     /// Print JSON instead of text (one object per line); before or after the command.
     #[arg(long, global = true)]
     json: bool,
+    /// Give up when a storage operation the command waits for has kept failing (and
+    /// being retried) for this long, counted from its first failure. Decimals allowed.
+    #[arg(long, value_name = "SECS", global = true, default_value = "60", value_parser = parse_secs)]
+    timeout: Duration,
     /// The command.
     #[command(subcommand)]
     command: Cmd,
@@ -88,6 +93,132 @@ enum Cmd {
     Recover,
     /// Serve JSON-lines commands from standard input until its end.
     Serve,
+}
+
+/// What to do when a command other than create, `delete --wait` and recover gives up.
+const AGAIN: &str = "Fix the cause, then run the command again";
+
+/// How often a wait looks at the retries it should report or give up on.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The least time between two progress lines about retries.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// A command's waits on the driver, bounded when storage keeps failing: retries are
+/// reported on standard error as they happen, and the command gives up once failures
+/// have gone on for the timeout (the core itself retries for ever).
+struct Patience {
+    timeout: Duration,
+    data_dir: PathBuf,
+    /// When the first failure was seen: the timeout runs from there.
+    first_failure: Option<Instant>,
+    /// Per failing operation, in the order first seen: failed attempts, last error.
+    failures: Vec<(String, u32, String)>,
+    /// When progress was last printed, and whether failures came since.
+    reported: Option<Instant>,
+    unreported: bool,
+}
+
+impl Patience {
+    fn new(timeout: Duration, data_dir: &Path) -> Patience {
+        Patience {
+            timeout,
+            data_dir: data_dir.to_path_buf(),
+            first_failure: None,
+            failures: Vec::new(),
+            reported: None,
+            unreported: false,
+        }
+    }
+
+    /// Submits `command` and waits for its reply; `hint` says what to do on giving up.
+    fn request(&mut self, d: &mut Driver, command: Command, hint: &str) -> Result<Reply, Failure> {
+        let request = d.submit(command);
+        self.wait(d, hint, |d, until| d.wait_reply(request, Some(until)).transpose())
+    }
+
+    /// Calls `step` (one wait on the driver, until the instant it is given; `None` if
+    /// not done by then) until it is done, reporting retries meanwhile.
+    fn wait<T>(
+        &mut self,
+        d: &mut Driver,
+        hint: &str,
+        mut step: impl FnMut(&mut Driver, Instant) -> Result<Option<T>, DriverError>,
+    ) -> Result<T, Failure> {
+        loop {
+            if let Some(done) = step(d, Instant::now() + TICK)? {
+                return Ok(done);
+            }
+            for n in d.take_retrying() {
+                if let Notice::Retrying { what, error } = n {
+                    self.failed(what, error.to_string());
+                }
+            }
+            let now = Instant::now();
+            if self.first_failure.is_some_and(|t| now.duration_since(t) >= self.timeout) {
+                return Err(self.give_up(hint));
+            }
+            if self.unreported && self.reported.is_none_or(|t| now.duration_since(t) >= PROGRESS_EVERY) {
+                self.report(now);
+            }
+        }
+    }
+
+    fn failed(&mut self, what: String, error: String) {
+        self.first_failure.get_or_insert_with(Instant::now);
+        self.unreported = true;
+        match self.failures.iter_mut().find(|(w, ..)| *w == what) {
+            Some((_, attempts, last)) => {
+                *attempts += 1;
+                *last = error;
+            }
+            None => self.failures.push((what, 1, error)),
+        }
+    }
+
+    /// Prints one progress line per failing operation.
+    fn report(&mut self, now: Instant) {
+        let left = self.first_failure.map_or(self.timeout, |t| self.timeout.saturating_sub(now.duration_since(t)));
+        for (what, attempts, last) in &self.failures {
+            eprintln!(
+                "retrying: {what} has failed {attempts} times (last error: {last}); giving up in {} unless it \
+                 succeeds (--timeout)",
+                secs(left)
+            );
+        }
+        self.reported = Some(now);
+        self.unreported = false;
+    }
+
+    fn give_up(&self, hint: &str) -> Failure {
+        let failures: Vec<String> = self
+            .failures
+            .iter()
+            .map(|(what, attempts, last)| format!("{what} failed {attempts} times (last error: {last})"))
+            .collect();
+        Failure {
+            message: format!(
+                "gave up after {} of failing storage in {}: {}. {hint}; --timeout SECS waits longer",
+                secs(self.timeout),
+                self.data_dir.display(),
+                failures.join("; ")
+            ),
+            code: 1,
+        }
+    }
+}
+
+/// A duration as people read it: "60 s", "1.5 s".
+fn secs(d: Duration) -> String {
+    format!("{} s", (d.as_secs_f64() * 10.0).round() / 10.0)
+}
+
+/// Parses `--timeout`: a non-negative number of seconds.
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..1e9).contains(&v) => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!("{s:?} is not a number of seconds (for example 60 or 0.5)")),
+    }
 }
 
 /// The most records `produce` sends in one request.
@@ -165,7 +296,8 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
         };
     }
     let mut d = Driver::<()>::open(&data_dir, options)?;
-    let result = command(&mut d, cli.command, json, &data_dir, &mut out);
+    let mut patience = Patience::new(cli.timeout, &data_dir);
+    let result = command(&mut d, &mut patience, cli.command, json, &data_dir, &mut out);
     // A halt ends every command the same way, whatever the command made of it.
     if let Some(reason) = d.halted() {
         return Err(halted(reason));
@@ -174,11 +306,24 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
 }
 
 /// Runs one command other than `serve` on an open directory, writing to `out`.
-fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut impl Write) -> Result<(), Failure> {
+fn command(
+    d: &mut Driver,
+    patience: &mut Patience,
+    command: Cmd,
+    json: bool,
+    data_dir: &Path,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
     match command {
         Cmd::Create { name, partitions, grace_ms } => {
             let settings = TopicSettings { deletion_grace_ms: grace_ms };
-            let reply = d.request(Command::CreateTopic { name: name.clone(), partitions, settings })?;
+            let hint = format!(
+                "The creation of topic {name:?} is journaled: fix the cause (a file or directory in the way of \
+                 the log, a full disk, permissions) and the next start of broker-fs creates its missing logs \
+                 (`broker-fs list` then shows the topic)"
+            );
+            let reply =
+                patience.request(d, Command::CreateTopic { name: name.clone(), partitions, settings }, &hint)?;
             let Reply::Created { topic } = reply else { return Err(unexpected(&reply)) };
             if json {
                 emit(out, &json!({ "name": name, "id": topic.0, "partitions": partitions, "grace_ms": grace_ms }))?;
@@ -187,12 +332,17 @@ fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut 
             }
         }
         Cmd::Delete { name, wait } => {
-            let reply = d.request(Command::DeleteTopic { name: name.clone() })?;
+            let reply = patience.request(d, Command::DeleteTopic { name: name.clone() }, AGAIN)?;
             let Reply::DeleteAccepted { topic } = reply else { return Err(unexpected(&reply)) };
             let partitions = d.pending_deletions().iter().find(|p| p.topic == topic).map(|p| p.partitions);
             let logs = partitions.map_or("its logs".to_string(), |n| format!("its {n} logs"));
             if wait {
-                d.wait_deletion(topic)?;
+                if !json {
+                    eprintln!("deleted topic {name:?} (id {topic}); waiting for {logs} to be removed...");
+                }
+                let hint = "The deletion is acknowledged (its tombstone is durable): fix the cause, then \
+                            `broker-fs recover` removes the remaining logs";
+                patience.wait(d, hint, |d, until| Ok(d.wait_deletion(topic, Some(until))?.then_some(())))?;
             }
             if json {
                 let state = if wait { "removed" } else { "removal continues in the background" };
@@ -221,10 +371,10 @@ fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut 
             for chunk in values.chunks(PRODUCE_CHUNK) {
                 let records =
                     chunk.iter().map(|v| ProduceRecord { key: key.clone(), value: v.clone().into_bytes() }).collect();
-                match d.request(Command::Produce { topic: name.clone(), records }) {
+                match patience.request(d, Command::Produce { topic: name.clone(), records }, AGAIN) {
                     Ok(Reply::Produced { positions: p, .. }) => positions.extend(p),
                     Ok(reply) => failed = Some((positions.len() + 1, chunk.len(), unexpected(&reply))),
-                    Err(e) => failed = Some((positions.len() + 1, chunk.len(), e.into())),
+                    Err(e) => failed = Some((positions.len() + 1, chunk.len(), e)),
                 }
                 if failed.is_some() {
                     break;
@@ -265,7 +415,11 @@ fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut 
             }
         }
         Cmd::Fetch { name, partition, offset, max } => {
-            let reply = d.request(Command::Fetch { topic: name.clone(), partition, offset, max_records: max })?;
+            let reply = patience.request(
+                d,
+                Command::Fetch { topic: name.clone(), partition, offset, max_records: max },
+                AGAIN,
+            )?;
             let Reply::Fetched { records, high_watermark, .. } = reply else { return Err(unexpected(&reply)) };
             if !json && records.is_empty() {
                 writeln!(out, "no records at offset {offset} (the high watermark is {high_watermark})")?;
@@ -282,7 +436,7 @@ fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut 
             }
         }
         Cmd::List => {
-            let reply = d.request(Command::ListTopics)?;
+            let reply = patience.request(d, Command::ListTopics, AGAIN)?;
             let Reply::Topics(topics) = reply else { return Err(unexpected(&reply)) };
             if json {
                 for t in &topics {
@@ -299,7 +453,7 @@ fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut 
             }
         }
         Cmd::Describe { name } => {
-            let reply = d.request(Command::DescribeTopic { name })?;
+            let reply = patience.request(d, Command::DescribeTopic { name }, AGAIN)?;
             let Reply::Described(t) = reply else { return Err(unexpected(&reply)) };
             if json {
                 emit(out, &serde_json::to_value(TopicJson::from(&t)).unwrap_or_default())?;
@@ -328,7 +482,8 @@ fn command(d: &mut Driver, command: Cmd, json: bool, data_dir: &Path, out: &mut 
             if !resumed.is_empty() && !json {
                 eprintln!("waiting for {} pending deletion(s) to finish...", resumed.len());
             }
-            d.wait_quiescent(None)?;
+            let hint = "Fix the cause, then run `broker-fs recover` again";
+            patience.wait(d, hint, |d, until| Ok(d.wait_quiescent(Some(until))?.then_some(())))?;
             let notices = d.take_notices();
             let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
             let strays: Vec<String> = notices

@@ -328,3 +328,125 @@ fn a_produce_whose_later_chunk_fails_prints_what_was_acknowledged_first() {
     assert!(text.contains("partition 0 offset 1999"), "{text}");
     assert_eq!(lines_json(&cli_ok(d, &["list", "--json"]))[0]["high_watermarks"], json!([2000]));
 }
+
+/// A `broker-fs --data-dir DIR ARGS...` process whose output goes to files next to
+/// `dir`, so that a test can watch it run and bound how long it may take.
+struct Running {
+    child: std::process::Child,
+    out: std::path::PathBuf,
+    err: std::path::PathBuf,
+}
+
+impl Running {
+    fn start(dir: &std::path::Path, args: &[&str]) -> Running {
+        use std::process::{Command, Stdio};
+        let out = dir.with_extension("stdout");
+        let err = dir.with_extension("stderr");
+        let child = Command::new(common::BIN)
+            .arg("--data-dir")
+            .arg(dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("spawn broker-fs");
+        Running { child, out, err }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    /// Waits until standard error contains `text`, for at most `limit`.
+    fn wait_stderr(&mut self, text: &str, limit: std::time::Duration) {
+        let start = std::time::Instant::now();
+        while !self.stderr().contains(text) {
+            assert!(self.child.try_wait().unwrap().is_none(), "exited before saying {text:?}: {}", self.stderr());
+            assert!(start.elapsed() < limit, "no {text:?} within {limit:?}: {}", self.stderr());
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for the exit for at most `limit`: a process still running then is killed
+    /// and fails the test. Returns the exit status, stdout and stderr.
+    fn finish(mut self, limit: std::time::Duration) -> (Option<i32>, String, String) {
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("still running after {limit:?}; stderr so far: {}", self.stderr());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        (status.code(), std::fs::read_to_string(&self.out).unwrap(), self.stderr())
+    }
+}
+
+/// How long a command that must give up after `--timeout 1` may take in all.
+const GIVE_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+#[test]
+fn a_create_whose_log_cannot_be_created_reports_retries_and_gives_up() {
+    let tmp = TempDir::new("create-timeout");
+    let d = tmp.path().join("data");
+    std::fs::create_dir(&d).unwrap();
+    // A directory in the place of the first log: creating the log fails every time.
+    let squatter = d.join("0000000000000000-00000000.log");
+    std::fs::create_dir(&squatter).unwrap();
+    let (code, _, err) =
+        Running::start(&d, &["create", "a", "--partitions", "1", "--timeout", "1"]).finish(GIVE_UP_LIMIT);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("retrying: creating log 0000000000000000-00000000.log"), "progress: {err}");
+    assert!(err.contains("Is a directory"), "the last error: {err}");
+    assert!(err.contains("error: gave up"), "{err}");
+    assert!(err.contains(" times"), "how many attempts: {err}");
+    assert!(err.contains("journaled") && err.contains("--timeout"), "what to do: {err}");
+    // As the message says: once the cause is gone, the next start creates the log.
+    std::fs::remove_dir(&squatter).unwrap();
+    assert_eq!(lines_json(&cli_ok(&d, &["list", "--json"]))[0]["name"], "a");
+    assert!(squatter.is_file());
+}
+
+#[test]
+fn a_recover_whose_removal_keeps_failing_reports_retries_and_gives_up() {
+    let tmp = TempDir::new("recover-timeout");
+    let d = tmp.path().join("data");
+    cli_ok(&d, &["create", "a", "--partitions", "2", "--grace-ms", "200"]);
+    cli_ok(&d, &["delete", "a"]);
+    // The grace delay kept the logs; one of them is now a directory, which unlink refuses.
+    let log = d.join("0000000000000000-00000001.log");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let (code, _, err) = Running::start(&d, &["recover", "--timeout", "1"]).finish(GIVE_UP_LIMIT);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("retrying: removing log 0000000000000000-00000001.log"), "progress: {err}");
+    assert!(err.contains("error: gave up") && err.contains("Is a directory"), "{err}");
+    assert!(err.contains("recover"), "what to do: {err}");
+    std::fs::remove_dir(&log).unwrap();
+    assert!(cli_ok(&d, &["recover"]).contains("pending deletions: none"));
+}
+
+#[test]
+fn a_delete_wait_whose_removal_keeps_failing_reports_retries_and_gives_up() {
+    let tmp = TempDir::new("delete-timeout");
+    let d = tmp.path().join("data");
+    cli_ok(&d, &["create", "a", "--partitions", "1", "--grace-ms", "1500"]);
+    let mut run = Running::start(&d, &["delete", "a", "--wait", "--timeout", "1"]);
+    // Acknowledged; the grace delay holds the removal back while the log turns into a
+    // directory, which unlink refuses.
+    run.wait_stderr("waiting for", std::time::Duration::from_secs(10));
+    let log = d.join("0000000000000000-00000000.log");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let (code, _, err) = run.finish(GIVE_UP_LIMIT);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("retrying: removing log 0000000000000000-00000000.log"), "progress: {err}");
+    assert!(err.contains("error: gave up") && err.contains("Is a directory"), "{err}");
+    assert!(err.contains("tombstone is durable") && err.contains("recover"), "what to do: {err}");
+    assert!(cli_ok(&d, &["list"]).contains("no topics"), "the delete was acknowledged");
+}
