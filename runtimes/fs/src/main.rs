@@ -48,7 +48,8 @@ enum Cmd {
         #[arg(long, default_value_t = 0, value_name = "MS")]
         grace_ms: u64,
     },
-    /// Delete a topic: returns once the tombstone is durable; removal continues.
+    /// Delete a topic: returns once the tombstone is durable; the logs stay on disk
+    /// until `recover` (or `serve`, or `--wait`) removes them.
     Delete {
         /// The topic name.
         name: String,
@@ -345,15 +346,17 @@ fn command(
                 patience.wait(d, hint, |d, until| Ok(d.wait_deletion(topic, Some(until))?.then_some(())))?;
             }
             if json {
-                let state = if wait { "removed" } else { "removal continues in the background" };
+                let state = if wait { "removed" } else { "pending" };
                 emit(out, &json!({ "name": name, "id": topic.0, "deleted": true, "physical": state }))?;
             } else if wait {
                 writeln!(out, "deleted topic {name:?} (id {topic}): the tombstone is durable and {logs} are removed")?;
             } else {
+                // This process exits now: the removal does not go on without it.
                 writeln!(
                     out,
-                    "deleted topic {name:?} (id {topic}): the tombstone is durable; removal of {logs} continues \
-                     in the background (the next start resumes it if this process stops first)"
+                    "deleted topic {name:?} (id {topic}): the tombstone is durable; {logs} are still on disk. \
+                     `broker-fs recover` removes them (so does a running `serve`); any other start of broker-fs \
+                     resumes the removal for as long as it runs"
                 )?;
             }
         }

@@ -43,11 +43,22 @@ fn a_session_create_produce_fetch_delete_status_recover() {
     assert!(cli_ok(d, &["describe", "orders"]).contains("partitions  3"));
 
     let deleted = cli_ok(d, &["delete", "orders"]);
-    assert!(deleted.contains("tombstone is durable") && deleted.contains("continues"), "{deleted}");
+    // The process exits right after: nothing goes on "in the background".
+    assert!(deleted.contains("tombstone is durable"), "{deleted}");
+    assert!(!deleted.contains("background") && !deleted.contains("continues"), "{deleted}");
+    assert!(
+        deleted.contains("still on disk") && deleted.contains("broker-fs recover"),
+        "says what removes them: {deleted}"
+    );
     assert!(cli_ok(d, &["list"]).contains("no topics"));
     let status = cli_ok(d, &["status"]);
     assert!(status.contains("pending deletions: 1") && status.contains("\"orders\""), "{status}");
     assert_eq!(log_files(d).len(), 3, "the grace delay keeps the logs for now");
+
+    // --json says the same.
+    cli_ok(d, &["create", "other", "--partitions", "1", "--grace-ms", "300"]);
+    let deleted: Value = serde_json::from_str(cli_ok(d, &["delete", "other", "--json"]).trim()).unwrap();
+    assert_eq!(deleted["physical"], "pending", "{deleted}");
 
     let recovered = cli_ok(d, &["recover"]);
     assert!(recovered.contains("finished the deletion of \"orders\""), "{recovered}");
@@ -55,10 +66,10 @@ fn a_session_create_produce_fetch_delete_status_recover() {
     assert!(cli_ok(d, &["status"]).contains("pending deletions: none"));
     assert!(log_files(d).is_empty());
 
-    // The name can be used again: a new incarnation, empty.
+    // The name can be used again: a new incarnation (after t0 "orders", t1 "other"), empty.
     cli_ok(d, &["create", "orders", "--partitions", "1"]);
     let listed = lines_json(&cli_ok(d, &["list", "--json"]));
-    assert_eq!(listed[0]["id"], 1);
+    assert_eq!(listed[0]["id"], 2);
     assert_eq!(listed[0]["high_watermarks"], json!([0]));
 }
 
