@@ -7,6 +7,7 @@
 
 use broker_core::{BrokerError, Command, HaltReason, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
 use broker_fs::driver::{Driver, DriverError, DriverOptions, Notice};
+use broker_fs::jsonbytes;
 use broker_fs::serve::{self, Outcome, PendingJson, TopicJson};
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
@@ -429,8 +430,8 @@ fn command(
             }
             for r in records {
                 if json {
-                    let key = r.key.as_deref().map_or(Value::Null, bytes_json);
-                    let value = bytes_json(&r.value);
+                    let key = r.key.as_deref().map_or(Value::Null, jsonbytes::to_json);
+                    let value = jsonbytes::to_json(&r.value);
                     emit(out, &json!({ "partition": partition, "offset": r.offset, "key": key, "value": value }))?;
                 } else {
                     let key = r.key.as_deref().map_or("-".to_string(), bytes_text);
@@ -563,14 +564,6 @@ fn read_stdin_lines() -> Result<Vec<String>, Failure> {
         values.push(line);
     }
     Ok(values)
-}
-
-/// Bytes as a JSON string if they are UTF-8, else as an array of numbers (lossless).
-fn bytes_json(b: &[u8]) -> Value {
-    match std::str::from_utf8(b) {
-        Ok(s) => Value::String(s.to_string()),
-        Err(_) => json!(b),
-    }
 }
 
 /// Bytes as text: as they are if printable UTF-8, escaped otherwise.
