@@ -77,10 +77,15 @@ pub enum DriverError {
     #[error("the broker halted: {0}")]
     Halted(HaltReason),
     /// Recovery kept failing to read the directory.
-    #[error("cannot recover {dir}: {detail}")]
+    #[error(
+        "cannot recover {dir}: {detail} ({attempts} attempts); nothing is served until recovery succeeds: \
+         fix the cause (a file or directory in the way, a full disk, permissions), then run broker-fs again"
+    )]
     Recovery {
         /// The data directory.
         dir: PathBuf,
+        /// How many times recovery failed.
+        attempts: u32,
         /// The last failure.
         detail: String,
     },
@@ -288,7 +293,7 @@ impl<M: Send + 'static> Driver<M> {
             if let Some(limit) = options.recovery_attempts {
                 if driver.recovery_failures >= limit {
                     let detail = driver.last_recovery_error.take().unwrap_or_default();
-                    return Err(DriverError::Recovery { dir: driver.dir.clone(), detail });
+                    return Err(DriverError::Recovery { dir: driver.dir.clone(), attempts: limit, detail });
                 }
             }
             driver.turn(None);

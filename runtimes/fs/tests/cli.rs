@@ -1,5 +1,6 @@
-//! The CLI end to end: a session, JSON output, and bad input (a corrupt journal, a
-//! torn tail, stray logs, unknown entries, a held lock, a halt).
+//! The CLI end to end: a session, JSON output, options in any place, and bad input (a
+//! corrupt journal, a torn tail, stray logs, unknown entries, a held lock, halts, a
+//! produce refused part way, storage that keeps failing until `--timeout`).
 
 mod common;
 
@@ -494,4 +495,21 @@ fn serve_carries_keys_and_values_as_strings_and_other_bytes_as_base64() {
     let fetched = lines_json(&cli_ok(&d, &["fetch", "b", "--partition", "0", "--offset", "0", "--json"]));
     assert_eq!(fetched[0]["value"], "héllo");
     assert_eq!(fetched[1]["value"], json!({ "base64": "/wA=" }));
+}
+
+#[test]
+fn a_start_whose_recovery_keeps_failing_names_the_failure_and_what_to_do() {
+    let tmp = TempDir::new("recovery-fails");
+    let d = tmp.path();
+    cli_ok(d, &["create", "a", "--partitions", "1"]);
+    // A live topic's log is now a directory: opening it fails on every attempt.
+    let log = d.join("0000000000000000-00000000.log");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let out = cli(d, &["list"], "");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot recover") && err.contains("opening log 0000000000000000-00000000.log"), "{err}");
+    assert!(err.contains("Is a directory"), "{err}");
+    assert!(err.contains("fix the cause") && err.contains("run broker-fs again"), "what to do: {err}");
 }
