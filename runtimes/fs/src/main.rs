@@ -119,6 +119,8 @@ struct Patience {
     /// When progress was last printed, and whether failures came since.
     reported: Option<Instant>,
     unreported: bool,
+    /// Whether a wait gave up, leaving its request or work unfinished.
+    gave_up: bool,
 }
 
 impl Patience {
@@ -130,6 +132,7 @@ impl Patience {
             failures: Vec::new(),
             reported: None,
             unreported: false,
+            gave_up: false,
         }
     }
 
@@ -192,7 +195,8 @@ impl Patience {
         self.unreported = false;
     }
 
-    fn give_up(&self, hint: &str) -> Failure {
+    fn give_up(&mut self, hint: &str) -> Failure {
+        self.gave_up = true;
         let failures: Vec<String> = self
             .failures
             .iter()
@@ -400,7 +404,7 @@ fn command(
             if let Some((first, len, failure)) = failed {
                 out.flush()?;
                 let last = first + len - 1;
-                let fate = if d.halted().is_some() {
+                let fate = if d.halted().is_some() || patience.gave_up {
                     "their outcome is unknown"
                 } else {
                     "none of them was written (the error counts records from the first of them)"
