@@ -4,7 +4,8 @@
 //! of storage workers and the timers. One thread (the caller's) runs the broker: it
 //! drains effects, hands storage operations to the workers, delivers completions and
 //! fires timers when they fall due. Background deletion runs whenever the caller is
-//! inside the driver (`request`, `next_event`, `wait_quiescent`).
+//! inside the driver (`request`, `next_event`, `wait_reply`, `wait_deletion`,
+//! `wait_quiescent`; all but `request` take a deadline).
 //!
 //! Halts: when the broker halts, the driver stops at once. It issues no further
 //! storage operation (not even the ones the broker queued in the same batch), never
