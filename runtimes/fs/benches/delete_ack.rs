@@ -132,7 +132,7 @@ fn broker_delete(dir: &Path, partitions: u32, bytes: u64, grace_ms: u64) -> (Dur
         // The removal would start after the grace delay; the directory goes instead.
         return (ack, None);
     }
-    d.wait_deletion(topic).expect("removal");
+    d.wait_deletion(topic, None).expect("removal");
     (ack, Some(start.elapsed()))
 }
 

@@ -4,7 +4,8 @@
 //! of storage workers and the timers. One thread (the caller's) runs the broker: it
 //! drains effects, hands storage operations to the workers, delivers completions and
 //! fires timers when they fall due. Background deletion runs whenever the caller is
-//! inside the driver (`request`, `next_event`, `wait_quiescent`).
+//! inside the driver (`request`, `next_event`, `wait_reply`, `wait_deletion`,
+//! `wait_quiescent`; all but `request` take a deadline).
 //!
 //! Halts: when the broker halts, the driver stops at once. It issues no further
 //! storage operation (not even the ones the broker queued in the same batch), never
@@ -77,10 +78,15 @@ pub enum DriverError {
     #[error("the broker halted: {0}")]
     Halted(HaltReason),
     /// Recovery kept failing to read the directory.
-    #[error("cannot recover {dir}: {detail}")]
+    #[error(
+        "cannot recover {dir}: {detail} ({attempts} attempts); nothing is served until recovery succeeds: \
+         fix the cause (a file or directory in the way, a full disk, permissions), then run broker-fs again"
+    )]
     Recovery {
         /// The data directory.
         dir: PathBuf,
+        /// How many times recovery failed.
+        attempts: u32,
         /// The last failure.
         detail: String,
     },
@@ -288,7 +294,7 @@ impl<M: Send + 'static> Driver<M> {
             if let Some(limit) = options.recovery_attempts {
                 if driver.recovery_failures >= limit {
                     let detail = driver.last_recovery_error.take().unwrap_or_default();
-                    return Err(DriverError::Recovery { dir: driver.dir.clone(), detail });
+                    return Err(DriverError::Recovery { dir: driver.dir.clone(), attempts: limit, detail });
                 }
             }
             driver.turn(None);
@@ -320,19 +326,30 @@ impl<M: Send + 'static> Driver<M> {
     pub fn request(&mut self, command: Command) -> Result<Reply, DriverError> {
         let request = self.submit(command);
         loop {
-            if let Some(reply) = self.stashed.remove(&request) {
-                return reply.map_err(DriverError::from);
+            if let Some(reply) = self.wait_reply(request, None) {
+                return reply;
             }
-            match self.next_inner(None) {
+        }
+    }
+
+    /// Runs the event loop until `request` (from [`Driver::submit`]) is answered, or
+    /// until `deadline` passes: `None` then, and the request stays in flight, so a later
+    /// call can go on waiting. A halt answers it with an error.
+    pub fn wait_reply(&mut self, request: RequestId, deadline: Option<Instant>) -> Option<Result<Reply, DriverError>> {
+        loop {
+            if let Some(reply) = self.stashed.remove(&request) {
+                return Some(reply.map_err(DriverError::from));
+            }
+            match self.next_inner(deadline) {
                 Some(DriverEvent::Reply { request: r, reply }) if r == request => {
-                    return reply.map_err(DriverError::from)
+                    return Some(reply.map_err(DriverError::from))
                 }
                 Some(DriverEvent::Reply { request: r, reply }) => {
                     self.stashed.insert(r, reply);
                 }
-                Some(DriverEvent::Halted(reason)) => return Err(self.halt_error(reason)),
+                Some(DriverEvent::Halted(reason)) => return Some(Err(self.halt_error(reason))),
                 Some(DriverEvent::Message(m)) => self.held.push_back(m),
-                None => {}
+                None => return None,
             }
         }
     }
@@ -384,16 +401,23 @@ impl<M: Send + 'static> Driver<M> {
     }
 
     /// Runs until the deletion of topic incarnation `topic` is finished and durable.
-    pub fn wait_deletion(&mut self, topic: broker_core::TopicId) -> Result<(), DriverError> {
+    /// False if `deadline` passed first (the deletion goes on whenever the driver runs).
+    pub fn wait_deletion(
+        &mut self,
+        topic: broker_core::TopicId,
+        deadline: Option<Instant>,
+    ) -> Result<bool, DriverError> {
         loop {
             if let Some(reason) = self.halted.clone() {
                 return Err(self.halt_error(reason));
             }
             let pending = self.broker.pending_deletions().iter().any(|d| d.topic == topic);
             if !pending && self.broker.ops_in_flight() == 0 {
-                return Ok(());
+                return Ok(true);
             }
-            self.turn(None);
+            if !self.turn(deadline) {
+                return Ok(false);
+            }
         }
     }
 
@@ -415,6 +439,16 @@ impl<M: Send + 'static> Driver<M> {
     /// Takes the notices gathered since the last call.
     pub fn take_notices(&mut self) -> Vec<Notice> {
         std::mem::take(&mut self.notices)
+    }
+
+    /// Takes only the [`Notice::Retrying`] notices gathered since the last call,
+    /// leaving the others for [`Driver::take_notices`]: for a caller that reports
+    /// retries while it waits and everything else at the end.
+    pub fn take_retrying(&mut self) -> Vec<Notice> {
+        let (retrying, rest) =
+            std::mem::take(&mut self.notices).into_iter().partition(|n| matches!(n, Notice::Retrying { .. }));
+        self.notices = rest;
+        retrying
     }
 
     /// The broker (read-only).

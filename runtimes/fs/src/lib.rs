@@ -5,7 +5,8 @@
 //! - [`driver::Driver`]: owns a broker, a locked data directory, a pool of storage
 //!   workers and the real clock; executes effects, delivers completions and timers,
 //!   and keeps background deletion running.
-//! - [`serve`]: the JSON-lines protocol of `broker-fs serve`.
+//! - [`serve`]: the JSON-lines protocol of `broker-fs serve`, with keys and values as
+//!   [`jsonbytes`] writes and reads them.
 //!
 //! The storage executor (the fsync discipline) and the journal and log codecs come
 //! from the core; this crate adds only the real file system, the driver loop and the
@@ -14,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod driver;
+pub mod jsonbytes;
 mod pool;
 pub mod realfs;
 pub mod serve;

@@ -5,25 +5,32 @@
 //! 0 on success, 1 when a command fails, 2 on bad usage, 3 when the broker halts or
 //! refuses to start (a corrupt journal), 4 when another process holds the directory.
 
-use broker_core::{Command, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
+use broker_core::{BrokerError, Command, HaltReason, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
 use broker_fs::driver::{Driver, DriverError, DriverOptions, Notice};
+use broker_fs::jsonbytes;
 use broker_fs::serve::{self, Outcome, PendingJson, TopicJson};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// The broker core on a real disk.
 #[derive(Debug, Parser)]
 #[command(name = "broker-fs", version, about)]
 struct Cli {
-    /// The data directory (created if missing; locked while in use).
-    #[arg(long, value_name = "DIR")]
-    data_dir: PathBuf,
-    /// Print JSON instead of text (one object per line).
+    /// The data directory (created if missing; locked while in use). Required; it may
+    /// come before or after the command.
+    #[arg(long, value_name = "DIR", global = true)]
+    data_dir: Option<PathBuf>,
+    /// Print JSON instead of text (one object per line); before or after the command.
     #[arg(long, global = true)]
     json: bool,
+    /// Give up when a storage operation the command waits for has kept failing (and
+    /// being retried) for this long, counted from its first failure. Decimals allowed.
+    #[arg(long, value_name = "SECS", global = true, default_value = "60", value_parser = parse_secs)]
+    timeout: Duration,
     /// The command.
     #[command(subcommand)]
     command: Cmd,
@@ -42,7 +49,8 @@ enum Cmd {
         #[arg(long, default_value_t = 0, value_name = "MS")]
         grace_ms: u64,
     },
-    /// Delete a topic: returns once the tombstone is durable; removal continues.
+    /// Delete a topic: returns once the tombstone is durable; the logs stay on disk
+    /// until `recover` (or `serve`, or `--wait`) removes them.
     Delete {
         /// The topic name.
         name: String,
@@ -89,6 +97,139 @@ enum Cmd {
     Serve,
 }
 
+/// What to do when a command other than create, `delete --wait` and recover gives up.
+const AGAIN: &str = "Fix the cause, then run the command again";
+
+/// How often a wait looks at the retries it should report or give up on.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The least time between two progress lines about retries.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// A command's waits on the driver, bounded when storage keeps failing: retries are
+/// reported on standard error as they happen, and the command gives up once failures
+/// have gone on for the timeout (the core itself retries for ever).
+struct Patience {
+    timeout: Duration,
+    data_dir: PathBuf,
+    /// When the first failure was seen: the timeout runs from there.
+    first_failure: Option<Instant>,
+    /// Per failing operation, in the order first seen: failed attempts, last error.
+    failures: Vec<(String, u32, String)>,
+    /// When progress was last printed, and whether failures came since.
+    reported: Option<Instant>,
+    unreported: bool,
+    /// Whether a wait gave up, leaving its request or work unfinished.
+    gave_up: bool,
+}
+
+impl Patience {
+    fn new(timeout: Duration, data_dir: &Path) -> Patience {
+        Patience {
+            timeout,
+            data_dir: data_dir.to_path_buf(),
+            first_failure: None,
+            failures: Vec::new(),
+            reported: None,
+            unreported: false,
+            gave_up: false,
+        }
+    }
+
+    /// Submits `command` and waits for its reply; `hint` says what to do on giving up.
+    fn request(&mut self, d: &mut Driver, command: Command, hint: &str) -> Result<Reply, Failure> {
+        let request = d.submit(command);
+        self.wait(d, hint, |d, until| d.wait_reply(request, Some(until)).transpose())
+    }
+
+    /// Calls `step` (one wait on the driver, until the instant it is given; `None` if
+    /// not done by then) until it is done, reporting retries meanwhile.
+    fn wait<T>(
+        &mut self,
+        d: &mut Driver,
+        hint: &str,
+        mut step: impl FnMut(&mut Driver, Instant) -> Result<Option<T>, DriverError>,
+    ) -> Result<T, Failure> {
+        loop {
+            if let Some(done) = step(d, Instant::now() + TICK)? {
+                return Ok(done);
+            }
+            for n in d.take_retrying() {
+                if let Notice::Retrying { what, error } = n {
+                    self.failed(what, error.to_string());
+                }
+            }
+            let now = Instant::now();
+            if self.first_failure.is_some_and(|t| now.duration_since(t) >= self.timeout) {
+                return Err(self.give_up(hint));
+            }
+            if self.unreported && self.reported.is_none_or(|t| now.duration_since(t) >= PROGRESS_EVERY) {
+                self.report(now);
+            }
+        }
+    }
+
+    fn failed(&mut self, what: String, error: String) {
+        self.first_failure.get_or_insert_with(Instant::now);
+        self.unreported = true;
+        match self.failures.iter_mut().find(|(w, ..)| *w == what) {
+            Some((_, attempts, last)) => {
+                *attempts += 1;
+                *last = error;
+            }
+            None => self.failures.push((what, 1, error)),
+        }
+    }
+
+    /// Prints one progress line per failing operation.
+    fn report(&mut self, now: Instant) {
+        let left = self.first_failure.map_or(self.timeout, |t| self.timeout.saturating_sub(now.duration_since(t)));
+        for (what, attempts, last) in &self.failures {
+            eprintln!(
+                "retrying: {what} has failed {attempts} times (last error: {last}); giving up in {} unless it \
+                 succeeds (--timeout)",
+                secs(left)
+            );
+        }
+        self.reported = Some(now);
+        self.unreported = false;
+    }
+
+    fn give_up(&mut self, hint: &str) -> Failure {
+        self.gave_up = true;
+        let failures: Vec<String> = self
+            .failures
+            .iter()
+            .map(|(what, attempts, last)| format!("{what} failed {attempts} times (last error: {last})"))
+            .collect();
+        Failure {
+            message: format!(
+                "gave up after {} of failing storage in {}: {}. {hint}; --timeout SECS waits longer",
+                secs(self.timeout),
+                self.data_dir.display(),
+                failures.join("; ")
+            ),
+            code: 1,
+        }
+    }
+}
+
+/// A duration as people read it: "60 s", "1.5 s".
+fn secs(d: Duration) -> String {
+    format!("{} s", (d.as_secs_f64() * 10.0).round() / 10.0)
+}
+
+/// Parses `--timeout`: a non-negative number of seconds.
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..1e9).contains(&v) => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!("{s:?} is not a number of seconds (for example 60 or 0.5)")),
+    }
+}
+
+/// The most records `produce` sends in one request.
+const PRODUCE_CHUNK: usize = 1000;
+
 /// A failure of the CLI: what to print and the exit status.
 struct Failure {
     message: String,
@@ -99,10 +240,23 @@ impl From<DriverError> for Failure {
     fn from(e: DriverError) -> Failure {
         let code = match e {
             DriverError::Locked { .. } => 4,
-            DriverError::CorruptJournal { .. } | DriverError::Halted(_) => 3,
+            DriverError::Halted(reason) => return halted(&reason),
+            DriverError::CorruptJournal { .. } | DriverError::Broker(BrokerError::Halted(_)) => 3,
             _ => 1,
         };
         Failure { message: e.to_string(), code }
+    }
+}
+
+/// The failure of a command during which the broker halted: the reason, what it means
+/// and what to do, with exit status 3.
+fn halted(reason: &HaltReason) -> Failure {
+    Failure {
+        message: format!(
+            "the broker halted: {reason}. The outcome of the command in flight is unknown; nothing more was \
+             written after the failure. Fix its cause, then run broker-fs again: it recovers from what is durable"
+        ),
+        code: 3,
     }
 }
 
@@ -114,7 +268,17 @@ impl From<std::io::Error> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    // clap cannot require a global option, so its absence is checked here, with clap's
+    // own usage error (exit status 2).
+    let Some(data_dir) = cli.data_dir.clone() else {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "--data-dir DIR is required (before or after the command)",
+            )
+            .exit()
+    };
+    match run(cli, data_dir) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("error: {}", f.message);
@@ -123,53 +287,81 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Failure> {
+fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
     let options = DriverOptions::default();
     let json = cli.json;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if let Cmd::Serve = cli.command {
-        let driver = Driver::<serve::Input>::open(&cli.data_dir, options)?;
+        let driver = Driver::<serve::Input>::open(&data_dir, options)?;
         let stdin = std::io::BufReader::new(std::io::stdin());
         return match serve::serve(driver, stdin, &mut out, &mut std::io::stderr()) {
             Outcome::Finished => Ok(()),
-            Outcome::Halted(reason) => Err(Failure { message: format!("the broker halted: {reason}"), code: 3 }),
+            Outcome::Halted(reason) => Err(halted(&reason)),
             Outcome::OutputClosed(e) => Err(e.into()),
         };
     }
-    let mut d = Driver::<()>::open(&cli.data_dir, options)?;
-    match cli.command {
+    let mut d = Driver::<()>::open(&data_dir, options)?;
+    let mut patience = Patience::new(cli.timeout, &data_dir);
+    let result = command(&mut d, &mut patience, cli.command, json, &data_dir, &mut out);
+    // A halt ends every command the same way, whatever the command made of it.
+    if let Some(reason) = d.halted() {
+        return Err(halted(reason));
+    }
+    result
+}
+
+/// Runs one command other than `serve` on an open directory, writing to `out`.
+fn command(
+    d: &mut Driver,
+    patience: &mut Patience,
+    command: Cmd,
+    json: bool,
+    data_dir: &Path,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    match command {
         Cmd::Create { name, partitions, grace_ms } => {
             let settings = TopicSettings { deletion_grace_ms: grace_ms };
-            let reply = d.request(Command::CreateTopic { name: name.clone(), partitions, settings })?;
+            let hint = format!(
+                "The creation of topic {name:?} is journaled: fix the cause (a file or directory in the way of \
+                 the log, a full disk, permissions) and the next start of broker-fs creates its missing logs \
+                 (`broker-fs list` then shows the topic)"
+            );
+            let reply =
+                patience.request(d, Command::CreateTopic { name: name.clone(), partitions, settings }, &hint)?;
             let Reply::Created { topic } = reply else { return Err(unexpected(&reply)) };
             if json {
-                emit(
-                    &mut out,
-                    &json!({ "name": name, "id": topic.0, "partitions": partitions, "grace_ms": grace_ms }),
-                )?;
+                emit(out, &json!({ "name": name, "id": topic.0, "partitions": partitions, "grace_ms": grace_ms }))?;
             } else {
                 writeln!(out, "created topic {name:?} (id {topic}, {partitions} partitions)")?;
             }
         }
         Cmd::Delete { name, wait } => {
-            let reply = d.request(Command::DeleteTopic { name: name.clone() })?;
+            let reply = patience.request(d, Command::DeleteTopic { name: name.clone() }, AGAIN)?;
             let Reply::DeleteAccepted { topic } = reply else { return Err(unexpected(&reply)) };
             let partitions = d.pending_deletions().iter().find(|p| p.topic == topic).map(|p| p.partitions);
             let logs = partitions.map_or("its logs".to_string(), |n| format!("its {n} logs"));
             if wait {
-                d.wait_deletion(topic)?;
+                if !json {
+                    eprintln!("deleted topic {name:?} (id {topic}); waiting for {logs} to be removed...");
+                }
+                let hint = "The deletion is acknowledged (its tombstone is durable): fix the cause, then \
+                            `broker-fs recover` removes the remaining logs";
+                patience.wait(d, hint, |d, until| Ok(d.wait_deletion(topic, Some(until))?.then_some(())))?;
             }
             if json {
-                let state = if wait { "removed" } else { "removal continues in the background" };
-                emit(&mut out, &json!({ "name": name, "id": topic.0, "deleted": true, "physical": state }))?;
+                let state = if wait { "removed" } else { "pending" };
+                emit(out, &json!({ "name": name, "id": topic.0, "deleted": true, "physical": state }))?;
             } else if wait {
                 writeln!(out, "deleted topic {name:?} (id {topic}): the tombstone is durable and {logs} are removed")?;
             } else {
+                // This process exits now: the removal does not go on without it.
                 writeln!(
                     out,
-                    "deleted topic {name:?} (id {topic}): the tombstone is durable; removal of {logs} continues \
-                     in the background (the next start resumes it if this process stops first)"
+                    "deleted topic {name:?} (id {topic}): the tombstone is durable; {logs} are still on disk. \
+                     `broker-fs recover` removes them (so does a running `serve`); any other start of broker-fs \
+                     resumes the removal for as long as it runs"
                 )?;
             }
         }
@@ -179,36 +371,72 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 return Err(Failure { message: "nothing to produce: give values or lines on stdin".into(), code: 1 });
             }
             let key = key.map(String::into_bytes);
+            let total = values.len();
             let mut positions = Vec::new();
-            for chunk in values.chunks(1000) {
+            // The records go in requests of at most PRODUCE_CHUNK; a failed request ends
+            // the produce: (its first record, counted from 1, its length, the failure).
+            let mut failed = None;
+            for chunk in values.chunks(PRODUCE_CHUNK) {
                 let records =
                     chunk.iter().map(|v| ProduceRecord { key: key.clone(), value: v.clone().into_bytes() }).collect();
-                let reply = d.request(Command::Produce { topic: name.clone(), records })?;
-                let Reply::Produced { positions: p, .. } = reply else { return Err(unexpected(&reply)) };
-                positions.extend(p);
+                match patience.request(d, Command::Produce { topic: name.clone(), records }, AGAIN) {
+                    Ok(Reply::Produced { positions: p, .. }) => positions.extend(p),
+                    Ok(reply) => failed = Some((positions.len() + 1, chunk.len(), unexpected(&reply))),
+                    Err(e) => failed = Some((positions.len() + 1, chunk.len(), e)),
+                }
+                if failed.is_some() {
+                    break;
+                }
             }
-            if !json {
+            // What was acknowledged is printed whether or not a later request failed.
+            if !json && failed.is_some() {
+                writeln!(out, "produced {} of {total} records to {name:?}", positions.len())?;
+            } else if !json {
                 writeln!(out, "produced {} records to {name:?}", positions.len())?;
             }
-            for p in positions {
+            for p in &positions {
                 if json {
-                    emit(&mut out, &json!({ "partition": p.partition, "offset": p.offset }))?;
+                    emit(out, &json!({ "partition": p.partition, "offset": p.offset }))?;
                 } else {
                     writeln!(out, "  partition {} offset {}", p.partition, p.offset)?;
                 }
             }
+            if let Some((first, len, failure)) = failed {
+                out.flush()?;
+                let last = first + len - 1;
+                let fate = if d.halted().is_some() || patience.gave_up {
+                    "their outcome is unknown"
+                } else {
+                    "none of them was written (the error counts records from the first of them)"
+                };
+                let unsent = if last < total {
+                    format!("; records {} to {total} were not sent", last + 1)
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "note: produced {} of {total} records (positions above); records {first} to {last} failed as one \
+                     request and {fate}{unsent}",
+                    positions.len()
+                );
+                return Err(failure);
+            }
         }
         Cmd::Fetch { name, partition, offset, max } => {
-            let reply = d.request(Command::Fetch { topic: name.clone(), partition, offset, max_records: max })?;
+            let reply = patience.request(
+                d,
+                Command::Fetch { topic: name.clone(), partition, offset, max_records: max },
+                AGAIN,
+            )?;
             let Reply::Fetched { records, high_watermark, .. } = reply else { return Err(unexpected(&reply)) };
             if !json && records.is_empty() {
                 writeln!(out, "no records at offset {offset} (the high watermark is {high_watermark})")?;
             }
             for r in records {
                 if json {
-                    let key = r.key.as_deref().map_or(Value::Null, bytes_json);
-                    let value = bytes_json(&r.value);
-                    emit(&mut out, &json!({ "partition": partition, "offset": r.offset, "key": key, "value": value }))?;
+                    let key = r.key.as_deref().map_or(Value::Null, jsonbytes::to_json);
+                    let value = jsonbytes::to_json(&r.value);
+                    emit(out, &json!({ "partition": partition, "offset": r.offset, "key": key, "value": value }))?;
                 } else {
                     let key = r.key.as_deref().map_or("-".to_string(), bytes_text);
                     writeln!(out, "offset {}  key {}  value {}", r.offset, key, bytes_text(&r.value))?;
@@ -216,11 +444,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Cmd::List => {
-            let reply = d.request(Command::ListTopics)?;
+            let reply = patience.request(d, Command::ListTopics, AGAIN)?;
             let Reply::Topics(topics) = reply else { return Err(unexpected(&reply)) };
             if json {
                 for t in &topics {
-                    emit(&mut out, &serde_json::to_value(TopicJson::from(t)).unwrap_or_default())?;
+                    emit(out, &serde_json::to_value(TopicJson::from(t)).unwrap_or_default())?;
                 }
             } else if topics.is_empty() {
                 writeln!(out, "no topics")?;
@@ -233,12 +461,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Cmd::Describe { name } => {
-            let reply = d.request(Command::DescribeTopic { name })?;
+            let reply = patience.request(d, Command::DescribeTopic { name }, AGAIN)?;
             let Reply::Described(t) = reply else { return Err(unexpected(&reply)) };
             if json {
-                emit(&mut out, &serde_json::to_value(TopicJson::from(&t)).unwrap_or_default())?;
+                emit(out, &serde_json::to_value(TopicJson::from(&t)).unwrap_or_default())?;
             } else {
-                describe_text(&mut out, &t)?;
+                describe_text(out, &t)?;
             }
         }
         Cmd::Status => {
@@ -247,10 +475,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let notices = d.take_notices();
             if json {
                 let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
-                emit(&mut out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
+                emit(out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
             } else {
                 writeln!(out, "topics: {} live", topics.len())?;
-                pending_text(&mut out, &pending, "removal runs while a broker-fs process has the directory open")?;
+                pending_text(out, &pending, "removal runs while a broker-fs process has the directory open")?;
                 for n in &notices {
                     writeln!(out, "{n}")?;
                 }
@@ -262,7 +490,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if !resumed.is_empty() && !json {
                 eprintln!("waiting for {} pending deletion(s) to finish...", resumed.len());
             }
-            d.wait_quiescent(None)?;
+            let hint = "Fix the cause, then run `broker-fs recover` again";
+            patience.wait(d, hint, |d, until| Ok(d.wait_quiescent(Some(until))?.then_some(())))?;
             let notices = d.take_notices();
             let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
             let strays: Vec<String> = notices
@@ -283,9 +512,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if json {
                 let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
                 emit(
-                    &mut out,
+                    out,
                     &json!({
-                        "data_dir": cli.data_dir.display().to_string(),
+                        "data_dir": data_dir.display().to_string(),
                         "journal_epoch": epoch,
                         "topics": topics,
                         "finished_deletions": resumed,
@@ -296,7 +525,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     }),
                 )?;
             } else {
-                writeln!(out, "recovered {} (journal epoch {epoch})", cli.data_dir.display())?;
+                writeln!(out, "recovered {} (journal epoch {epoch})", data_dir.display())?;
                 writeln!(out, "topics: {} live", topics.len())?;
                 for r in &resumed {
                     writeln!(
@@ -339,14 +568,6 @@ fn read_stdin_lines() -> Result<Vec<String>, Failure> {
         values.push(line);
     }
     Ok(values)
-}
-
-/// Bytes as a JSON string if they are UTF-8, else as an array of numbers (lossless).
-fn bytes_json(b: &[u8]) -> Value {
-    match std::str::from_utf8(b) {
-        Ok(s) => Value::String(s.to_string()),
-        Err(_) => json!(b),
-    }
 }
 
 /// Bytes as text: as they are if printable UTF-8, escaped otherwise.

@@ -4,13 +4,16 @@
 //!
 //! - `{"id": ID, "command": COMMAND}`: a broker command, in the core's own serde form,
 //!   for example `{"id": 1, "command": {"CreateTopic": {"name": "orders", "partitions":
-//!   3, "settings": {"deletion_grace_ms": 0}}}}`. Keys and values are byte arrays.
+//!   3, "settings": {"deletion_grace_ms": 0}}}}`. Keys and values are JSON strings
+//!   when they are UTF-8, else `{"base64": "..."}`; an array of numbers (the core's own
+//!   form) is accepted too. See [`crate::jsonbytes`].
 //! - `{"id": ID, "status": true}`: live topics and pending deletions, at once.
 //!
 //! `ID` is any JSON value the client likes; it is echoed, never interpreted. Requests
 //! run concurrently: replies come in the order they complete, one line each:
 //!
-//! - `{"id": ID, "ok": REPLY}`, the core's [`Reply`] in its serde form;
+//! - `{"id": ID, "ok": REPLY}`, the core's [`Reply`] in its serde form, except that
+//!   fetched keys and values are strings or `{"base64": "..."}` as above;
 //! - `{"id": ID, "error": MESSAGE, "kind": ERROR}`, where `kind` is the core's
 //!   [`BrokerError`] in serde form (`null` for a line that could not be parsed);
 //! - `{"id": ID, "status": {"topics": [...], "pending": [...]}}`.
@@ -24,6 +27,7 @@
 //! of input, `serve` waits for the replies still owed, then ends.
 
 use crate::driver::{Driver, DriverEvent};
+use crate::jsonbytes;
 use broker_core::{BrokerError, Command, DeletionStatus, HaltReason, Reply, RequestId, TopicDescription};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -45,8 +49,9 @@ pub enum Input {
 struct Request {
     #[serde(default)]
     id: Value,
+    /// The core's `Command`, with keys and values in any form [`jsonbytes`] reads.
     #[serde(default)]
-    command: Option<Command>,
+    command: Option<Value>,
     #[serde(default)]
     status: Option<Value>,
 }
@@ -127,7 +132,8 @@ pub fn status_of<M: Send + 'static>(driver: &Driver<M>) -> Status {
 pub enum Outcome {
     /// End of input, every reply sent.
     Finished,
-    /// The broker halted (exit status 3).
+    /// The broker halted (exit status 3): the `halted` event is written, the reason
+    /// is for the caller to print.
     Halted(HaltReason),
     /// Writing a reply failed (the reader went away).
     OutputClosed(std::io::Error),
@@ -166,7 +172,11 @@ pub fn serve(
         write_line(output, &serde_json::json!({ "event": "ready" }))?;
         loop {
             if ended && in_flight.is_empty() {
-                return Ok(Outcome::Finished);
+                // A halt that came with the last replies still ends in a halt.
+                return match driver.halted() {
+                    Some(reason) => halt(output, reason.clone()),
+                    None => Ok(Outcome::Finished),
+                };
             }
             let event = driver.next_event(None);
             emit_notices(&mut driver, log);
@@ -178,10 +188,16 @@ pub fn serve(
                         continue;
                     }
                     match serde_json::from_str::<Request>(&line) {
-                        Ok(Request { id, command: Some(command), status: None }) => {
-                            let request = driver.submit(command);
-                            in_flight.insert(request, id);
-                        }
+                        Ok(Request { id, command: Some(command), status: None }) => match command_from_json(command) {
+                            Ok(command) => {
+                                let request = driver.submit(command);
+                                in_flight.insert(request, id);
+                            }
+                            Err(e) => {
+                                let msg = format!("invalid command: {e}");
+                                write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
+                            }
+                        },
                         Ok(Request { id, command: None, status: Some(_) }) => {
                             let status = serde_json::to_value(status_of(&driver)).unwrap_or(Value::Null);
                             write_line(output, &serde_json::json!({ "id": id, "status": status }))?;
@@ -204,24 +220,62 @@ pub fn serve(
                     let id = in_flight.remove(&request).unwrap_or(Value::Null);
                     write_line(output, &reply_json(id, &reply))?;
                 }
-                Some(DriverEvent::Halted(reason)) => {
-                    let msg = reason.to_string();
-                    let _ = writeln!(log, "error: the broker halted: {msg}");
-                    write_line(output, &serde_json::json!({ "event": "halted", "reason": msg }))?;
-                    return Ok(Outcome::Halted(reason));
-                }
+                Some(DriverEvent::Halted(reason)) => return halt(output, reason),
             }
         }
     })();
     result.unwrap_or_else(Outcome::OutputClosed)
 }
 
+/// Writes the `halted` event; the caller prints the reason to standard error.
+fn halt(output: &mut impl Write, reason: HaltReason) -> std::io::Result<Outcome> {
+    write_line(output, &serde_json::json!({ "event": "halted", "reason": reason.to_string() }))?;
+    Ok(Outcome::Halted(reason))
+}
+
 /// The JSON line answering one request.
 pub fn reply_json(id: Value, reply: &Result<Reply, BrokerError>) -> Value {
     match reply {
-        Ok(r) => serde_json::json!({ "id": id, "ok": r }),
+        Ok(r) => serde_json::json!({ "id": id, "ok": reply_value(r) }),
         Err(e) => serde_json::json!({ "id": id, "error": e.to_string(), "kind": e }),
     }
+}
+
+/// A reply in the core's serde form, except that fetched keys and values are strings
+/// or `{"base64": ...}` (see [`jsonbytes`]) instead of arrays of numbers.
+pub fn reply_value(reply: &Reply) -> Value {
+    match reply {
+        Reply::Fetched { topic, records, high_watermark } => {
+            let records: Vec<Value> = records
+                .iter()
+                .map(|r| {
+                    let key = r.key.as_deref().map_or(Value::Null, jsonbytes::to_json);
+                    serde_json::json!({ "offset": r.offset, "key": key, "value": jsonbytes::to_json(&r.value) })
+                })
+                .collect();
+            serde_json::json!({ "Fetched": { "topic": topic, "records": records, "high_watermark": high_watermark } })
+        }
+        other => serde_json::to_value(other).unwrap_or(Value::Null),
+    }
+}
+
+/// The core's command from its serde form, where the key and value of each produced
+/// record may also come as a string or `{"base64": ...}` (see [`jsonbytes`]).
+pub fn command_from_json(mut command: Value) -> Result<Command, String> {
+    let records = command.get_mut("Produce").and_then(|p| p.get_mut("records")).and_then(Value::as_array_mut);
+    for (i, record) in records.into_iter().flatten().enumerate() {
+        let Some(fields) = record.as_object_mut() else { continue };
+        for name in ["key", "value"] {
+            match fields.get(name) {
+                None | Some(Value::Null) => {}
+                Some(form) => {
+                    let bytes = jsonbytes::from_json(form).map_err(|e| format!("record {i}: {name}: {e}"))?;
+                    fields.insert(name.to_string(), Value::from(bytes));
+                }
+            }
+        }
+    }
+    serde_json::from_value(command).map_err(|e| e.to_string())
 }
 
 fn write_line(out: &mut impl Write, v: &Value) -> std::io::Result<()> {

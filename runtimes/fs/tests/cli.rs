@@ -1,5 +1,6 @@
-//! The CLI end to end: a session, JSON output, and bad input (a corrupt journal, a
-//! torn tail, stray logs, unknown entries, a held lock, a halt).
+//! The CLI end to end: a session, JSON output, options in any place, and bad input (a
+//! corrupt journal, a torn tail, stray logs, unknown entries, a held lock, halts, a
+//! produce refused part way, storage that keeps failing until `--timeout`).
 
 mod common;
 
@@ -43,11 +44,22 @@ fn a_session_create_produce_fetch_delete_status_recover() {
     assert!(cli_ok(d, &["describe", "orders"]).contains("partitions  3"));
 
     let deleted = cli_ok(d, &["delete", "orders"]);
-    assert!(deleted.contains("tombstone is durable") && deleted.contains("continues"), "{deleted}");
+    // The process exits right after: nothing goes on "in the background".
+    assert!(deleted.contains("tombstone is durable"), "{deleted}");
+    assert!(!deleted.contains("background") && !deleted.contains("continues"), "{deleted}");
+    assert!(
+        deleted.contains("still on disk") && deleted.contains("broker-fs recover"),
+        "says what removes them: {deleted}"
+    );
     assert!(cli_ok(d, &["list"]).contains("no topics"));
     let status = cli_ok(d, &["status"]);
     assert!(status.contains("pending deletions: 1") && status.contains("\"orders\""), "{status}");
     assert_eq!(log_files(d).len(), 3, "the grace delay keeps the logs for now");
+
+    // --json says the same.
+    cli_ok(d, &["create", "other", "--partitions", "1", "--grace-ms", "300"]);
+    let deleted: Value = serde_json::from_str(cli_ok(d, &["delete", "other", "--json"]).trim()).unwrap();
+    assert_eq!(deleted["physical"], "pending", "{deleted}");
 
     let recovered = cli_ok(d, &["recover"]);
     assert!(recovered.contains("finished the deletion of \"orders\""), "{recovered}");
@@ -55,10 +67,10 @@ fn a_session_create_produce_fetch_delete_status_recover() {
     assert!(cli_ok(d, &["status"]).contains("pending deletions: none"));
     assert!(log_files(d).is_empty());
 
-    // The name can be used again: a new incarnation, empty.
+    // The name can be used again: a new incarnation (after t0 "orders", t1 "other"), empty.
     cli_ok(d, &["create", "orders", "--partitions", "1"]);
     let listed = lines_json(&cli_ok(d, &["list", "--json"]));
-    assert_eq!(listed[0]["id"], 1);
+    assert_eq!(listed[0]["id"], 2);
     assert_eq!(listed[0]["high_watermarks"], json!([0]));
 }
 
@@ -213,4 +225,291 @@ fn serve_answers_json_lines_and_exits_non_zero_on_a_halt() {
     std::fs::remove_dir(d.join("journal")).unwrap();
     std::fs::rename(tmp.path().join("journal.saved"), d.join("journal")).unwrap();
     assert!(cli_ok(&d, &["list"]).contains('a'));
+}
+
+/// Runs `broker-fs ARGS...` exactly as given (no `--data-dir` added).
+fn raw(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(common::BIN).args(args).output().expect("spawn broker-fs")
+}
+
+#[test]
+fn global_options_go_before_or_after_the_subcommand() {
+    let tmp = TempDir::new("global-args");
+    let d = tmp.path().to_str().unwrap();
+    cli_ok(tmp.path(), &["create", "t", "--partitions", "1"]);
+    for args in [
+        &["--json", "--data-dir", d, "list"][..],
+        &["--data-dir", d, "list", "--json"],
+        &["--data-dir", d, "--json", "list"],
+        &["list", "--data-dir", d, "--json"],
+        &["list", "--json", "--data-dir", d],
+        &["--json", "list", "--data-dir", d],
+    ] {
+        let out = raw(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let listed = lines_json(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(listed.len(), 1, "{args:?}");
+        assert_eq!(listed[0]["name"], "t", "{args:?}");
+    }
+    let out = raw(&["list"]);
+    assert_eq!(out.status.code(), Some(2), "no data directory is bad usage");
+    assert!(stderr(&out).contains("--data-dir"), "{}", stderr(&out));
+}
+
+/// Runs `broker-fs --data-dir DIR ARGS...` with `stdin`, under a file size limit of 100
+/// blocks (`ulimit -f`; 50 or 100 KiB, as the shell counts): a write past it fails with
+/// "File too large", even as root, which makes a log write fail on demand.
+fn cli_with_file_limit(dir: &std::path::Path, args: &[&str], stdin: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    // SIGXFSZ ignored: the write fails instead of killing the process.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap "" XFSZ; ulimit -f 100; exec "$0" "$@""#)
+        .arg(common::BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_halt_inside_a_request_prints_its_reason_and_exits_3() {
+    let tmp = TempDir::new("halt-request");
+    let d = tmp.path();
+    cli_ok(d, &["create", "a", "--partitions", "1"]);
+    // A 300 KB record: appending it to the log fails, and a failed log write halts.
+    let big = vec![b'x'; 300_000];
+    let out = cli_with_file_limit(d, &["produce", "a"], &big);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("halted"), "{err}");
+    assert!(err.contains("write to log") && err.contains("File too large"), "names the failure: {err}");
+    // The next start recovers from what is durable: the record was never acknowledged.
+    let listed = lines_json(&cli_ok(d, &["list", "--json"]));
+    assert_eq!(listed[0]["high_watermarks"], json!([0]));
+}
+
+#[test]
+fn serve_whose_input_has_ended_still_reports_a_halt_and_exits_3() {
+    let tmp = TempDir::new("serve-halt-eof");
+    let d = tmp.path().join("data");
+    let mut server = Server::start(&d, &tmp.path().join("serve.stderr"));
+    server.call(json!({ "CreateTopic": { "name": "a", "partitions": 1, "settings": { "deletion_grace_ms": 0 } } }));
+    // The next journal write fails: the journal's name now holds a directory.
+    std::fs::rename(d.join("journal"), tmp.path().join("journal.saved")).unwrap();
+    std::fs::create_dir(d.join("journal")).unwrap();
+    let id = server.send(json!({ "DeleteTopic": { "name": "a" } }));
+    // The input ends with the delete in flight.
+    let (status, lines) = server.end_input();
+    let reply = lines.iter().find(|l| l["id"] == id).unwrap_or_else(|| panic!("no reply: {lines:?}"));
+    assert!(reply["error"].as_str().unwrap().contains("halted"), "{reply}");
+    assert!(lines.iter().any(|l| l["event"] == "halted"), "{lines:?}");
+    assert_eq!(status.code(), Some(3), "{lines:?}");
+}
+
+#[test]
+fn a_produce_whose_later_chunk_fails_prints_what_was_acknowledged_first() {
+    let tmp = TempDir::new("produce-partial");
+    let d = tmp.path();
+    cli_ok(d, &["create", "t", "--partitions", "1"]);
+    // The CLI sends stdin in chunks of 1000 records: the first chunk is fine, the second
+    // holds a record larger than the broker accepts (1 MiB).
+    let mut input: String = (0..1000).map(|i| format!("v{i}\n")).collect();
+    input.push_str(&"x".repeat(1_100_000));
+    input.push('\n');
+    let out = cli(d, &["produce", "t", "--json"], &input);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let acked = lines_json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(acked.len(), 1000, "every acknowledged position is printed: {err}");
+    assert_eq!(acked[999], json!({ "partition": 0, "offset": 999 }));
+    assert!(err.contains("exceeds the size limit"), "names the failure: {err}");
+    assert!(err.contains("1000 of 1001"), "says how far it got: {err}");
+
+    let out = cli(d, &["produce", "t"], &input);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text.contains("produced 1000 of 1001 records"), "{text}");
+    assert!(text.contains("partition 0 offset 1999"), "{text}");
+    assert_eq!(lines_json(&cli_ok(d, &["list", "--json"]))[0]["high_watermarks"], json!([2000]));
+}
+
+/// A `broker-fs --data-dir DIR ARGS...` process whose output goes to files next to
+/// `dir`, so that a test can watch it run and bound how long it may take.
+struct Running {
+    child: std::process::Child,
+    out: std::path::PathBuf,
+    err: std::path::PathBuf,
+}
+
+impl Running {
+    fn start(dir: &std::path::Path, args: &[&str]) -> Running {
+        use std::process::{Command, Stdio};
+        let out = dir.with_extension("stdout");
+        let err = dir.with_extension("stderr");
+        let child = Command::new(common::BIN)
+            .arg("--data-dir")
+            .arg(dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("spawn broker-fs");
+        Running { child, out, err }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    /// Waits until standard error contains `text`, for at most `limit`.
+    fn wait_stderr(&mut self, text: &str, limit: std::time::Duration) {
+        let start = std::time::Instant::now();
+        while !self.stderr().contains(text) {
+            assert!(self.child.try_wait().unwrap().is_none(), "exited before saying {text:?}: {}", self.stderr());
+            assert!(start.elapsed() < limit, "no {text:?} within {limit:?}: {}", self.stderr());
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for the exit for at most `limit`: a process still running then is killed
+    /// and fails the test. Returns the exit status, stdout and stderr.
+    fn finish(mut self, limit: std::time::Duration) -> (Option<i32>, String, String) {
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("still running after {limit:?}; stderr so far: {}", self.stderr());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        (status.code(), std::fs::read_to_string(&self.out).unwrap(), self.stderr())
+    }
+}
+
+/// How long a command that must give up after `--timeout 1` may take in all.
+const GIVE_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+#[test]
+fn a_create_whose_log_cannot_be_created_reports_retries_and_gives_up() {
+    let tmp = TempDir::new("create-timeout");
+    let d = tmp.path().join("data");
+    std::fs::create_dir(&d).unwrap();
+    // A directory in the place of the first log: creating the log fails every time.
+    let squatter = d.join("0000000000000000-00000000.log");
+    std::fs::create_dir(&squatter).unwrap();
+    let (code, _, err) =
+        Running::start(&d, &["create", "a", "--partitions", "1", "--timeout", "1"]).finish(GIVE_UP_LIMIT);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("retrying: creating log 0000000000000000-00000000.log"), "progress: {err}");
+    assert!(err.contains("Is a directory"), "the last error: {err}");
+    assert!(err.contains("error: gave up"), "{err}");
+    assert!(err.contains(" times"), "how many attempts: {err}");
+    assert!(err.contains("journaled") && err.contains("--timeout"), "what to do: {err}");
+    // As the message says: once the cause is gone, the next start creates the log.
+    std::fs::remove_dir(&squatter).unwrap();
+    assert_eq!(lines_json(&cli_ok(&d, &["list", "--json"]))[0]["name"], "a");
+    assert!(squatter.is_file());
+}
+
+#[test]
+fn a_recover_whose_removal_keeps_failing_reports_retries_and_gives_up() {
+    let tmp = TempDir::new("recover-timeout");
+    let d = tmp.path().join("data");
+    cli_ok(&d, &["create", "a", "--partitions", "2", "--grace-ms", "200"]);
+    cli_ok(&d, &["delete", "a"]);
+    // The grace delay kept the logs; one of them is now a directory, which unlink refuses.
+    let log = d.join("0000000000000000-00000001.log");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let (code, _, err) = Running::start(&d, &["recover", "--timeout", "1"]).finish(GIVE_UP_LIMIT);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("retrying: removing log 0000000000000000-00000001.log"), "progress: {err}");
+    assert!(err.contains("error: gave up") && err.contains("Is a directory"), "{err}");
+    assert!(err.contains("recover"), "what to do: {err}");
+    std::fs::remove_dir(&log).unwrap();
+    assert!(cli_ok(&d, &["recover"]).contains("pending deletions: none"));
+}
+
+#[test]
+fn a_delete_wait_whose_removal_keeps_failing_reports_retries_and_gives_up() {
+    let tmp = TempDir::new("delete-timeout");
+    let d = tmp.path().join("data");
+    cli_ok(&d, &["create", "a", "--partitions", "1", "--grace-ms", "1500"]);
+    let mut run = Running::start(&d, &["delete", "a", "--wait", "--timeout", "1"]);
+    // Acknowledged; the grace delay holds the removal back while the log turns into a
+    // directory, which unlink refuses.
+    run.wait_stderr("waiting for", std::time::Duration::from_secs(10));
+    let log = d.join("0000000000000000-00000000.log");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let (code, _, err) = run.finish(GIVE_UP_LIMIT);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("retrying: removing log 0000000000000000-00000000.log"), "progress: {err}");
+    assert!(err.contains("error: gave up") && err.contains("Is a directory"), "{err}");
+    assert!(err.contains("tombstone is durable") && err.contains("recover"), "what to do: {err}");
+    assert!(cli_ok(&d, &["list"]).contains("no topics"), "the delete was acknowledged");
+}
+
+#[test]
+fn serve_carries_keys_and_values_as_strings_and_other_bytes_as_base64() {
+    let tmp = TempDir::new("serve-bytes");
+    let d = tmp.path().join("data");
+    let mut server = Server::start(&d, &tmp.path().join("serve.stderr"));
+    server.call(json!({ "CreateTopic": { "name": "b", "partitions": 1, "settings": { "deletion_grace_ms": 0 } } }));
+    let produced = server.call(json!({ "Produce": { "topic": "b", "records": [
+        { "key": "customer-7", "value": "héllo" },
+        { "key": null, "value": { "base64": "/wA=" } },
+        { "key": { "base64": "" }, "value": [104, 105] },
+    ] } }));
+    assert_eq!(produced["Produced"]["positions"].as_array().map(Vec::len), Some(3), "{produced}");
+    let fetched = server.call(json!({ "Fetch": { "topic": "b", "partition": 0, "offset": 0, "max_records": 10 } }));
+    assert_eq!(
+        fetched["Fetched"]["records"],
+        json!([
+            { "offset": 0, "key": "customer-7", "value": "héllo" },
+            { "offset": 1, "key": null, "value": { "base64": "/wA=" } },
+            { "offset": 2, "key": "", "value": "hi" },
+        ]),
+        "{fetched}"
+    );
+    // A malformed form is refused with a message that names it.
+    let id =
+        server.send(json!({ "Produce": { "topic": "b", "records": [{ "key": null, "value": { "base64": "@@" } }] } }));
+    let reply = server.wait(id);
+    assert!(reply["error"].as_str().unwrap().contains("base64"), "{reply}");
+    server.close();
+    // fetch --json uses the same forms.
+    let fetched = lines_json(&cli_ok(&d, &["fetch", "b", "--partition", "0", "--offset", "0", "--json"]));
+    assert_eq!(fetched[0]["value"], "héllo");
+    assert_eq!(fetched[1]["value"], json!({ "base64": "/wA=" }));
+}
+
+#[test]
+fn a_start_whose_recovery_keeps_failing_names_the_failure_and_what_to_do() {
+    let tmp = TempDir::new("recovery-fails");
+    let d = tmp.path();
+    cli_ok(d, &["create", "a", "--partitions", "1"]);
+    // A live topic's log is now a directory: opening it fails on every attempt.
+    let log = d.join("0000000000000000-00000000.log");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let out = cli(d, &["list"], "");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot recover") && err.contains("opening log 0000000000000000-00000000.log"), "{err}");
+    assert!(err.contains("Is a directory"), "{err}");
+    assert!(err.contains("fix the cause") && err.contains("run broker-fs again"), "what to do: {err}");
 }

@@ -189,6 +189,19 @@ impl Server {
         (status, lines)
     }
 
+    /// Closes standard input at once, then waits for the process to exit by itself;
+    /// returns its status and the lines it wrote that were not read yet.
+    pub fn end_input(self) -> (std::process::ExitStatus, Vec<Value>) {
+        let Server { mut child, stdin, lines, stash, .. } = self;
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let mut out: Vec<Value> = stash.into_values().collect();
+        while let Ok(v) = lines.recv_timeout(REPLY_TIMEOUT) {
+            out.push(v);
+        }
+        (status, out)
+    }
+
     /// Closes standard input and waits for a clean exit.
     pub fn close(self) {
         let Server { mut child, stdin, .. } = self;
