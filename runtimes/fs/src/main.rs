@@ -230,6 +230,29 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
 /// The most records `produce` sends in one request.
 const PRODUCE_CHUNK: usize = 1000;
 
+/// Splits `records` into requests of at most [`PRODUCE_CHUNK`] records and at most
+/// `max_bytes` as stored, in order. A record too large on its own goes alone, for the
+/// broker to refuse with a typed error.
+fn produce_chunks(records: Vec<ProduceRecord>, max_bytes: u64) -> Vec<Vec<ProduceRecord>> {
+    let mut chunks: Vec<Vec<ProduceRecord>> = Vec::new();
+    let mut bytes = 0;
+    for record in records {
+        let size = broker_core::logcodec::batch_bytes([&record]);
+        match chunks.last_mut() {
+            // A batch's fixed header counts once: `size` includes it again.
+            Some(chunk) if chunk.len() < PRODUCE_CHUNK && bytes + size - 12 <= max_bytes => {
+                bytes += size - 12;
+                chunk.push(record);
+            }
+            _ => {
+                bytes = size;
+                chunks.push(vec![record]);
+            }
+        }
+    }
+    chunks
+}
+
 /// A failure of the CLI: what to print and the exit status.
 struct Failure {
     message: String,
@@ -373,16 +396,16 @@ fn command(
             let key = key.map(String::into_bytes);
             let total = values.len();
             let mut positions = Vec::new();
-            // The records go in requests of at most PRODUCE_CHUNK; a failed request ends
+            // The records go in requests within the broker's limits; a failed request ends
             // the produce: (its first record, counted from 1, its length, the failure).
             let mut failed = None;
-            for chunk in values.chunks(PRODUCE_CHUNK) {
-                let records =
-                    chunk.iter().map(|v| ProduceRecord { key: key.clone(), value: v.clone().into_bytes() }).collect();
+            let records = values.into_iter().map(|v| ProduceRecord { key: key.clone(), value: v.into_bytes() });
+            for records in produce_chunks(records.collect(), d.broker().config().batch_bytes_limit()) {
+                let len = records.len();
                 match patience.request(d, Command::Produce { topic: name.clone(), records }, AGAIN) {
                     Ok(Reply::Produced { positions: p, .. }) => positions.extend(p),
-                    Ok(reply) => failed = Some((positions.len() + 1, chunk.len(), unexpected(&reply))),
-                    Err(e) => failed = Some((positions.len() + 1, chunk.len(), e)),
+                    Ok(reply) => failed = Some((positions.len() + 1, len, unexpected(&reply))),
+                    Err(e) => failed = Some((positions.len() + 1, len, e)),
                 }
                 if failed.is_some() {
                     break;
