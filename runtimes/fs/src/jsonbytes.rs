@@ -2,9 +2,9 @@
 //! bytes are valid UTF-8, else an object `{"base64": "..."}` (standard alphabet, with
 //! padding). On input an array of numbers (the core's own serde form) is accepted too.
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use serde_json::{json, Value};
-
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Bytes as JSON: a string if they are UTF-8, else `{"base64": "..."}`.
 pub fn to_json(bytes: &[u8]) -> Value {
@@ -34,45 +34,14 @@ pub fn from_json(v: &Value) -> Result<Vec<u8>, String> {
 
 /// Standard base64 with padding.
 pub fn encode_base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    STANDARD.encode(bytes)
 }
 
 /// Decodes standard base64; padding is required, whitespace is not allowed.
 pub fn decode_base64(s: &str) -> Result<Vec<u8>, String> {
-    let bad = || format!("invalid base64 {s:?}: use the standard alphabet (A-Z a-z 0-9 + /) with = padding");
-    let bytes = s.as_bytes();
-    if !bytes.len().is_multiple_of(4) {
-        return Err(bad());
-    }
-    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
-    for (i, quad) in bytes.chunks(4).enumerate() {
-        let last = i + 1 == bytes.len() / 4;
-        let pad = quad.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && !last) {
-            return Err(bad());
-        }
-        let mut n = 0u32;
-        for &c in &quad[..4 - pad] {
-            let v = ALPHABET.iter().position(|&a| a == c).ok_or_else(bad)?;
-            n = n << 6 | v as u32;
-        }
-        n <<= 6 * pad as u32;
-        let decoded = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&decoded[..3 - pad]);
-    }
-    Ok(out)
+    STANDARD
+        .decode(s)
+        .map_err(|e| format!("invalid base64 {s:?} ({e}): use the standard alphabet (A-Z a-z 0-9 + /) with = padding"))
 }
 
 #[cfg(test)]
