@@ -45,6 +45,10 @@ pub struct Model {
     pub deleted: BTreeSet<TopicId>,
     /// Acknowledged records by position.
     pub acked: BTreeMap<(TopicId, u32, u64), RecordBytes>,
+    /// Records a fetch served that were never acknowledged (a restarted broker serves
+    /// what it found in the log): served below the high watermark, they count as
+    /// committed, and must read back the same for the rest of the run.
+    pub served: BTreeMap<(TopicId, u32, u64), RecordBytes>,
     /// Where each acknowledged value landed.
     value_home: BTreeMap<Vec<u8>, (TopicId, u32, u64)>,
     /// Every value ever sent, with the topic name it was sent to.
@@ -232,6 +236,16 @@ impl Model {
             }
             let at = (topic, pos.partition, pos.offset);
             let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
+            if let Some(served) = self.served.get(&at).filter(|s| **s != bytes) {
+                let detail = format!(
+                    "{topic}/p{}@{} was served as {}, then acknowledged for {}",
+                    pos.partition,
+                    pos.offset,
+                    label(&served.value),
+                    label(&rec.value)
+                );
+                self.flag(now, Checker::Durability, detail);
+            }
             if let Some(prev) = self.acked.insert(at, bytes) {
                 let detail = format!(
                     "offset {}/p{}@{} acknowledged twice (first {}, then {})",
@@ -262,6 +276,18 @@ impl Model {
             }
             return;
         }
+        if let Some(served) = self.served.get(&at) {
+            if served != got {
+                let detail = format!(
+                    "{topic}/p{partition}@{offset} was served as {}, later reads {}",
+                    label(&served.value),
+                    label(&got.value)
+                );
+                self.flag(now, Checker::Durability, detail);
+            }
+            return;
+        }
+        self.served.insert(at, got.clone());
         if let Some(home) = self.value_home.get(&got.value) {
             if *home != at {
                 let detail = format!(

@@ -711,8 +711,12 @@ impl Sim {
             for p in 0..t.partitions {
                 let log = LogId { topic: t.id, partition: p };
                 let hw = t.high_watermarks.get(p as usize).copied().unwrap_or(0);
-                let acked: Vec<(u64, RecordBytes)> =
-                    self.model.acked.range((t.id, p, 0)..=(t.id, p, u64::MAX)).map(|(k, v)| (k.2, v.clone())).collect();
+                // What was served (below the high watermark) counts as committed too.
+                let range = (t.id, p, 0)..=(t.id, p, u64::MAX);
+                let served = self.model.served.range(range.clone()).map(|(k, v)| (k.2, v.clone()));
+                let mut acked: Vec<(u64, RecordBytes)> =
+                    self.model.acked.range(range).map(|(k, v)| (k.2, v.clone())).chain(served).collect();
+                acked.sort_by_key(|(o, _)| *o);
                 let is_rotted = rotted.contains(&log.file_name());
                 if let Some((last, _)) = acked.last() {
                     if *last >= hw && !is_rotted {
