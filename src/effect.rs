@@ -60,11 +60,18 @@ pub enum StorageOp {
         /// The log.
         log: LogId,
     },
-    /// Open an existing log: validate it, truncate a torn tail (durably) and report the
-    /// next offset. Output: [`OpOutput::Opened`]; `NotFound` if absent.
+    /// Open an existing log: validate it and report the next offset, which is
+    /// `acked_end`. Records below `acked_end` were acknowledged (the journal says so):
+    /// damage among them, or their absence, is reported as corruption on every read of
+    /// them and their offsets are never reused; nothing of them is ever cut. Everything
+    /// from `acked_end` on was never acknowledged (a torn write, or bytes still in the
+    /// page cache that never became durable) and is cut, durably, before the output.
+    /// Output: [`OpOutput::Opened`]; `NotFound` if absent.
     OpenLog {
         /// The log.
         log: LogId,
+        /// One past the last acknowledged offset, from the journal.
+        acked_end: u64,
     },
     /// Append records (with dense offsets continuing the log). Durable only after a
     /// later [`StorageOp::SyncLog`] of the same log completes; after a crash an
@@ -103,7 +110,7 @@ impl StorageOp {
     pub fn log(&self) -> Option<LogId> {
         match self {
             StorageOp::CreateLog { log }
-            | StorageOp::OpenLog { log }
+            | StorageOp::OpenLog { log, .. }
             | StorageOp::Append { log, .. }
             | StorageOp::SyncLog { log }
             | StorageOp::Read { log, .. }

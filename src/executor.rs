@@ -100,7 +100,11 @@ impl<F: FileSystem> Executor<F> {
             StorageOp::ReplaceJournal { contents, keep_old } => self.replace_journal(contents, *keep_old),
             StorageOp::ListLogs => self.list_logs(),
             StorageOp::CreateLog { log } => self.create_log(*log),
-            StorageOp::OpenLog { log } => self.open_log(*log).map(|l| OpOutput::Opened { next_offset: l.next_offset }),
+            StorageOp::OpenLog { log, acked_end } => {
+                // Always judged afresh against the journal's acknowledged end.
+                self.logs.remove(log);
+                self.open_log(*log, Some(*acked_end)).map(|l| OpOutput::Opened { next_offset: l.next_offset })
+            }
             StorageOp::Append { log, records } => self.append(*log, records),
             StorageOp::SyncLog { log } => self.fs.sync_file(&log.file_name()).map(|()| OpOutput::Done),
             StorageOp::Read { log, offset, max_records } => self.read(*log, *offset, *max_records),
@@ -192,15 +196,17 @@ impl<F: FileSystem> Executor<F> {
         Ok(OpOutput::Done)
     }
 
-    /// Opens `log` (or returns its cached state): validates it and durably cuts a torn tail.
-    fn open_log(&mut self, log: LogId) -> Result<&OpenLog, StorageError> {
+    /// Opens `log` (or returns its cached state): validates it and durably cuts what was
+    /// never acknowledged (see [`logcodec::open_log`]; `acked` is the journal's
+    /// acknowledged end, unknown when a read or append reopens a log it forgot).
+    fn open_log(&mut self, log: LogId, acked: Option<u64>) -> Result<&OpenLog, StorageError> {
         if !self.logs.contains_key(&log) {
             let name = log.file_name();
             let file_len = self.fs.len(&name)?;
             let img = if file_len < LOG_HEADER_LEN as u64 {
-                logcodec::open_log(log, &self.fs.read_all(&name)?)?
+                logcodec::open_log(log, &self.fs.read_all(&name)?, acked)?
             } else {
-                self.scan_log(log, &name, file_len)?
+                self.scan_log(log, &name, file_len, acked)?
             };
             let len = if img.needs_header {
                 self.fs.truncate(&name, 0)?;
@@ -224,7 +230,13 @@ impl<F: FileSystem> Executor<F> {
     /// batches are read a chunk at a time; from the first frame that is not one (damage, a
     /// torn tail), the rest of the file is read and judged by the same rules as
     /// [`logcodec::open_log`], which this returns the same answer as.
-    fn scan_log(&mut self, log: LogId, name: &str, file_len: u64) -> Result<logcodec::LogImage, StorageError> {
+    fn scan_log(
+        &mut self,
+        log: LogId,
+        name: &str,
+        file_len: u64,
+        acked: Option<u64>,
+    ) -> Result<logcodec::LogImage, StorageError> {
         logcodec::check_header(log, &self.fs.read_at(name, 0, LOG_HEADER_LEN)?)?;
         let mut index = Vec::new();
         let (mut pos, mut next) = (LOG_HEADER_LEN as u64, 0u64);
@@ -232,6 +244,8 @@ impl<F: FileSystem> Executor<F> {
         while pos < file_len {
             let rel = (pos - buf_start) as usize;
             match logcodec::clean_batch_at(log, &buf, rel, pos, next) {
+                // From the acknowledged end on, the slow path below decides what to cut.
+                logcodec::Step::Batch(entry) if acked.is_some_and(|a| entry.offset >= a) => break,
                 logcodec::Step::Batch(entry) => {
                     pos += u64::from(entry.len);
                     next = entry.end();
@@ -249,7 +263,7 @@ impl<F: FileSystem> Executor<F> {
             }
         }
         let rest = self.fs.read_at(name, pos, (file_len - pos) as usize)?;
-        let mut img = logcodec::open_log_from(log, &rest, pos, next)?;
+        let mut img = logcodec::open_log_from(log, &rest, pos, next, acked)?;
         index.append(&mut img.index);
         img.index = index;
         Ok(img)
@@ -257,7 +271,7 @@ impl<F: FileSystem> Executor<F> {
 
     fn append(&mut self, log: LogId, records: &[crate::effect::AppendRecord]) -> OpResult {
         let (at, next) = {
-            let l = self.open_log(log)?;
+            let l = self.open_log(log, None)?;
             (l.len, l.next_offset)
         };
         let dense = records.iter().enumerate().all(|(i, r)| r.offset == next + i as u64);
@@ -286,7 +300,7 @@ impl<F: FileSystem> Executor<F> {
     }
 
     fn read(&mut self, log: LogId, offset: u64, max_records: u32) -> OpResult {
-        let l = self.open_log(log)?;
+        let l = self.open_log(log, None)?;
         if let Some(h) = l.holes.iter().find(|h| h.from <= offset && offset < h.to) {
             return Err(StorageError::Corrupt {
                 file: log.file_name(),

@@ -8,13 +8,14 @@ use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
 use crate::error::DecodeError;
 use crate::frame::{encode_frame, scan};
-use crate::ids::TopicId;
+use crate::ids::{LogId, TopicId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The name of the journal file in byte-oriented runtimes.
 pub const JOURNAL_FILE: &str = "journal";
 /// The on-disk format version this build writes and reads.
-pub const JOURNAL_FORMAT_VERSION: u16 = 1;
+/// Version 2 added acknowledged log ends ([`JournalRecord::LogEnd`], and in snapshots).
+pub const JOURNAL_FORMAT_VERSION: u16 = 2;
 const MAGIC: &[u8; 4] = b"BRKJ";
 /// Bytes in the journal header.
 pub const JOURNAL_HEADER_LEN: usize = 18;
@@ -55,6 +56,8 @@ pub struct Snapshot {
     pub live: Vec<TopicMeta>,
     /// Pending deletions, by id.
     pub deleting: Vec<PendingDeletion>,
+    /// Each live log's acknowledged end (logs with none acknowledged are left out).
+    pub ends: Vec<(LogId, u64)>,
 }
 
 /// One journal record.
@@ -81,6 +84,15 @@ pub enum JournalRecord {
     },
     /// The whole state, written first in a compacted journal.
     Snapshot(Snapshot),
+    /// Every record of `log` below `end` is acknowledged: written and synced before this
+    /// record was. Recovery serves exactly those, reports damage among them as
+    /// corruption (a torn write cannot touch them), and cuts whatever follows them.
+    LogEnd {
+        /// The log.
+        log: LogId,
+        /// One past its last acknowledged offset.
+        end: u64,
+    },
 }
 
 const KIND_CREATED: u8 = 1;
@@ -90,6 +102,7 @@ const KIND_COMPLETED: u8 = 4;
 const KIND_SNAPSHOT: u8 = 5;
 /// A group commit: several records in one frame, so a torn group is always a torn tail.
 const KIND_BATCH: u8 = 6;
+const KIND_LOG_END: u8 = 7;
 
 fn put_meta(w: &mut Writer, m: &TopicMeta) {
     w.u64(m.id.0);
@@ -105,6 +118,16 @@ fn get_meta(r: &mut Reader<'_>) -> Result<TopicMeta, DecodeError> {
         partitions: r.u32()?,
         settings: TopicSettings { deletion_grace_ms: r.u64()? },
     })
+}
+
+fn put_log_end(w: &mut Writer, log: LogId, end: u64) {
+    w.u64(log.topic.0);
+    w.u32(log.partition);
+    w.u64(end);
+}
+
+fn get_log_end(r: &mut Reader<'_>) -> Result<(LogId, u64), DecodeError> {
+    Ok((LogId { topic: TopicId(r.u64()?), partition: r.u32()? }, r.u64()?))
 }
 
 impl JournalRecord {
@@ -143,7 +166,15 @@ impl JournalRecord {
                         w.u32(*p);
                     }
                 }
+                w.u32(s.ends.len() as u32);
+                for (log, end) in &s.ends {
+                    put_log_end(&mut w, *log, *end);
+                }
                 KIND_SNAPSHOT
+            }
+            JournalRecord::LogEnd { log, end } => {
+                put_log_end(&mut w, *log, *end);
+                KIND_LOG_END
             }
         };
         (kind, w.buf)
@@ -216,7 +247,16 @@ impl JournalRecord {
                     }
                     deleting.push(PendingDeletion { topic, removed });
                 }
-                JournalRecord::Snapshot(Snapshot { next_topic_id, live, deleting })
+                let n = r.u32()?;
+                let mut ends = Vec::new();
+                for _ in 0..n {
+                    ends.push(get_log_end(&mut r)?);
+                }
+                JournalRecord::Snapshot(Snapshot { next_topic_id, live, deleting, ends })
+            }
+            KIND_LOG_END => {
+                let (log, end) = get_log_end(&mut r)?;
+                JournalRecord::LogEnd { log, end }
             }
             other => return Err(r.malformed(format!("unknown journal record kind {other}"))),
         };
@@ -322,6 +362,8 @@ pub struct MetaState {
     pub next_topic_id: u64,
     /// Every live or deleting topic, by id.
     pub topics: BTreeMap<TopicId, MetaTopic>,
+    /// The acknowledged end of each live log that has acknowledged records.
+    pub ends: BTreeMap<LogId, u64>,
 }
 
 impl MetaState {
@@ -336,6 +378,8 @@ impl MetaState {
                 if let Some(t) = self.topics.get_mut(id) {
                     t.deleting = true;
                 }
+                // A deleted topic's logs are never served again: their ends are moot.
+                self.ends.retain(|log, _| log.topic != *id);
             }
             JournalRecord::PartitionRemoved { id, partition } => {
                 if let Some(t) = self.topics.get_mut(id) {
@@ -345,8 +389,17 @@ impl MetaState {
             JournalRecord::DeletionCompleted { id } => {
                 self.topics.remove(id);
             }
+            JournalRecord::LogEnd { log, end } => {
+                let live =
+                    self.topics.get(&log.topic).is_some_and(|t| !t.deleting && log.partition < t.meta.partitions);
+                if live {
+                    let e = self.ends.entry(*log).or_insert(0);
+                    *e = (*e).max(*end);
+                }
+            }
             JournalRecord::Snapshot(s) => {
                 self.topics.clear();
+                self.ends = s.ends.iter().copied().collect();
                 for m in &s.live {
                     self.topics.insert(m.id, MetaTopic { meta: m.clone(), deleting: false, removed: BTreeSet::new() });
                 }
@@ -380,6 +433,7 @@ impl MetaState {
                 snap.live.push(t.meta.clone());
             }
         }
+        snap.ends = self.ends.iter().filter(|(_, end)| **end > 0).map(|(log, end)| (*log, *end)).collect();
         snap
     }
 }

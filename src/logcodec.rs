@@ -192,24 +192,41 @@ pub fn check_header(log: LogId, header: &[u8]) -> Result<(), StorageError> {
     Err(corrupt(log, 0, None, detail))
 }
 
-/// Validates a whole log image: header, frames, dense offsets. A bad frame at the end
-/// is a torn tail (dropped); bad frames followed by valid ones become holes.
-pub fn open_log(log: LogId, data: &[u8]) -> Result<LogImage, StorageError> {
+/// Validates a whole log image: header, frames, dense offsets. With `acked` (the
+/// acknowledged end the journal holds), records below it are never cut: damage among
+/// them, or their absence, becomes a hole; everything from it on is cut. Without it, a
+/// bad frame at the end is taken for a torn tail and cut, and bad frames followed by
+/// valid ones become holes.
+pub fn open_log(log: LogId, data: &[u8], acked: Option<u64>) -> Result<LogImage, StorageError> {
     if data.len() < LOG_HEADER_LEN {
-        // Created, but the header never became durable: nothing was ever acknowledged.
-        return Ok(LogImage { needs_header: true, ..LogImage::default() });
+        // The header never became durable, or the file lost it.
+        let mut img = LogImage { needs_header: true, ..LogImage::default() };
+        if let Some(a) = acked.filter(|a| *a > 0) {
+            let detail = format!("the file ends at byte {}, before its header", data.len());
+            img.holes.push(Hole { from: 0, to: a, position: 0, detail });
+            img.next_offset = a;
+        }
+        return Ok(img);
     }
     check_header(log, data)?;
-    open_log_from(log, &data[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, 0)
+    open_log_from(log, &data[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, 0, acked)
 }
 
 /// Validates the part of a log that starts at file position `base` (after the header,
 /// or after frames already accepted), whose next offset is `next_offset`: the same rules
 /// as [`open_log`], with positions in the result relative to the file.
-pub fn open_log_from(log: LogId, rest: &[u8], base: u64, next_offset: u64) -> Result<LogImage, StorageError> {
+pub fn open_log_from(
+    log: LogId,
+    rest: &[u8],
+    base: u64,
+    next_offset: u64,
+    acked: Option<u64>,
+) -> Result<LogImage, StorageError> {
     let s = scan_valid(rest, 0, salt(log), MAX_LOG_FRAME, &well_formed);
     let mut img = LogImage { valid_len: base, next_offset, ..LogImage::default() };
     let mut corrupt_iter = s.corrupt.iter().peekable();
+    // The first frame never acknowledged, and the damage right before it, if any.
+    let mut unacked_frame: Option<(u64, Option<u64>)> = None;
     for f in &s.frames {
         // A corrupt range before this frame turns the offsets it skipped into a hole.
         let mut damage = None;
@@ -222,10 +239,15 @@ pub fn open_log_from(log: LogId, rest: &[u8], base: u64, next_offset: u64) -> Re
             Some((first, count)) if count > 0 && first.checked_add(u64::from(count)).is_some() => (first, count),
             _ => return Err(corrupt(log, position, Some(img.next_offset), "malformed batch header".into())),
         };
+        if acked.is_some_and(|a| first >= a) {
+            unacked_frame = Some((position, damage.map(|(start, _)| base + start)));
+            break;
+        }
         decode_batch(f.payload, at).map_err(|d| corrupt(log, position, Some(first), d))?;
-        // The records a hole skips each took some of the damaged bytes.
+        // The records a hole skips each took some of the damaged bytes; below the
+        // acknowledged end, the journal vouches that the skipped records existed.
         let fits = |start: u64| first.saturating_sub(img.next_offset) <= (f.position - start) / MIN_RECORD_BYTES;
-        let skipped_fit = damage.as_ref().is_some_and(|(start, _)| fits(*start));
+        let skipped_fit = damage.as_ref().is_some_and(|(start, _)| fits(*start)) || acked.is_some();
         if first < img.next_offset || (first > img.next_offset && !skipped_fit) {
             return Err(corrupt(
                 log,
@@ -234,7 +256,9 @@ pub fn open_log_from(log: LogId, rest: &[u8], base: u64, next_offset: u64) -> Re
                 format!("offset {first} where {} was expected", img.next_offset),
             ));
         }
-        if let Some((start, detail)) = damage {
+        // Damage between frames is a hole even where it skipped no offset (it is kept).
+        if damage.is_some() || first > img.next_offset {
+            let (start, detail) = damage.unwrap_or((f.position, "acknowledged records are missing".into()));
             img.holes.push(Hole { from: img.next_offset, to: first, position: base + start, detail });
         }
         let entry = IndexEntry { offset: first, count, position, len: (f.end() - f.position) as u32 };
@@ -242,6 +266,26 @@ pub fn open_log_from(log: LogId, rest: &[u8], base: u64, next_offset: u64) -> Re
         img.valid_len = base + f.end();
         img.index.push(entry);
     }
+    let Some(a) = acked else { return Ok(img) };
+    if img.next_offset >= a {
+        // Everything after the last acknowledged record was never acknowledged: cut.
+        return Ok(img);
+    }
+    // Acknowledged records past the last valid frame are damaged or gone. Their bytes
+    // stay (up to the first unacknowledged frame) and their offsets are never reused.
+    let file_end = base + rest.len() as u64;
+    let damaged = match unacked_frame {
+        Some((_, damage)) => damage,
+        None => s.torn_tail.as_ref().map(|t| base + t.start),
+    };
+    let (position, detail) = match (damaged, &s.torn_tail) {
+        (Some(p), Some(t)) if unacked_frame.is_none() => (p, t.detail.clone()),
+        (Some(p), _) => (p, "damaged acknowledged records".to_string()),
+        (None, _) => (img.valid_len, format!("acknowledged records {}..{a} are missing", img.next_offset)),
+    };
+    img.holes.push(Hole { from: img.next_offset, to: a, position, detail });
+    img.next_offset = a;
+    img.valid_len = unacked_frame.map_or(file_end, |(p, _)| p);
     Ok(img)
 }
 
@@ -350,7 +394,7 @@ mod tests {
     #[test]
     fn open_indexes_every_record() {
         let f = file(5);
-        let img = open_log(LOG, &f).unwrap();
+        let img = open_log(LOG, &f, None).unwrap();
         assert_eq!(img.next_offset, 5);
         assert_eq!(img.valid_len, f.len() as u64);
         assert!(img.holes.is_empty());
@@ -364,7 +408,7 @@ mod tests {
     fn torn_tail_is_cut_at_the_last_whole_record() {
         let f = file(5);
         let four = file(4).len();
-        let img = open_log(LOG, &f[..f.len() - 3]).unwrap();
+        let img = open_log(LOG, &f[..f.len() - 3], None).unwrap();
         assert_eq!(img.next_offset, 4);
         assert_eq!(img.valid_len, four as u64);
     }
@@ -372,10 +416,10 @@ mod tests {
     #[test]
     fn bit_rot_in_the_middle_becomes_a_hole_not_a_truncation() {
         let mut f = file(5);
-        let img = open_log(LOG, &f).unwrap();
+        let img = open_log(LOG, &f, None).unwrap();
         let p = img.index[2].position as usize + FRAME_HEADER_LEN + 2;
         f[p] ^= 0x10;
-        let img = open_log(LOG, &f).unwrap();
+        let img = open_log(LOG, &f, None).unwrap();
         assert_eq!(img.next_offset, 5);
         assert_eq!(img.holes.len(), 1);
         assert_eq!((img.holes[0].from, img.holes[0].to), (2, 3));
@@ -391,20 +435,20 @@ mod tests {
         f.extend(encode_records(LOG, &recs(0, 3)));
         let whole = f.len();
         f.extend(encode_records(LOG, &recs(3, 4)));
-        let img = open_log(LOG, &f).unwrap();
+        let img = open_log(LOG, &f, None).unwrap();
         assert_eq!(img.index.len(), 2);
         assert_eq!((img.index[1].offset, img.index[1].count, img.next_offset), (3, 4, 7));
         let got = decode_records(LOG, &f[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, 2, 3).unwrap();
         assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![2, 3, 4], "reads span batches");
         for cut in 1..(f.len() - whole) {
-            let img = open_log(LOG, &f[..f.len() - cut]).unwrap();
+            let img = open_log(LOG, &f[..f.len() - cut], None).unwrap();
             assert!(img.holes.is_empty(), "cut {cut}");
             assert_eq!((img.next_offset, img.valid_len), (3, whole as u64), "cut {cut}");
         }
         // Zeroing any sector inside the second batch is still a tail, not corruption.
         let mut torn = f.clone();
         torn[whole + 20..whole + 40].fill(0);
-        let img = open_log(LOG, &torn).unwrap();
+        let img = open_log(LOG, &torn, None).unwrap();
         assert!(img.holes.is_empty());
         assert_eq!(img.next_offset, 3);
     }
@@ -416,16 +460,16 @@ mod tests {
         f.extend([0xee; 3 * MIN_RECORD_BYTES as usize]);
         let mut far = f.clone();
         f.extend(encode_records(LOG, &recs(4, 1)));
-        let img = open_log(LOG, &f).unwrap();
+        let img = open_log(LOG, &f, None).unwrap();
         assert_eq!((img.holes[0].from, img.holes[0].to, img.next_offset), (1, 4, 5));
         far.extend(encode_records(LOG, &recs(5, 1)));
-        assert!(open_log(LOG, &far).unwrap_err().to_string().contains("offset 5 where 1 was expected"));
+        assert!(open_log(LOG, &far, None).unwrap_err().to_string().contains("offset 5 where 1 was expected"));
         let mut max = file(1);
         max.push(0xee);
         let last = AppendRecord { offset: u64::MAX, record: ProduceRecord { key: None, value: vec![] } };
         max.extend(encode_records(LOG, &[last]));
         // A batch running past the last offset is malformed: never accepted, no overflow.
-        let img = open_log(LOG, &max).unwrap();
+        let img = open_log(LOG, &max, None).unwrap();
         assert_eq!((img.next_offset, img.index.len()), (1, 1), "{img:?}");
     }
 
@@ -433,14 +477,55 @@ mod tests {
     fn another_logs_file_is_refused() {
         let f = file(2);
         let other = LogId { topic: TopicId(4), partition: 1 };
-        let err = open_log(other, &f).unwrap_err();
+        let err = open_log(other, &f, None).unwrap_err();
         assert!(err.to_string().contains("another log"), "{err}");
     }
 
     #[test]
     fn short_header_needs_rewriting() {
         let f = file(0);
-        assert!(open_log(LOG, &f[..5]).unwrap().needs_header);
-        assert!(open_log(LOG, &[]).unwrap().needs_header);
+        assert!(open_log(LOG, &f[..5], None).unwrap().needs_header);
+        assert!(open_log(LOG, &[], None).unwrap().needs_header);
+    }
+
+    #[test]
+    fn with_an_acknowledged_end_rot_in_the_last_frame_is_a_hole_never_a_cut() {
+        let mut f = file(3);
+        let img = open_log(LOG, &f, Some(3)).unwrap();
+        let last = img.index[2];
+        f[last.position as usize + FRAME_HEADER_LEN + 1] ^= 0x20;
+        // Without the journal's word it looks like a torn tail; with it, it is damage.
+        assert_eq!(open_log(LOG, &f, None).unwrap().next_offset, 2);
+        let img = open_log(LOG, &f, Some(3)).unwrap();
+        assert_eq!((img.next_offset, img.valid_len), (3, f.len() as u64), "kept, offsets not reused");
+        assert_eq!((img.holes[0].from, img.holes[0].to, img.holes[0].position), (2, 3, last.position));
+    }
+
+    #[test]
+    fn with_an_acknowledged_end_what_follows_it_is_cut_whole_or_torn() {
+        let f = file(4);
+        let two = file(2).len() as u64;
+        // Whole frames past the end were never acknowledged (say, cached after a failed fsync).
+        let img = open_log(LOG, &f, Some(2)).unwrap();
+        assert_eq!((img.next_offset, img.valid_len, img.holes.len()), (2, two, 0));
+        let img = open_log(LOG, &f[..f.len() - 3], Some(3)).unwrap();
+        assert_eq!((img.next_offset, img.valid_len, img.holes.len()), (3, file(3).len() as u64, 0));
+    }
+
+    #[test]
+    fn acknowledged_records_missing_from_the_file_are_a_hole() {
+        let f = file(2);
+        let img = open_log(LOG, &f, Some(5)).unwrap();
+        assert_eq!(img.next_offset, 5);
+        assert_eq!((img.holes[0].from, img.holes[0].to), (2, 5));
+        assert!(img.holes[0].detail.contains("missing"), "{}", img.holes[0].detail);
+        // Appended after the hole, the next open still finds it (the journal vouches).
+        let mut g = f.clone();
+        g.extend(encode_records(LOG, &recs(5, 1)));
+        let img = open_log(LOG, &g, Some(6)).unwrap();
+        assert_eq!((img.next_offset, img.holes[0].from, img.holes[0].to), (6, 2, 5));
+        let torn_header = open_log(LOG, &f[..5], Some(2)).unwrap();
+        assert!(torn_header.needs_header);
+        assert_eq!((torn_header.next_offset, torn_header.holes[0].to), (2, 2));
     }
 }

@@ -135,6 +135,13 @@ fn journal_partition_removed() {
 }
 
 #[test]
+fn journal_log_end() {
+    let f = journal_frame(&JournalRecord::LogEnd { log: LogId { topic: TopicId(42), partition: 2 }, end: 1_000 });
+    let l = layout(&[&FRAME, &[("log.topic", F::U64), ("log.partition", F::U32), ("end", F::U64)]]);
+    insta::assert_snapshot!(annotate(&f, &l));
+}
+
+#[test]
 fn journal_deletion_completed() {
     let f = journal_frame(&JournalRecord::DeletionCompleted { id: TopicId(42) });
     insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &[("id", F::U64)]])));
@@ -146,6 +153,7 @@ fn journal_snapshot() {
         next_topic_id: 44,
         live: vec![meta(43, "audit", 1, 0)],
         deleting: vec![PendingDeletion { topic: meta(42, "orders", 3, 250), removed: vec![0, 2] }],
+        ends: vec![(LogId { topic: TopicId(43), partition: 0 }, 17)],
     };
     let f = journal_frame(&JournalRecord::Snapshot(snapshot));
     let l = layout(&[
@@ -155,6 +163,7 @@ fn journal_snapshot() {
         &[("deleting.count", F::U32)],
         &META,
         &[("removed.count", F::U32), ("removed[0]", F::U32), ("removed[1]", F::U32)],
+        &[("ends.count", F::U32), ("ends[0].topic", F::U64), ("ends[0].partition", F::U32), ("ends[0].end", F::U64)],
     ]);
     insta::assert_snapshot!(annotate(&f, &l));
 }

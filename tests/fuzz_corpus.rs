@@ -78,6 +78,7 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
         next_topic_id: 9,
         live: vec![meta(3, "orders", 2, 0), meta(7, "audit", 1, 5)],
         deleting: vec![PendingDeletion { topic: meta(5, "orders", 4, 0), removed: vec![0, 3] }],
+        ends: vec![(LogId { topic: TopicId(3), partition: 1 }, 12)],
     };
     let mut torn = journal(1, &history);
     torn.truncate(torn.len() - 5);

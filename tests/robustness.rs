@@ -489,7 +489,7 @@ fn every_error_of_every_operation_kind_is_handled() {
                 }
                 Kind::OpenLog if matches!(error, StorageError::NotFound(_)) => {
                     let log = match &h.done[&id] {
-                        StorageOp::OpenLog { log } => *log,
+                        StorageOp::OpenLog { log, .. } => *log,
                         other => panic!("{other:?}"),
                     };
                     assert!(h.pending.values().any(|op| *op == StorageOp::CreateLog { log }), "{what}: recreated");

@@ -155,7 +155,8 @@ fn first_start_trace() {
     // An empty data directory: read (nothing), list, then write the first journal.
     let h = Hand::start(Config::default(), MemFs::new());
     let text = render(&h.trace, 0);
-    let replace = line_of(&text, "ReplaceJournal epoch=1 keep_old=false [Snapshot(next_id=0 live=[] deleting=[])]");
+    let replace =
+        line_of(&text, "ReplaceJournal epoch=1 keep_old=false [Snapshot(next_id=0 live=[] deleting=[] ends=[])]");
     assert!(line_of(&text, "ReadJournal") < replace, "{text}");
     assert_eq!(h.broker.phase(), broker_core::Phase::Serving);
     assert_eq!(h.broker.journal_epoch(), 1);

@@ -111,7 +111,11 @@ pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
                 let _ = write!(out, "DeletionCompleted {id}");
             }
             Ok(JournalRecord::Snapshot(s)) => {
-                let _ = write!(out, "Snapshot live={} deleting={}", s.live.len(), s.deleting.len());
+                let _ =
+                    write!(out, "Snapshot live={} deleting={} ends={}", s.live.len(), s.deleting.len(), s.ends.len());
+            }
+            Ok(JournalRecord::LogEnd { log, end }) => {
+                let _ = write!(out, "LogEnd {log} {end}");
             }
             Err(e) => {
                 let _ = write!(out, "undecodable: {e}");
@@ -140,7 +144,7 @@ pub fn render_op(op: &StorageOp, epoch: u64) -> String {
             format!("Append {log} offsets {first}+{} crc={c:08x}", records.len())
         }
         StorageOp::CreateLog { log } => format!("CreateLog {log}"),
-        StorageOp::OpenLog { log } => format!("OpenLog {log}"),
+        StorageOp::OpenLog { log, acked_end } => format!("OpenLog {log} acked {acked_end}"),
         StorageOp::SyncLog { log } => format!("SyncLog {log}"),
         StorageOp::RemoveLog { log } => format!("RemoveLog {log}"),
         StorageOp::Read { log, offset, max_records } => format!("Read {log} from {offset} max {max_records}"),

@@ -1,10 +1,11 @@
 //! Storage completions and timers: each result is checked against what was asked.
 
-use super::{Broker, PendingOp, TimerPurpose};
+use super::{Broker, JournalWaiter, PendingOp, TimerPurpose};
 use crate::command::Reply;
 use crate::effect::{Effect, OpOutput, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason, StorageError};
-use crate::ids::{LogId, OpId};
+use crate::ids::{LogId, OpId, TopicId};
+use crate::journal::JournalRecord;
 
 impl Broker {
     pub(super) fn completion(&mut self, op: OpId, pending: PendingOp, result: OpResult) {
@@ -90,9 +91,7 @@ impl Broker {
             TimerPurpose::Grace(id) => self.grace_over(id),
             TimerPurpose::RetryRemove(log) => self.retry_removal(log),
             TimerPurpose::RetryCreate(log) => self.retry_create(log),
-            TimerPurpose::RetryOpen(log) => {
-                self.op(StorageOp::OpenLog { log }, PendingOp::OpenLog(log));
-            }
+            TimerPurpose::RetryOpen(log) => self.open(log),
             TimerPurpose::RetryStray(log) => {
                 self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveStray(log));
             }
@@ -128,7 +127,8 @@ impl Broker {
         }
     }
 
-    /// An append or sync of a produce completed: acknowledge writes in offset order.
+    /// An append or sync of a produce completed: once a write's records are synced (in
+    /// offset order), journal its end; it is acknowledged once that record is durable.
     fn write_done(&mut self, log: LogId, end: u64) {
         self.io_finished(log);
         let Some(id) = self.owner_of(log) else { return };
@@ -138,12 +138,46 @@ impl Broker {
         if let Some(w) = part.writes.iter_mut().find(|w| w.end == end) {
             w.ops_left = w.ops_left.saturating_sub(1);
         }
-        // Each finished write, in offset order; the partition is looked up again after
-        // each reply, which needs the whole broker.
+        let Some(topic) = self.topics.get_mut(&id) else { return };
+        let deleting = topic.deletion.is_some();
+        let Some(part) = topic.partitions.get_mut(log.partition as usize) else { return };
+        let mut synced_end = None;
+        while part.writes.front().is_some_and(|w| w.ops_left == 0) {
+            let Some(w) = part.writes.pop_front() else { break };
+            synced_end = Some(w.end);
+            part.journaling.push_back(w);
+        }
+        let Some(end) = synced_end else { return };
+        if deleting {
+            // Its topic is deleted: the records will never be served, so no end is journaled.
+            return self.ends_durable(id, log.partition, end);
+        }
+        part.journaled_end = part.journaled_end.max(end);
+        // Named by the incarnation (the storage log's name may differ under a planted bug).
+        let seq = self.journal.push(JournalRecord::LogEnd { log: LogId { topic: id, partition: log.partition }, end });
+        self.journal_waiters.entry(seq).or_default().push(JournalWaiter::LogEnd {
+            topic: id,
+            partition: log.partition,
+            end,
+        });
+    }
+
+    /// The journal holds `end` as the acknowledged end of a partition: acknowledge its
+    /// writes up to there, in offset order. A write whose topic was deleted meanwhile is
+    /// answered that the topic is gone: no produce is acknowledged after its topic's
+    /// deletion could have been.
+    pub(super) fn ends_durable(&mut self, id: TopicId, partition: u32, end: u64) {
+        // The partition is looked up again after each reply, which needs the whole broker.
         loop {
-            let part = self.topics.get_mut(&id).and_then(|t| t.partitions.get_mut(log.partition as usize));
-            let Some(part) = part.filter(|p| p.writes.front().is_some_and(|w| w.ops_left == 0)) else { return };
-            let Some(w) = part.writes.pop_front() else { return };
+            let Some(topic) = self.topics.get_mut(&id) else { return };
+            let (deleted, name) = (topic.deletion.is_some(), topic.meta.name.clone());
+            let part = topic.partitions.get_mut(partition as usize);
+            let Some(part) = part.filter(|p| p.journaling.front().is_some_and(|w| w.end <= end)) else { return };
+            let Some(w) = part.journaling.pop_front() else { return };
+            if deleted {
+                self.reply(w.request, Err(BrokerError::TopicNotFound { name }));
+                continue;
+            }
             part.high_watermark = part.high_watermark.max(w.end);
             let done = match self.requests.get_mut(&w.request) {
                 Some(Some(p)) => {

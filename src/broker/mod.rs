@@ -152,6 +152,7 @@ struct ProduceProgress {
 enum JournalWaiter {
     Created(TopicId),
     Tombstone(TopicId),
+    LogEnd { topic: TopicId, partition: u32, end: u64 },
 }
 
 impl Broker {
@@ -412,6 +413,7 @@ impl Broker {
             match waiter {
                 JournalWaiter::Created(id) => self.create_logs(id),
                 JournalWaiter::Tombstone(id) => self.tombstone_durable(id),
+                JournalWaiter::LogEnd { topic, partition, end } => self.ends_durable(topic, partition, end),
             }
         }
         self.maybe_finish_recovery();
@@ -419,15 +421,27 @@ impl Broker {
 }
 
 /// The metadata state the journal describes (queued records included).
-fn meta_state_of(topics: &BTreeMap<TopicId, Topic>, next_topic_id: u64) -> MetaState {
-    let topics = topics
+fn meta_state_of(all: &BTreeMap<TopicId, Topic>, next_topic_id: u64) -> MetaState {
+    let topics = all
         .values()
         .map(|t| {
             let removed = t.deletion.as_ref().map(|d| d.removed.clone()).unwrap_or_default();
             (t.meta.id, MetaTopic { meta: t.meta.clone(), deleting: t.deletion.is_some(), removed })
         })
         .collect();
-    MetaState { next_topic_id, topics }
+    let ends = all
+        .values()
+        .filter(|t| t.deletion.is_none())
+        .flat_map(|t| {
+            let id = t.meta.id;
+            t.partitions
+                .iter()
+                .enumerate()
+                .map(move |(p, part)| (LogId { topic: id, partition: p as u32 }, part.journaled_end))
+        })
+        .filter(|(_, end)| *end > 0)
+        .collect();
+    MetaState { next_topic_id, topics, ends }
 }
 
 /// The public description of a topic.

@@ -115,9 +115,19 @@ impl Broker {
         let open = std::mem::take(&mut r.to_open);
         r.opening.extend(open.iter().copied());
         for log in open {
-            self.op(StorageOp::OpenLog { log }, PendingOp::OpenLog(log));
+            self.open(log);
         }
         self.op(StorageOp::ListLogs, PendingOp::ListLogs);
+    }
+
+    /// Opens a live log up to its acknowledged end.
+    pub(super) fn open(&mut self, log: LogId) {
+        let acked_end = self
+            .owner_of(log)
+            .and_then(|id| self.topics.get(&id))
+            .and_then(|t| t.partitions.get(log.partition as usize))
+            .map_or(0, |p| p.journaled_end);
+        self.op(StorageOp::OpenLog { log, acked_end }, PendingOp::OpenLog(log));
     }
 
     /// Rebuilds topics from replayed metadata and opens every live log.
@@ -141,6 +151,10 @@ impl Broker {
             } else {
                 for p in 0..topic.meta.partitions {
                     open.push(self.log_of(&topic, p));
+                    let end = meta.ends.get(&LogId { topic: id, partition: p }).copied().unwrap_or(0);
+                    if let Some(part) = topic.partitions.get_mut(p as usize) {
+                        part.journaled_end = end;
+                    }
                 }
                 for part in &mut topic.partitions {
                     part.inflight = 1;

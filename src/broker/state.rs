@@ -23,8 +23,12 @@ pub(crate) struct Partition {
     pub high_watermark: u64,
     /// Storage operations outstanding on this log (reads, writes, creation).
     pub inflight: u32,
-    /// Writes not yet acknowledged, in offset order.
+    /// Writes not yet synced, in offset order.
     pub writes: VecDeque<PartitionWrite>,
+    /// Synced writes whose end is being journaled; acknowledged once it is durable.
+    pub journaling: VecDeque<PartitionWrite>,
+    /// The acknowledged end the journal holds or will hold once its queue is written.
+    pub journaled_end: u64,
     /// Why the log cannot be used (it failed validation on open), if it cannot.
     pub failed: Option<String>,
     /// Whether the log exists (created or opened); false until then.

@@ -131,13 +131,16 @@ pub fn record_text(r: &JournalRecord) -> String {
             let live: Vec<String> = s.live.iter().map(meta_text).collect();
             let deleting: Vec<String> =
                 s.deleting.iter().map(|d| format!("{} removed={:?}", meta_text(&d.topic), d.removed)).collect();
+            let ends: Vec<String> = s.ends.iter().map(|(log, end)| format!("{log}:{end}")).collect();
             format!(
-                "Snapshot(next_id={} live=[{}] deleting=[{}])",
+                "Snapshot(next_id={} live=[{}] deleting=[{}] ends=[{}])",
                 s.next_topic_id,
                 live.join(", "),
-                deleting.join(", ")
+                deleting.join(", "),
+                ends.join(", ")
             )
         }
+        JournalRecord::LogEnd { log, end } => format!("LogEnd({log} {end})"),
     }
 }
 
@@ -195,7 +198,7 @@ pub fn op_text(op: &StorageOp, epoch: &mut u64) -> String {
         },
         StorageOp::ListLogs => "ListLogs".into(),
         StorageOp::CreateLog { log } => format!("CreateLog {log}"),
-        StorageOp::OpenLog { log } => format!("OpenLog {log}"),
+        StorageOp::OpenLog { log, acked_end } => format!("OpenLog {log} acked {acked_end}"),
         StorageOp::Append { log, records } => format!("Append {log} [{}]", append_records_text(records)),
         StorageOp::SyncLog { log } => format!("SyncLog {log}"),
         StorageOp::Read { log, offset, max_records } => format!("Read {log} from {offset} max {max_records}"),

@@ -535,7 +535,7 @@ impl<M: Send + 'static> Driver<M> {
         let watch = match op {
             StorageOp::ReadJournal => Watch::ReadJournal,
             StorageOp::ListLogs => Watch::ListLogs,
-            StorageOp::OpenLog { log } => Watch::OpenLog(*log),
+            StorageOp::OpenLog { log, .. } => Watch::OpenLog(*log),
             StorageOp::CreateLog { log } => Watch::CreateLog(*log),
             StorageOp::ReplaceJournal { keep_old: true, .. } => Watch::BackUpJournal,
             StorageOp::RemoveLog { log } => {
