@@ -48,7 +48,8 @@
 //!   catches it. Only a write covering the whole sector (or all of it up to the end
 //!   of the file) rewrites it: reads are clean at once, the medium once that write is
 //!   durable. A partial rewrite leaves the sector bad. Cutting the file below the
-//!   sector also drops it. Rot is injected only on syncs of files named `*.log`.
+//!   sector also drops it. Rot is injected only on syncs of files named `*.log`, in any of
+//!   their durable sectors (the header and the last, partly filled sector included).
 //! - A torn write that grows the file persists its new size half of the time; the
 //!   non-persisted parts of the new range are all zeros or all random garbage.
 //! - Renaming onto another name of the same file does nothing (POSIX); only a broken
@@ -734,13 +735,12 @@ impl FileSystem for SimDisk {
         for op in mine {
             self.apply(op);
         }
-        // Rot lands only in a sector with a whole durable sector after it: in a log, a
-        // damaged last record cannot be told from a torn write on one node (both look
-        // like a bad tail), so only rot that a later record can reveal is injected.
+        // Rot lands in any durable sector of the log, its header and its last, partly
+        // filled sector included: the broker must report it, never take it for a torn write.
         if made_durable && name.ends_with(".log") && self.inject(self.faults.bit_rot) {
-            let whole = self.files.get(&id).map_or(0, |f| f.durable.len() as u64 / SECTOR_SIZE);
-            if whole >= 2 {
-                let s = self.rng.below(whole - 1);
+            let sectors = self.files.get(&id).map_or(0, |f| (f.durable.len() as u64).div_ceil(SECTOR_SIZE));
+            if sectors >= 1 {
+                let s = self.rng.below(sectors);
                 let f = self.file_mut(id)?;
                 f.live_clean.remove(&s);
                 if f.rot.insert(s) {

@@ -208,7 +208,11 @@ impl Broker {
             }
             Err(e @ StorageError::Corrupt { .. }) => {
                 if let Some(p) = part {
+                    // Unreadable as a whole (say, its header rotted): every acknowledged
+                    // record is reported corrupt by fetch, and the high watermark stays.
                     p.failed = Some(e.to_string());
+                    p.next_offset = p.journaled_end;
+                    p.high_watermark = p.journaled_end;
                 }
             }
             Err(_) => return self.retry_later(log, TimerPurpose::RetryOpen(log)),
