@@ -22,7 +22,7 @@ pub mod partitioner;
 pub mod planted;
 pub mod time;
 
-pub use broker::{Broker, Config, DeletionStatus, Phase};
+pub use broker::{Broker, Config, DeletionStatus, Phase, COMPLETED_KEPT};
 pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
 pub use driver::SyncDriver;
 pub use effect::{AppendRecord, Effect, OpOutput, OpResult, StorageOp};

@@ -461,3 +461,21 @@ fn the_executor_never_writes_a_frame_that_readers_refuse() {
     assert!(err.to_string().contains("frame limit"), "{err}");
     assert_eq!(exec.fs(), &before);
 }
+
+/// Memory stays bounded: a long-running broker remembers only its latest completed
+/// deletions, and counts them all.
+#[test]
+fn completed_deletions_are_remembered_within_a_bound_and_all_counted() {
+    let mut d = start();
+    let n = broker_core::COMPLETED_KEPT as u64 + 6;
+    for _ in 0..n {
+        created(d.request(create("t", 1)));
+        assert!(matches!(d.request(delete("t")), Ok(Reply::DeleteAccepted { .. })));
+        d.settle(10);
+    }
+    assert_eq!(d.broker().completed_deletion_count(), n);
+    let kept: Vec<TopicId> = d.broker().completed_deletions().collect();
+    assert_eq!(kept.len(), broker_core::COMPLETED_KEPT);
+    assert_eq!(kept.last(), Some(&TopicId(n - 1)), "the latest is kept");
+    assert_eq!(kept.first(), Some(&TopicId(6)), "the oldest go first");
+}

@@ -579,7 +579,7 @@ impl Sim {
     /// Folds a broker life's completed deletions into the run's count.
     fn count_completions(&mut self, broker: &Broker) {
         for id in broker.completed_deletions() {
-            if self.completed.insert(*id) {
+            if self.completed.insert(id) {
                 self.stats.deletions_completed += 1;
             }
         }

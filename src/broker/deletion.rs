@@ -86,7 +86,11 @@ impl Broker {
                 }
             }
             self.journal.push(JournalRecord::DeletionCompleted { id });
-            self.completed.push(id);
+            if self.completed.len() == super::COMPLETED_KEPT {
+                self.completed.pop_front();
+            }
+            self.completed.push_back(id);
+            self.completed_count += 1;
         }
     }
 

@@ -32,6 +32,9 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
+/// How many of its latest completed deletions a broker remembers.
+pub const COMPLETED_KEPT: usize = 1024;
+
 /// Whether the broker serves commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -133,8 +136,11 @@ pub struct Broker {
     removals_in_flight: usize,
     /// Deletions past their grace delay, removing logs.
     removing: BTreeSet<TopicId>,
-    /// Deletions completed by this broker, in order.
-    completed: Vec<TopicId>,
+    /// The latest deletions completed by this broker, in order: at most
+    /// [`COMPLETED_KEPT`], so a long-running broker's memory stays bounded.
+    completed: VecDeque<TopicId>,
+    /// How many deletions this broker completed in all.
+    completed_count: u64,
     recovery: Option<recovery::Recovery>,
     /// Retry counts of background operations, for backoff.
     retries: BTreeMap<LogId, u32>,
@@ -177,7 +183,8 @@ impl Broker {
             requests: BTreeMap::new(),
             removals_in_flight: 0,
             removing: BTreeSet::new(),
-            completed: Vec::new(),
+            completed: VecDeque::new(),
+            completed_count: 0,
             recovery: None,
             retries: BTreeMap::new(),
             journal_retries: 0,
@@ -291,10 +298,15 @@ impl Broker {
             .collect()
     }
 
-    /// Topics whose deletion this broker completed (all logs removed, completion
-    /// journaled), in order.
-    pub fn completed_deletions(&self) -> &[TopicId] {
-        &self.completed
+    /// The latest topics whose deletion this broker completed (all logs removed,
+    /// completion journaled), oldest first: the last [`COMPLETED_KEPT`] of them.
+    pub fn completed_deletions(&self) -> impl Iterator<Item = TopicId> + '_ {
+        self.completed.iter().copied()
+    }
+
+    /// How many deletions this broker completed since it started.
+    pub fn completed_deletion_count(&self) -> u64 {
+        self.completed_count
     }
 
     /// The epoch of the journal file being written.
