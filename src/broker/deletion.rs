@@ -11,17 +11,41 @@ use crate::journal::JournalRecord;
 use crate::planted::Bug;
 
 impl Broker {
-    /// The tombstone of `id` is durable: acknowledge, then start removing.
+    /// The tombstone of `id` is durable: once no storage operation of the incarnation
+    /// is outstanding (so every produce, fetch and create it admitted is answered),
+    /// acknowledge, then start removing.
     pub(super) fn tombstone_durable(&mut self, id: TopicId) {
-        let Some(d) = self.topics.get_mut(&id).and_then(|t| t.deletion.as_mut()) else { return };
+        let Some(t) = self.topics.get_mut(&id) else { return };
+        let busy = t.partitions.iter().any(|p| p.inflight > 0);
+        let Some(d) = t.deletion.as_mut() else { return };
         if d.stage != DeletionStage::AwaitTombstone {
             return;
         }
+        if busy {
+            self.draining.insert(id);
+            return;
+        }
+        self.draining.remove(&id);
         let waiters = std::mem::take(&mut d.waiters);
         for request in waiters {
             self.reply(request, Ok(Reply::DeleteAccepted { topic: id }));
         }
         self.start_physical(id);
+    }
+
+    /// Acknowledges the deletions whose incarnation has drained since its tombstone
+    /// became durable.
+    pub(super) fn ack_drained_deletions(&mut self) {
+        let drained: Vec<TopicId> = self
+            .draining
+            .iter()
+            .copied()
+            .filter(|id| self.topics.get(id).is_none_or(|t| t.partitions.iter().all(|p| p.inflight == 0)))
+            .collect();
+        for id in drained {
+            self.draining.remove(&id);
+            self.tombstone_durable(id);
+        }
     }
 
     /// Begins physical removal of a topic whose tombstone is durable.
