@@ -165,7 +165,9 @@ fn delete_while_a_fetch_is_in_flight_waits_for_the_read() {
     assert_eq!(h.take_reply(del), None, "the delete is acknowledged only once the read is answered");
     assert_eq!(h.broker.pending_deletions().first().map(|d| d.tombstone_durable), Some(true));
     assert_eq!(h.ask(fetch("t", 0, 0, 10)), Some(Err(BrokerError::TopicNotFound { name: "t".into() })));
-    assert!(h.ops_since(0, is_remove).is_empty(), "no RemoveLog before the deletion is acknowledged");
+    let removed = removed_logs(&h.ops_since(0, is_remove));
+    assert!(!removed.contains(&busy), "no RemoveLog for a log with a read in flight");
+    assert!(removed.contains(&LogId { topic: t, partition: 1 }), "the idle partition goes");
     assert!(h.exec.fs().file(&busy.file_name()).is_some());
     assert_eq!(h.broker.pending_deletions().len(), 1);
 
@@ -174,9 +176,7 @@ fn delete_while_a_fetch_is_in_flight_waits_for_the_read() {
     let (records, hw) = fetched(h.take_reply(f).unwrap());
     assert_eq!((values(&records), hw), (vec!["a".into(), "c".into()], 2), "the fetch succeeds with its data");
     assert_eq!(h.take_reply(del), Some(Ok(Reply::DeleteAccepted { topic: t })), "then the delete is acknowledged");
-    let removed = removed_logs(&h.ops_since(mark, is_remove));
-    assert!(removed.contains(&busy), "removed after the read");
-    assert!(removed.contains(&LogId { topic: t, partition: 1 }), "the idle partition goes too");
+    assert_eq!(h.ops_since(mark, is_remove), vec![StorageOp::RemoveLog { log: busy }], "removed after the read");
     h.settle(10);
     assert!(log_files(h.exec.fs()).is_empty());
     assert!(h.broker.pending_deletions().is_empty());

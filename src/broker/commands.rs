@@ -96,10 +96,14 @@ impl Broker {
             return Ok(early_ack.then_some(Reply::DeleteAccepted { topic: id }));
         }
         // Already being deleted: accepted once more, no second pipeline.
-        let newest = self.deleting_names.get(&name).and_then(|ids| ids.last());
-        let pending = newest.and_then(|id| self.topics.get_mut(id));
+        // One whose acknowledgement waits for its I/O to drain waits with the first.
+        let newest = self.deleting_names.get(&name).and_then(|ids| ids.last()).copied();
+        let unacknowledged = newest.is_some_and(|id| self.draining.contains(&id));
+        let pending = newest.and_then(|id| self.topics.get_mut(&id));
         match pending.and_then(|t| t.deletion.as_mut().map(|d| (t.meta.id, d))) {
-            Some((id, d)) if d.stage != DeletionStage::AwaitTombstone => Ok(Some(Reply::DeleteAccepted { topic: id })),
+            Some((id, d)) if d.stage != DeletionStage::AwaitTombstone && !unacknowledged => {
+                Ok(Some(Reply::DeleteAccepted { topic: id }))
+            }
             Some((_, d)) => {
                 d.waiters.push(request);
                 Ok(None)

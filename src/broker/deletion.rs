@@ -11,25 +11,17 @@ use crate::journal::JournalRecord;
 use crate::planted::Bug;
 
 impl Broker {
-    /// The tombstone of `id` is durable: once no storage operation of the incarnation
-    /// is outstanding (so every produce, fetch and create it admitted is answered),
-    /// acknowledge, then start removing.
+    /// The tombstone of `id` is durable: start the physical step, and acknowledge once
+    /// no storage operation of the incarnation is outstanding, so that every produce,
+    /// fetch and create it admitted is answered before `DeleteAccepted` (removal waits
+    /// for the same drain, log by log).
     pub(super) fn tombstone_durable(&mut self, id: TopicId) {
-        let Some(t) = self.topics.get_mut(&id) else { return };
-        let busy = t.partitions.iter().any(|p| p.inflight > 0);
-        let Some(d) = t.deletion.as_mut() else { return };
+        let Some(d) = self.topics.get_mut(&id).and_then(|t| t.deletion.as_mut()) else { return };
         if d.stage != DeletionStage::AwaitTombstone {
             return;
         }
-        if busy {
-            self.draining.insert(id);
-            return;
-        }
-        self.draining.remove(&id);
-        let waiters = std::mem::take(&mut d.waiters);
-        for request in waiters {
-            self.reply(request, Ok(Reply::DeleteAccepted { topic: id }));
-        }
+        self.draining.insert(id);
+        self.ack_drained_deletions();
         self.start_physical(id);
     }
 
@@ -43,8 +35,16 @@ impl Broker {
             .filter(|id| self.topics.get(id).is_none_or(|t| t.partitions.iter().all(|p| p.inflight == 0)))
             .collect();
         for id in drained {
-            self.draining.remove(&id);
-            self.tombstone_durable(id);
+            self.acknowledge_deletion(id);
+        }
+    }
+
+    /// Answers every delete of `id` waiting for its acknowledgement.
+    fn acknowledge_deletion(&mut self, id: TopicId) {
+        self.draining.remove(&id);
+        let Some(d) = self.topics.get_mut(&id).and_then(|t| t.deletion.as_mut()) else { return };
+        for request in std::mem::take(&mut d.waiters) {
+            self.reply(request, Ok(Reply::DeleteAccepted { topic: id }));
         }
     }
 
@@ -99,6 +99,10 @@ impl Broker {
             self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveLog(log));
         }
         for id in completed {
+            // Not yet acknowledged only if removal outran the drain (it never should).
+            if self.draining.contains(&id) {
+                self.acknowledge_deletion(id);
+            }
             self.removing.remove(&id);
             if let Some(t) = self.topics.remove(&id) {
                 // Older incarnations of the name may still be being deleted.
