@@ -5,6 +5,7 @@
 //! (faults and crashes stop; the broker must finish all pending work within a bound),
 //! then the *final checks* (durability of every acknowledged record, exact log set).
 
+use crate::checkers::Checkers;
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::model::{Model, RecordBytes};
 use crate::rng::SimRng;
@@ -175,6 +176,8 @@ struct Sim {
     crash_now: bool,
     crash_at: Option<(u64, CrashMode)>,
     model: Model,
+    /// The checkers that watch requests, replies and storage operations from outside the model.
+    checkers: Checkers,
     violations: Vec<Violation>,
     trace: Trace,
     stats: RunStats,
@@ -212,6 +215,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         config.bugs = broker_core::planted::PlantedBugs::only(bug);
     }
     let clients = params.clients as usize;
+    let checkers = Checkers::new(config.removal_concurrency);
     let mut sim = Sim {
         now: Time::ZERO,
         workload: match &opts.script {
@@ -232,6 +236,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         chaos: true,
         crash_now: false,
         model: Model::default(),
+        checkers,
         violations: Vec::new(),
         trace: Trace::new(opts.keep_trace),
         stats: RunStats::default(),
@@ -255,6 +260,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
     let violations = {
         let mut v = std::mem::take(&mut sim.violations);
         v.extend(sim.model.take_violations());
+        v.extend(sim.checkers.take_violations());
         v
     };
     RunReport {
@@ -322,6 +328,7 @@ impl Sim {
         let Some(node) = self.node.take() else { return };
         self.count_completions(&node.broker);
         self.model.crashed();
+        self.checkers.process_died();
         self.outstanding.iter_mut().for_each(|o| *o = 0);
         let mut disk = node.exec.into_fs();
         disk.disarm();
@@ -380,6 +387,7 @@ impl Sim {
                     self.stats.reordered_completions += 1;
                 }
                 self.last_completed = self.last_completed.max(id);
+                self.checkers.storage_completed(id);
                 self.trace.record(self.now, "complete", format!("#{} {}", id.0, render_result(&result)));
                 if let Some(n) = self.node.as_mut() {
                     n.broker.handle_completion(self.now, id, result);
@@ -433,6 +441,7 @@ impl Sim {
             self.next_request += 1;
             self.outstanding[c] += 1;
             self.stats.commands += 1;
+            self.checkers.issued(self.now, &self.model, request, &cmd);
             self.model.issued(self.now, request, &cmd);
             self.trace.record(self.now, "command", format!("req{} c{c} {cmd:?}", request.0));
             if let Some(n) = self.node.as_mut() {
@@ -568,6 +577,7 @@ impl Sim {
             }
             n.lanes.insert(lane, at);
         }
+        self.checkers.storage_issued(self.now, id, &op);
         n.ops.insert(id, op);
         let life = self.life;
         self.schedule(at, Event::Execute { life, id });
@@ -595,6 +605,7 @@ impl Sim {
         }
         let rotted = self.rotted();
         let is_rotted = |log: LogId| rotted.contains(&log.file_name());
+        self.checkers.replied(self.now, &self.model, request, &reply, &is_rotted);
         self.model.replied(self.now, request, &reply, &is_rotted);
     }
 
@@ -631,6 +642,7 @@ impl Sim {
     fn sync_request(&mut self, cmd: Command) -> Option<Result<Reply, BrokerError>> {
         let request = RequestId(self.next_request);
         self.next_request += 1;
+        self.checkers.issued(self.now, &self.model, request, &cmd);
         self.model.issued(self.now, request, &cmd);
         let n = self.node.as_mut()?;
         n.broker.handle_command(self.now, request, cmd);
@@ -649,6 +661,7 @@ impl Sim {
         if let Some(reply) = &answer {
             let rotted = self.rotted();
             let is_rotted = |log: LogId| rotted.contains(&log.file_name());
+            self.checkers.replied(self.now, &self.model, request, reply, &is_rotted);
             self.model.replied(self.now, request, reply, &is_rotted);
         }
         answer
@@ -688,6 +701,8 @@ impl Sim {
         for missing in expected.difference(&on_disk) {
             self.flag(Checker::NoOrphans, format!("after settling, live log {missing} is missing from disk"));
         }
+        // Before the final fetches below, which are requests of their own.
+        self.checkers.run_ended(self.now);
         let live_ids: Vec<TopicId> = self.node.as_ref().map(|n| n.broker.live_topic_ids()).unwrap_or_default();
         self.model.check_live_after_recovery(self.now, &live_ids);
         self.check_durability(&live);

@@ -28,11 +28,12 @@ impl Broker {
     /// Acknowledges the deletions whose incarnation has drained since its tombstone
     /// became durable.
     pub(super) fn ack_drained_deletions(&mut self) {
+        let at_once = self.bug(Bug::AckDeleteBeforeIoDrains);
         let drained: Vec<TopicId> = self
             .draining
             .iter()
             .copied()
-            .filter(|id| self.topics.get(id).is_none_or(|t| t.partitions.iter().all(|p| p.inflight == 0)))
+            .filter(|id| at_once || self.topics.get(id).is_none_or(|t| t.partitions.iter().all(|p| p.inflight == 0)))
             .collect();
         for id in drained {
             self.acknowledge_deletion(id);
@@ -79,7 +80,8 @@ impl Broker {
             let Some(d) = t.deletion.as_ref() else { continue };
             for (p, part) in t.partitions.iter().enumerate() {
                 let p = p as u32;
-                if self.removals_in_flight + issue.len() >= self.config.removal_concurrency {
+                let bound = self.config.removal_concurrency + usize::from(self.bug(Bug::RemovalConcurrencyOffByOne));
+                if self.removals_in_flight + issue.len() >= bound {
                     break;
                 }
                 let idle = part.inflight == 0 || ignore_reads;
