@@ -40,11 +40,14 @@ pub enum Bug {
     RecoveryDeletesRecreatedName,
     /// Log removals are bounded by one more than the configured concurrency.
     RemovalConcurrencyOffByOne,
+    /// A failed log fsync is retried, and its success acknowledges the writes, instead
+    /// of halting (after a failed fsync the dirty data is gone; a retry cannot bring it back).
+    RetryFailedFsync,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 15] = [
+    pub const ALL: [Bug; 16] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -60,6 +63,7 @@ impl Bug {
         Bug::CreateChecksOnlyVisibleNames,
         Bug::RecoveryDeletesRecreatedName,
         Bug::RemovalConcurrencyOffByOne,
+        Bug::RetryFailedFsync,
     ];
 
     /// The bug's command-line name.
@@ -80,6 +84,7 @@ impl Bug {
             Bug::CreateChecksOnlyVisibleNames => "create-checks-only-visible-names",
             Bug::RecoveryDeletesRecreatedName => "recovery-deletes-recreated-name",
             Bug::RemovalConcurrencyOffByOne => "removal-concurrency-off-by-one",
+            Bug::RetryFailedFsync => "retry-failed-fsync",
         }
     }
 

@@ -116,6 +116,14 @@ fn removal_concurrency_off_by_one_is_caught() {
     fired_by(Bug::RemovalConcurrencyOffByOne, Checker::RemovalConcurrency);
 }
 
+/// A failed fsync dropped the dirty data; acknowledging after a retried sync loses
+/// acknowledged records at the next crash (the offset may even be handed out again).
+#[test]
+fn retry_failed_fsync_is_caught() {
+    caught_by(Bug::RetryFailedFsync, &[Checker::Durability, Checker::AckedOffsetsServed, Checker::ModelAgreement]);
+    fired_by(Bug::RetryFailedFsync, Checker::Durability);
+}
+
 /// A re-created topic that vanishes with no delete issued after its create is caught,
 /// even though a delete of its name was issued before (that delete cannot excuse it).
 #[test]
