@@ -5,7 +5,7 @@
 //! (faults and crashes stop; the broker must finish all pending work within a bound),
 //! then the *final checks* (durability of every acknowledged record, exact log set).
 
-use crate::checkers::Checkers;
+use crate::checkers::{liveness, no_orphans, no_premature_removal, Checkers};
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::model::{Model, RecordBytes};
 use crate::rng::SimRng;
@@ -14,10 +14,9 @@ use crate::trace::{render_effect, render_op, render_result, Trace, TraceLine};
 use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
-use broker_core::journal::{decode_journal, MetaState, JOURNAL_FILE};
 use broker_core::{
-    Broker, BrokerError, Command, Config, Effect, Executor, LogId, OpId, OpResult, Phase, Reply, RequestId,
-    StorageError, StorageOp, Time, TimerId, TopicId,
+    Broker, BrokerError, Command, Config, Effect, Executor, LogId, OpId, OpResult, Phase, Reply, RequestId, StorageOp,
+    Time, TimerId, TopicId,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -457,9 +456,8 @@ impl Sim {
         let targeted = self.params.targeted_crash;
         let Some(n) = self.node.as_mut() else { return };
         let Some(op) = n.ops.remove(&id) else { return };
-        if let StorageOp::RemoveLog { log } = &op {
-            if n.broker.live_topic_ids().contains(&log.topic) {
-                let detail = format!("log {log} of live topic {} removed", log.topic);
+        if matches!(op, StorageOp::RemoveLog { .. }) {
+            if let Some(detail) = no_premature_removal::removal(&op, &n.broker.live_topic_ids()) {
                 self.violations.push(Violation { checker: Checker::NoPrematureRemoval, at: self.now, detail });
             }
         }
@@ -494,9 +492,7 @@ impl Sim {
                 return;
             }
         }
-        if let (StorageOp::Read { log, offset, .. }, Err(StorageError::NotFound(_))) = (&op, &result) {
-            let detail =
-                format!("read of {log} from {offset} failed: its log was removed while the read was in flight");
+        if let Some(detail) = no_premature_removal::result(&op, &result) {
             self.flag(Checker::NoPrematureRemoval, detail);
         }
         if chaos && result.is_ok() {
@@ -612,29 +608,8 @@ impl Sim {
     /// No orphans at a crash point: every log that survived belongs to a topic the
     /// durable journal names (live or pending deletion).
     fn check_no_orphans(&mut self) {
-        let disk = self.disk();
-        let names = disk.durable_names();
-        let journal = disk.durable_file(JOURNAL_FILE);
-        let logs: Vec<LogId> = names.iter().filter_map(|n| LogId::parse_file_name(n)).collect();
-        if logs.is_empty() {
-            return;
-        }
-        let meta = match journal.as_deref().map(decode_journal) {
-            None => MetaState::default(),
-            Some(Ok(d)) => MetaState::replay(d.records.iter().map(|(_, r)| r)),
-            Some(Err(c)) => {
-                let detail = format!("durable journal is corrupt at byte {}: {}", c.offset, c.detail);
-                return self.flag(Checker::NoOrphans, detail);
-            }
-        };
-        for log in logs {
-            let named = meta.topics.get(&log.topic).is_some_and(|t| log.partition < t.meta.partitions);
-            if !named {
-                self.flag(
-                    Checker::NoOrphans,
-                    format!("log {log} survives a crash but the durable journal names no such topic"),
-                );
-            }
+        for detail in no_orphans::at_crash(self.disk()) {
+            self.flag(Checker::NoOrphans, detail);
         }
     }
 
@@ -673,33 +648,16 @@ impl Sim {
             self.node = Some(node);
         }
         // Liveness: serving, with nothing pending.
-        let Some(n) = self.node.as_ref() else {
-            return self.flag(Checker::Liveness, "the broker is down when the run ends".into());
-        };
-        let (phase, pending, live) = (n.broker.phase(), n.broker.pending_deletions(), n.broker.live_topics());
-        if phase != Phase::Serving {
-            let detail = format!("the broker is {phase:?}, not serving, {LIVENESS_BOUND_MS} ms after faults stopped");
-            return self.flag(Checker::Liveness, detail);
-        }
-        if !pending.is_empty() {
-            let detail = format!(
-                "{} deletions still pending {LIVENESS_BOUND_MS} ms after faults stopped: {pending:?}",
-                pending.len()
-            );
+        let phase = self.node.as_ref().map(|n| n.broker.phase());
+        let pending = self.node.as_ref().map(|n| n.broker.pending_deletions()).unwrap_or_default();
+        for detail in liveness::at_end(phase, &pending) {
             self.flag(Checker::Liveness, detail);
         }
+        let Some(n) = self.node.as_ref().filter(|n| n.broker.phase() == Phase::Serving) else { return };
         // No orphans after settling: exactly the live topics' logs remain.
-        let expected: BTreeSet<String> = live
-            .iter()
-            .flat_map(|t| (0..t.partitions).map(move |p| LogId { topic: t.id, partition: p }.file_name()))
-            .collect();
-        let on_disk: BTreeSet<String> =
-            self.disk().durable_names().into_iter().filter(|n| LogId::parse_file_name(n).is_some()).collect();
-        for extra in on_disk.difference(&expected) {
-            self.flag(Checker::NoOrphans, format!("after settling, {extra} remains on disk but no live topic owns it"));
-        }
-        for missing in expected.difference(&on_disk) {
-            self.flag(Checker::NoOrphans, format!("after settling, live log {missing} is missing from disk"));
+        let live = n.broker.live_topics();
+        for detail in no_orphans::after_settling(&live, self.disk()) {
+            self.flag(Checker::NoOrphans, detail);
         }
         // Before the final fetches below, which are requests of their own.
         self.checkers.run_ended(self.now);

@@ -1,11 +1,19 @@
-//! Checkers that watch a run from outside the reference model, one per file, each with
-//! its invariant in its doc comment.
+//! The checkers, one per file, each with its invariant in its doc comment.
 //!
-//! The runner feeds them every request as it is issued and every reply as it arrives
-//! (both before the model folds them in, so they see what the model knew at that
-//! instant), every storage operation as the core issues it and as its completion is
-//! delivered, every death of the broker process, and the end of the run. They read the
-//! model; they never change it.
+//! [`no_orphans`], [`no_premature_removal`] and [`liveness`] are functions the runner
+//! calls on the disk and the broker at the points they judge (a crash, an operation, the
+//! end). Durability (with the runner's final read-back), model agreement and no
+//! resurrection live in the reference model (`crate::model`) and the runner.
+//!
+//! The rest are gathered in [`Checkers`]: the runner feeds them every request as it is
+//! issued and every reply as it arrives (both before the model folds them in, so they
+//! see what the model knew at that instant), every storage operation as the core issues
+//! it and as its completion is delivered, every death of the broker process, and the end
+//! of the run. They read the model; they never change it.
+
+pub mod liveness;
+pub mod no_orphans;
+pub mod no_premature_removal;
 
 mod ack_after_delete;
 mod acked_offsets;
