@@ -43,7 +43,8 @@ pub enum Command {
         settings: TopicSettings,
     },
     /// Delete a topic. Hidden at once; replied `DeleteAccepted` once the tombstone is
-    /// durable; its logs are removed in the background.
+    /// durable and every request already admitted for the topic is answered (no reply
+    /// for the topic follows the deletion's); its logs are removed in the background.
     DeleteTopic {
         /// The name.
         name: String,

@@ -20,11 +20,34 @@ pub enum Bug {
     SkipDirSync,
     /// Reply `Produced` before the log sync completes.
     AckProduceBeforeSync,
+    /// Reply `DeleteAccepted` as soon as the tombstone is durable, while produces and
+    /// fetches of the incarnation are still in flight (they are answered after it).
+    AckDeleteBeforeIoDrains,
+    /// A fetch of a name with no live incarnation reads the newest incarnation being deleted.
+    FetchServesDeletedIncarnation,
+    /// On recovery, open logs but leave every high watermark at zero (it catches up
+    /// only when the partition is next written).
+    RecoveryForgetsHighWatermark,
+    /// A fetch at the high watermark (nothing to read) is never answered.
+    LoseFetchAtHighWatermark,
+    /// A delete of a name with no live incarnation answers not-found even while an
+    /// incarnation of it is being deleted.
+    DeleteIgnoresPendingDeletion,
+    /// A create refuses a name only if a created topic has it, not one still being created.
+    CreateChecksOnlyVisibleNames,
+    /// On recovery, a live topic that shares its name with a pending deletion is
+    /// deleted too.
+    RecoveryDeletesRecreatedName,
+    /// Log removals are bounded by one more than the configured concurrency.
+    RemovalConcurrencyOffByOne,
+    /// A failed log fsync is retried, and its success acknowledges the writes, instead
+    /// of halting (after a failed fsync the dirty data is gone; a retry cannot bring it back).
+    RetryFailedFsync,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 7] = [
+    pub const ALL: [Bug; 16] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -32,6 +55,15 @@ impl Bug {
         Bug::ReloadClearsDeleting,
         Bug::SkipDirSync,
         Bug::AckProduceBeforeSync,
+        Bug::AckDeleteBeforeIoDrains,
+        Bug::FetchServesDeletedIncarnation,
+        Bug::RecoveryForgetsHighWatermark,
+        Bug::LoseFetchAtHighWatermark,
+        Bug::DeleteIgnoresPendingDeletion,
+        Bug::CreateChecksOnlyVisibleNames,
+        Bug::RecoveryDeletesRecreatedName,
+        Bug::RemovalConcurrencyOffByOne,
+        Bug::RetryFailedFsync,
     ];
 
     /// The bug's command-line name.
@@ -44,6 +76,15 @@ impl Bug {
             Bug::ReloadClearsDeleting => "reload-clears-deleting",
             Bug::SkipDirSync => "skip-dir-sync",
             Bug::AckProduceBeforeSync => "ack-produce-before-sync",
+            Bug::AckDeleteBeforeIoDrains => "ack-delete-before-io-drains",
+            Bug::FetchServesDeletedIncarnation => "fetch-serves-deleted-incarnation",
+            Bug::RecoveryForgetsHighWatermark => "recovery-forgets-high-watermark",
+            Bug::LoseFetchAtHighWatermark => "lose-fetch-at-high-watermark",
+            Bug::DeleteIgnoresPendingDeletion => "delete-ignores-pending-deletion",
+            Bug::CreateChecksOnlyVisibleNames => "create-checks-only-visible-names",
+            Bug::RecoveryDeletesRecreatedName => "recovery-deletes-recreated-name",
+            Bug::RemovalConcurrencyOffByOne => "removal-concurrency-off-by-one",
+            Bug::RetryFailedFsync => "retry-failed-fsync",
         }
     }
 

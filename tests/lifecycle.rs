@@ -168,7 +168,10 @@ fn delete_while_a_fetch_is_in_flight_waits_for_the_read() {
     let read = h.first_pending(|op| matches!(op, StorageOp::Read { .. }));
     let del = h.submit(delete("t"));
     h.run_holding(|op| matches!(op, StorageOp::Read { .. }));
-    assert_eq!(h.take_reply(del), Some(Ok(Reply::DeleteAccepted { topic: t })), "the delete is accepted at once");
+    // The tombstone is durable, but the incarnation still owes the fetch its reply:
+    // no reply for it may follow `DeleteAccepted`, so the acknowledgement waits.
+    assert_eq!(h.take_reply(del), None, "the delete is acknowledged only once the read is answered");
+    assert_eq!(h.broker.pending_deletions().first().map(|d| d.tombstone_durable), Some(true));
     assert_eq!(h.ask(fetch("t", 0, 0, 10)), Some(Err(BrokerError::TopicNotFound { name: "t".into() })));
     let removed = removed_logs(&h.ops_since(0, is_remove));
     assert!(!removed.contains(&busy), "no RemoveLog for a log with a read in flight");
@@ -180,6 +183,7 @@ fn delete_while_a_fetch_is_in_flight_waits_for_the_read() {
     h.complete(read);
     let (records, hw) = fetched(h.take_reply(f).unwrap());
     assert_eq!((values(&records), hw), (vec!["a".into(), "c".into()], 2), "the fetch succeeds with its data");
+    assert_eq!(h.take_reply(del), Some(Ok(Reply::DeleteAccepted { topic: t })), "then the delete is acknowledged");
     assert_eq!(h.ops_since(mark, is_remove), vec![StorageOp::RemoveLog { log: busy }], "removed after the read");
     h.settle(10);
     assert!(log_files(h.exec.fs()).is_empty());
@@ -195,13 +199,14 @@ fn delete_while_a_produce_is_in_flight_waits_for_its_writes_and_never_acks_it_af
     h.run_holding(|op| matches!(op, StorageOp::SyncLog { .. }));
     let del = h.submit(delete("t"));
     h.run_holding(|op| matches!(op, StorageOp::SyncLog { .. }));
-    assert_eq!(h.take_reply(del), Some(Ok(Reply::DeleteAccepted { topic: t })));
+    assert_eq!(h.take_reply(del), None, "no produce may be acknowledged after the delete: the delete waits");
     assert!(h.ops_since(0, is_remove).is_empty(), "a sync is outstanding on the only log");
     let mark = h.trace.len();
     h.complete(h.first_pending(|op| matches!(op, StorageOp::SyncLog { .. })));
-    // The delete was acknowledged first: acknowledging the produce now would show a
-    // write to a topic already gone. It is answered that the topic is gone.
+    // Its topic's deletion was invoked first and its records will never be served: the
+    // produce is answered that the topic is gone, and only then the delete.
     assert_eq!(h.take_reply(p), Some(Err(BrokerError::TopicNotFound { name: "t".into() })));
+    assert_eq!(h.take_reply(del), Some(Ok(Reply::DeleteAccepted { topic: t })), "then the delete is acknowledged");
     assert_eq!(h.ops_since(mark, is_remove).len(), 1);
     h.settle(10);
     assert!(log_files(h.exec.fs()).is_empty());

@@ -6,6 +6,7 @@
 //! is orphaned, lost, resurrected or corrupted.
 
 pub mod campaign;
+pub mod checkers;
 pub mod disk;
 pub mod exhaust;
 pub mod fuzzing;

@@ -58,6 +58,10 @@ pub struct Model {
     names: BTreeMap<String, NameState>,
     /// Names with a delete whose outcome is unknown (cut off by a crash or halt).
     pub uncertain_deletes: BTreeSet<String>,
+    /// Every delete issued, by name (request ids ascend in issue order).
+    delete_requests: BTreeMap<String, BTreeSet<RequestId>>,
+    /// The create request each incarnation answered `Created` to.
+    created_by: BTreeMap<TopicId, RequestId>,
     /// Creates and deletes acknowledged (for the summary).
     pub deletes_acked: u64,
     violations: Vec<Violation>,
@@ -71,6 +75,7 @@ impl Model {
                 let st = self.names.entry(name.clone()).or_default();
                 st.definitely_live = None;
                 st.last_delete_issued = Some(now);
+                self.delete_requests.entry(name.clone()).or_default().insert(request);
             }
             Command::Produce { topic, records } => {
                 for r in records {
@@ -104,14 +109,28 @@ impl Model {
         std::mem::take(&mut self.violations)
     }
 
-    /// Whether an incarnation may legitimately be gone: its deletion was acknowledged
-    /// or a delete of its name was issued.
+    /// Whether an incarnation may legitimately be gone: its deletion was acknowledged,
+    /// or a delete of its name was issued after its create was (a delete issued before
+    /// the create cannot have removed it). Requests cut off by a crash count as issued.
+    /// An incarnation whose `Created` reply was never seen has no known create request:
+    /// then any delete of its name excuses it.
     pub fn may_be_deleted(&self, id: TopicId) -> bool {
-        self.deleted.contains(&id)
-            || self.names_of.get(&id).is_some_and(|name| {
-                self.uncertain_deletes.contains(name)
-                    || self.names.get(name).is_some_and(|s| s.last_delete_issued.is_some())
-            })
+        if self.deleted.contains(&id) {
+            return true;
+        }
+        let Some(deletes) = self.names_of.get(&id).and_then(|name| self.delete_requests.get(name)) else {
+            return false;
+        };
+        match self.created_by.get(&id) {
+            Some(create) => deletes.range(*create..).next().is_some(),
+            None => !deletes.is_empty(),
+        }
+    }
+
+    /// The incarnation of `name` whose creation was acknowledged and that no delete
+    /// issued since its create can have touched: it is live now, crashes or not.
+    pub fn definitely_live(&self, name: &str) -> Option<TopicId> {
+        self.names.get(name).and_then(|s| s.definitely_live).map(|(id, _)| id)
     }
 
     /// Checks a reply against the model, given the logs that suffered injected bit rot.
@@ -149,6 +168,7 @@ impl Model {
                     return self.flag(now, Checker::ModelAgreement, format!("create of {name} reused id {topic}"));
                 }
                 self.topics.insert(*topic, (name.clone(), *partitions));
+                self.created_by.insert(*topic, request);
                 let st = self.names.entry(name.clone()).or_default();
                 if st.last_delete_issued.is_none_or(|t| t < issued_at) {
                     st.definitely_live = Some((*topic, now));
@@ -344,5 +364,28 @@ impl Model {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use broker_core::TopicSettings;
+
+    #[test]
+    fn only_a_delete_issued_after_its_create_excuses_a_vanished_incarnation() {
+        let mut m = Model::default();
+        let clean = |_: LogId| false;
+        let (t, name) = (Time::ZERO, "a".to_string());
+        m.issued(t, RequestId(1), &Command::DeleteTopic { name: name.clone() });
+        m.replied(t, RequestId(1), &Err(BrokerError::TopicNotFound { name: name.clone() }), &clean);
+        let create = Command::CreateTopic { name: name.clone(), partitions: 1, settings: TopicSettings::default() };
+        m.issued(t, RequestId(2), &create);
+        m.replied(t, RequestId(2), &Ok(Reply::Created { topic: TopicId(0) }), &clean);
+        assert!(!m.may_be_deleted(TopicId(0)), "the delete came before the create");
+        // A later delete, cut off by a crash: it may have happened.
+        m.issued(t, RequestId(3), &Command::DeleteTopic { name });
+        m.crashed();
+        assert!(m.may_be_deleted(TopicId(0)));
     }
 }

@@ -5,6 +5,7 @@
 //! (faults and crashes stop; the broker must finish all pending work within a bound),
 //! then the *final checks* (durability of every acknowledged record, exact log set).
 
+use crate::checkers::{liveness, no_orphans, no_premature_removal, Checkers};
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::model::{label, Model, RecordBytes};
 use crate::rng::SimRng;
@@ -13,10 +14,9 @@ use crate::trace::{render_command, render_effect, render_op, render_result, Trac
 use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
-use broker_core::journal::{decode_journal, MetaState, JOURNAL_FILE};
 use broker_core::{
-    Broker, BrokerError, Command, Config, Effect, Executor, LogId, OpId, OpResult, Phase, Reply, RequestId,
-    StorageError, StorageOp, Time, TimerId, TopicId,
+    Broker, BrokerError, Command, Config, Effect, Executor, LogId, OpId, OpResult, Phase, Reply, RequestId, StorageOp,
+    Time, TimerId, TopicId,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -176,6 +176,8 @@ struct Sim {
     crash_now: bool,
     crash_at: Option<(u64, CrashMode)>,
     model: Model,
+    /// The checkers that watch requests, replies and storage operations from outside the model.
+    checkers: Checkers,
     violations: Vec<Violation>,
     trace: Trace,
     stats: RunStats,
@@ -215,6 +217,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         config.bugs = broker_core::planted::PlantedBugs::only(bug);
     }
     let clients = params.clients as usize;
+    let checkers = Checkers::new(config.removal_concurrency);
     let mut sim = Sim {
         now: Time::ZERO,
         workload: match &opts.script {
@@ -235,6 +238,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         chaos: true,
         crash_now: false,
         model: Model::default(),
+        checkers,
         violations: Vec::new(),
         trace: Trace::new(opts.keep_trace),
         stats: RunStats::default(),
@@ -258,6 +262,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
     let violations = {
         let mut v = std::mem::take(&mut sim.violations);
         v.extend(sim.model.take_violations());
+        v.extend(sim.checkers.take_violations());
         v
     };
     RunReport {
@@ -325,6 +330,7 @@ impl Sim {
         let Some(node) = self.node.take() else { return };
         self.count_completions(&node.broker);
         self.model.crashed();
+        self.checkers.process_died();
         self.outstanding.iter_mut().for_each(|o| *o = 0);
         let mut disk = node.exec.into_fs();
         disk.disarm();
@@ -383,6 +389,7 @@ impl Sim {
                     self.stats.reordered_completions += 1;
                 }
                 self.last_completed = self.last_completed.max(id);
+                self.checkers.storage_completed(id);
                 self.trace.record(self.now, "complete", format!("#{} {}", id.0, render_result(&result)));
                 if let Some(n) = self.node.as_mut() {
                     n.broker.handle_completion(self.now, id, result);
@@ -436,6 +443,7 @@ impl Sim {
             self.next_request += 1;
             self.outstanding[c] += 1;
             self.stats.commands += 1;
+            self.checkers.issued(self.now, &self.model, request, &cmd);
             self.model.issued(self.now, request, &cmd);
             self.trace.record(self.now, "command", format!("req{} c{c} {}", request.0, render_command(&cmd)));
             if let Some(n) = self.node.as_mut() {
@@ -451,9 +459,8 @@ impl Sim {
         let targeted = self.params.targeted_crash;
         let Some(n) = self.node.as_mut() else { return };
         let Some(op) = n.ops.remove(&id) else { return };
-        if let StorageOp::RemoveLog { log } = &op {
-            if n.broker.live_topic_ids().contains(&log.topic) {
-                let detail = format!("log {log} of live topic {} removed", log.topic);
+        if matches!(op, StorageOp::RemoveLog { .. }) {
+            if let Some(detail) = no_premature_removal::removal(&op, &n.broker.live_topic_ids()) {
                 self.violations.push(Violation { checker: Checker::NoPrematureRemoval, at: self.now, detail });
             }
         }
@@ -488,9 +495,7 @@ impl Sim {
                 return;
             }
         }
-        if let (StorageOp::Read { log, offset, .. }, Err(StorageError::NotFound(_))) = (&op, &result) {
-            let detail =
-                format!("read of {log} from {offset} failed: its log was removed while the read was in flight");
+        if let Some(detail) = no_premature_removal::result(&op, &result) {
             self.flag(Checker::NoPrematureRemoval, detail);
         }
         if chaos && result.is_ok() {
@@ -571,6 +576,7 @@ impl Sim {
             }
             n.lanes.insert(lane, at);
         }
+        self.checkers.storage_issued(self.now, id, &op);
         n.ops.insert(id, op);
         let life = self.life;
         self.schedule(at, Event::Execute { life, id });
@@ -598,35 +604,15 @@ impl Sim {
         }
         let rotted = self.rotted();
         let is_rotted = |log: LogId| rotted.contains(&log.file_name());
+        self.checkers.replied(self.now, &self.model, request, &reply, &is_rotted);
         self.model.replied(self.now, request, &reply, &is_rotted);
     }
 
     /// No orphans at a crash point: every log that survived belongs to a topic the
     /// durable journal names (live or pending deletion).
     fn check_no_orphans(&mut self) {
-        let disk = self.disk();
-        let names = disk.durable_names();
-        let journal = disk.durable_file(JOURNAL_FILE);
-        let logs: Vec<LogId> = names.iter().filter_map(|n| LogId::parse_file_name(n)).collect();
-        if logs.is_empty() {
-            return;
-        }
-        let meta = match journal.as_deref().map(decode_journal) {
-            None => MetaState::default(),
-            Some(Ok(d)) => MetaState::replay(d.records.iter().map(|(_, r)| r)),
-            Some(Err(c)) => {
-                let detail = format!("durable journal is corrupt at byte {}: {}", c.offset, c.detail);
-                return self.flag(Checker::NoOrphans, detail);
-            }
-        };
-        for log in logs {
-            let named = meta.topics.get(&log.topic).is_some_and(|t| log.partition < t.meta.partitions);
-            if !named {
-                self.flag(
-                    Checker::NoOrphans,
-                    format!("log {log} survives a crash but the durable journal names no such topic"),
-                );
-            }
+        for detail in no_orphans::at_crash(self.disk()) {
+            self.flag(Checker::NoOrphans, detail);
         }
     }
 
@@ -634,6 +620,7 @@ impl Sim {
     fn sync_request(&mut self, cmd: Command) -> Option<Result<Reply, BrokerError>> {
         let request = RequestId(self.next_request);
         self.next_request += 1;
+        self.checkers.issued(self.now, &self.model, request, &cmd);
         self.model.issued(self.now, request, &cmd);
         let n = self.node.as_mut()?;
         n.broker.handle_command(self.now, request, cmd);
@@ -652,6 +639,7 @@ impl Sim {
         if let Some(reply) = &answer {
             let rotted = self.rotted();
             let is_rotted = |log: LogId| rotted.contains(&log.file_name());
+            self.checkers.replied(self.now, &self.model, request, reply, &is_rotted);
             self.model.replied(self.now, request, reply, &is_rotted);
         }
         answer
@@ -663,34 +651,19 @@ impl Sim {
             self.node = Some(node);
         }
         // Liveness: serving, with nothing pending.
-        let Some(n) = self.node.as_ref() else {
-            return self.flag(Checker::Liveness, "the broker is down when the run ends".into());
-        };
-        let (phase, pending, live) = (n.broker.phase(), n.broker.pending_deletions(), n.broker.live_topics());
-        if phase != Phase::Serving {
-            let detail = format!("the broker is {phase:?}, not serving, {LIVENESS_BOUND_MS} ms after faults stopped");
-            return self.flag(Checker::Liveness, detail);
-        }
-        if !pending.is_empty() {
-            let detail = format!(
-                "{} deletions still pending {LIVENESS_BOUND_MS} ms after faults stopped: {pending:?}",
-                pending.len()
-            );
+        let phase = self.node.as_ref().map(|n| n.broker.phase());
+        let pending = self.node.as_ref().map(|n| n.broker.pending_deletions()).unwrap_or_default();
+        for detail in liveness::at_end(phase, &pending) {
             self.flag(Checker::Liveness, detail);
         }
+        let Some(n) = self.node.as_ref().filter(|n| n.broker.phase() == Phase::Serving) else { return };
         // No orphans after settling: exactly the live topics' logs remain.
-        let expected: BTreeSet<String> = live
-            .iter()
-            .flat_map(|t| (0..t.partitions).map(move |p| LogId { topic: t.id, partition: p }.file_name()))
-            .collect();
-        let on_disk: BTreeSet<String> =
-            self.disk().durable_names().into_iter().filter(|n| LogId::parse_file_name(n).is_some()).collect();
-        for extra in on_disk.difference(&expected) {
-            self.flag(Checker::NoOrphans, format!("after settling, {extra} remains on disk but no live topic owns it"));
+        let live = n.broker.live_topics();
+        for detail in no_orphans::after_settling(&live, self.disk()) {
+            self.flag(Checker::NoOrphans, detail);
         }
-        for missing in expected.difference(&on_disk) {
-            self.flag(Checker::NoOrphans, format!("after settling, live log {missing} is missing from disk"));
-        }
+        // Before the final fetches below, which are requests of their own.
+        self.checkers.run_ended(self.now);
         let live_ids: Vec<TopicId> = self.node.as_ref().map(|n| n.broker.live_topic_ids()).unwrap_or_default();
         self.model.check_live_after_recovery(self.now, &live_ids);
         self.check_durability(&live);

@@ -19,17 +19,40 @@ pub enum Checker {
     Liveness,
     /// Replies agree with the reference model.
     ModelAgreement,
+    /// No produce is acknowledged after the acknowledgement of its incarnation's deletion.
+    NoAckAfterDelete,
+    /// No fetch reply names an incarnation whose deletion was acknowledged, or shows a
+    /// record under an incarnation it could not have been produced to.
+    FetchIncarnation,
+    /// An acknowledged offset is served during the run: never out of range, missing or
+    /// below the high watermark.
+    AckedOffsetsServed,
+    /// Every request admitted by a broker that lives to the end gets exactly one reply.
+    EveryRequestAnswered,
+    /// A delete is never answered not-found while the name has a live or pending incarnation.
+    DeleteNotFound,
+    /// A create is never answered created while its name is live.
+    CreateOfLiveName,
+    /// Log removals in flight never exceed the configured removal concurrency.
+    RemovalConcurrency,
 }
 
 impl Checker {
     /// Every checker.
-    pub const ALL: [Checker; 6] = [
+    pub const ALL: [Checker; 13] = [
         Checker::NoOrphans,
         Checker::Durability,
         Checker::NoResurrection,
         Checker::NoPrematureRemoval,
         Checker::Liveness,
         Checker::ModelAgreement,
+        Checker::NoAckAfterDelete,
+        Checker::FetchIncarnation,
+        Checker::AckedOffsetsServed,
+        Checker::EveryRequestAnswered,
+        Checker::DeleteNotFound,
+        Checker::CreateOfLiveName,
+        Checker::RemovalConcurrency,
     ];
 
     /// The checker's name, as the summary prints it.
@@ -41,6 +64,13 @@ impl Checker {
             Checker::NoPrematureRemoval => "no-premature-removal",
             Checker::Liveness => "liveness",
             Checker::ModelAgreement => "model-agreement",
+            Checker::NoAckAfterDelete => "no-ack-after-delete",
+            Checker::FetchIncarnation => "fetch-incarnation",
+            Checker::AckedOffsetsServed => "acked-offsets-served",
+            Checker::EveryRequestAnswered => "every-request-answered",
+            Checker::DeleteNotFound => "delete-not-found",
+            Checker::CreateOfLiveName => "create-of-live-name",
+            Checker::RemovalConcurrency => "removal-concurrency",
         }
     }
 }

@@ -57,7 +57,12 @@ impl Broker {
                 settings.deletion_grace_ms, self.config.max_grace_ms
             )));
         }
-        if self.live_names.contains_key(&name) {
+        let taken = if self.bug(Bug::CreateChecksOnlyVisibleNames) {
+            self.visible(&name).is_ok()
+        } else {
+            self.live_names.contains_key(&name)
+        };
+        if taken {
             return Err(BrokerError::TopicAlreadyExists { name });
         }
         // The largest id is never handed out: replay saturates the next id there, so it
@@ -95,11 +100,18 @@ impl Broker {
             self.journal_waiters.entry(seq).or_default().push(JournalWaiter::Tombstone(id));
             return Ok(early_ack.then_some(Reply::DeleteAccepted { topic: id }));
         }
+        if self.bug(Bug::DeleteIgnoresPendingDeletion) {
+            return Err(BrokerError::TopicNotFound { name });
+        }
         // Already being deleted: accepted once more, no second pipeline.
-        let newest = self.deleting_names.get(&name).and_then(|ids| ids.last());
-        let pending = newest.and_then(|id| self.topics.get_mut(id));
+        // One whose acknowledgement waits for its I/O to drain waits with the first.
+        let newest = self.deleting_names.get(&name).and_then(|ids| ids.last()).copied();
+        let unacknowledged = newest.is_some_and(|id| self.draining.contains(&id));
+        let pending = newest.and_then(|id| self.topics.get_mut(&id));
         match pending.and_then(|t| t.deletion.as_mut().map(|d| (t.meta.id, d))) {
-            Some((id, d)) if d.stage != DeletionStage::AwaitTombstone => Ok(Some(Reply::DeleteAccepted { topic: id })),
+            Some((id, d)) if d.stage != DeletionStage::AwaitTombstone && !unacknowledged => {
+                Ok(Some(Reply::DeleteAccepted { topic: id }))
+            }
             Some((_, d)) => {
                 d.waiters.push(request);
                 Ok(None)
@@ -211,7 +223,16 @@ impl Broker {
         offset: u64,
         max_records: u32,
     ) -> Result<Option<Reply>, BrokerError> {
-        let t = self.visible(topic)?;
+        let t = match self.visible(topic) {
+            Err(e) if self.bug(Bug::FetchServesDeletedIncarnation) => self
+                .deleting_names
+                .get(topic)
+                .and_then(|ids| ids.last())
+                .and_then(|id| self.topics.get(id))
+                .filter(|t| t.created)
+                .ok_or(e)?,
+            found => found?,
+        };
         let Some(p) = t.partitions.get(partition as usize) else {
             return Err(BrokerError::PartitionNotFound {
                 name: topic.to_string(),
@@ -233,6 +254,9 @@ impl Broker {
             return Err(BrokerError::OffsetOutOfRange { offset, high_watermark });
         }
         if offset == high_watermark {
+            if self.bug(Bug::LoseFetchAtHighWatermark) {
+                return Ok(None);
+            }
             return Ok(Some(Reply::Fetched { topic: t.meta.id, records: vec![], high_watermark }));
         }
         let count = (high_watermark - offset).min(u64::from(max_records)) as u32;

@@ -39,6 +39,9 @@ impl Broker {
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
                 Err(_) => self.create_failed(log),
             },
+            PendingOp::SyncLog { log, end } if result.is_err() && self.bug(crate::planted::Bug::RetryFailedFsync) => {
+                self.op(StorageOp::SyncLog { log }, PendingOp::SyncLog { log, end });
+            }
             PendingOp::Append { log, end } | PendingOp::SyncLog { log, end } => match result {
                 Ok(OpOutput::Done) => self.write_done(log, end),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),

@@ -134,6 +134,10 @@ pub struct Broker {
     /// still waits for.
     requests: BTreeMap<RequestId, Option<ProduceProgress>>,
     removals_in_flight: usize,
+    /// Deletions whose tombstone is durable, waiting for their incarnation's storage
+    /// operations to drain before they are acknowledged: every reply owed for the
+    /// incarnation (produce, fetch, create) goes out before `DeleteAccepted`.
+    draining: BTreeSet<TopicId>,
     /// Deletions past their grace delay, removing logs.
     removing: BTreeSet<TopicId>,
     /// The latest deletions completed by this broker, in order: at most
@@ -182,6 +186,7 @@ impl Broker {
             journal_waiters: BTreeMap::new(),
             requests: BTreeMap::new(),
             removals_in_flight: 0,
+            draining: BTreeSet::new(),
             removing: BTreeSet::new(),
             completed: VecDeque::new(),
             completed_count: 0,
@@ -395,6 +400,9 @@ impl Broker {
     fn pump(&mut self) {
         if self.phase == Phase::Halted {
             return;
+        }
+        if !self.draining.is_empty() {
+            self.ack_drained_deletions();
         }
         // Removals first: finishing a deletion queues its `DeletionCompleted` record,
         // which the journal I/O below must carry (nothing else may come to issue it).

@@ -134,11 +134,16 @@ impl Broker {
     fn install(&mut self, meta: MetaState) {
         self.next_topic_id = meta.next_topic_id;
         let clear_deleting = self.bug(Bug::ReloadClearsDeleting);
+        let deleting_names: BTreeSet<String> = if self.bug(Bug::RecoveryDeletesRecreatedName) {
+            meta.topics.values().filter(|t| t.deleting).map(|t| t.meta.name.clone()).collect()
+        } else {
+            BTreeSet::new()
+        };
         let mut open = Vec::new();
         for (id, mt) in meta.topics {
             let mut topic = Topic::new(mt.meta, true);
             let name = topic.meta.name.clone();
-            if mt.deleting && !clear_deleting {
+            if (mt.deleting || deleting_names.contains(&name)) && !clear_deleting {
                 topic.deletion = Some(Deletion {
                     stage: DeletionStage::AwaitTombstone,
                     tombstone_seq: 0,
@@ -191,13 +196,14 @@ impl Broker {
 
     pub(super) fn log_opened(&mut self, log: LogId, result: Result<u64, StorageError>) {
         let owner = self.owner_of(log);
+        let forget_hw = self.bug(Bug::RecoveryForgetsHighWatermark);
         let part =
             owner.and_then(|id| self.topics.get_mut(&id)).and_then(|t| t.partitions.get_mut(log.partition as usize));
         match result {
             Ok(next) => {
                 if let Some(p) = part {
                     p.next_offset = next;
-                    p.high_watermark = next;
+                    p.high_watermark = if forget_hw { 0 } else { next };
                     p.ready = true;
                 }
             }

@@ -1,0 +1,80 @@
+//! **fetch-incarnation**: a fetch reply never names an incarnation whose deletion was
+//! acknowledged before the reply, and never shows a record under an incarnation the
+//! record cannot have been produced to, acknowledged or not.
+//!
+//! The core admits a request the instant it is issued (ids are handed out, names are
+//! hidden), and request ids ascend in issue order. So a produce issued before the
+//! create that answered `Created { topic }` cannot have written to `topic` (it did not
+//! exist yet), and a produce issued after a delete that answered `DeleteAccepted {
+//! topic }` cannot have either (the name no longer led to it).
+
+use super::{Flags, Request};
+use crate::violation::Checker;
+use broker_core::{BrokerError, Command, Reply, RequestId, TopicId};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default)]
+pub(super) struct FetchIncarnation {
+    /// The produce that sent each value (values are unique in a run).
+    produced_by: BTreeMap<Vec<u8>, RequestId>,
+    /// The create request that answered `Created` for each incarnation.
+    created_by: BTreeMap<TopicId, RequestId>,
+    /// The earliest-issued delete request that answered `DeleteAccepted` for each incarnation.
+    deleted_by: BTreeMap<TopicId, RequestId>,
+}
+
+impl FetchIncarnation {
+    pub(super) fn issued(&mut self, request: RequestId, command: &Command) {
+        if let Command::Produce { records, .. } = command {
+            for r in records {
+                self.produced_by.insert(r.value.clone(), request);
+            }
+        }
+    }
+
+    pub(super) fn replied(
+        &mut self,
+        flags: &mut Flags,
+        request: RequestId,
+        req: &Request,
+        reply: &Result<Reply, BrokerError>,
+    ) {
+        match (reply, &req.command) {
+            (Ok(Reply::Created { topic }), Command::CreateTopic { .. }) => {
+                self.created_by.insert(*topic, request);
+            }
+            (Ok(Reply::DeleteAccepted { topic }), Command::DeleteTopic { .. }) => {
+                let first = self.deleted_by.entry(*topic).or_insert(request);
+                *first = (*first).min(request);
+            }
+            (Ok(Reply::Fetched { topic, records, .. }), Command::Fetch { topic: name, partition, .. }) => {
+                if self.deleted_by.contains_key(topic) {
+                    let detail = format!(
+                        "a fetch of {name}/p{partition} issued at {} was answered from {topic}, whose deletion was \
+                         already acknowledged",
+                        req.at
+                    );
+                    flags.flag(Checker::FetchIncarnation, detail);
+                }
+                for r in records {
+                    let Some(by) = self.produced_by.get(&r.value) else { continue };
+                    if let Some(created) = self.created_by.get(topic).filter(|c| by < *c) {
+                        let detail = format!(
+                            "{topic}/p{partition}@{} holds {:?}, produced by req{} before {topic} was created by req{}",
+                            r.offset, r.value, by.0, created.0
+                        );
+                        flags.flag(Checker::FetchIncarnation, detail);
+                    }
+                    if let Some(deleted) = self.deleted_by.get(topic).filter(|d| by > *d) {
+                        let detail = format!(
+                            "{topic}/p{partition}@{} holds {:?}, produced by req{} after req{} deleted {topic}",
+                            r.offset, r.value, by.0, deleted.0
+                        );
+                        flags.flag(Checker::FetchIncarnation, detail);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The checkers, one per file, each with its invariant in its doc comment.
+//!
+//! [`no_orphans`], [`no_premature_removal`] and [`liveness`] are functions the runner
+//! calls on the disk and the broker at the points they judge (a crash, an operation, the
+//! end). Durability (with the runner's final read-back), model agreement and no
+//! resurrection live in the reference model (`crate::model`) and the runner.
+//!
+//! The rest are gathered in [`Checkers`]: the runner feeds them every request as it is
+//! issued and every reply as it arrives (both before the model folds them in, so they
+//! see what the model knew at that instant), every storage operation as the core issues
+//! it and as its completion is delivered, every death of the broker process, and the end
+//! of the run. They read the model; they never change it.
+
+pub mod liveness;
+pub mod no_orphans;
+pub mod no_premature_removal;
+
+mod ack_after_delete;
+mod acked_offsets;
+mod create_of_live_name;
+mod delete_not_found;
+mod every_request_answered;
+mod fetch_incarnation;
+mod removal_concurrency;
+
+use crate::model::Model;
+use crate::violation::{Checker, Violation};
+use broker_core::{BrokerError, Command, LogId, OpId, Reply, RequestId, StorageOp, Time};
+use std::collections::BTreeMap;
+
+/// A request in flight: what was asked and when.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The command.
+    pub command: Command,
+    /// When it was issued.
+    pub at: Time,
+}
+
+/// Where checkers report what they see.
+pub struct Flags<'a> {
+    now: Time,
+    out: &'a mut Vec<Violation>,
+}
+
+impl Flags<'_> {
+    fn flag(&mut self, checker: Checker, detail: String) {
+        self.out.push(Violation { checker, at: self.now, detail });
+    }
+}
+
+/// Every checker of this module, fed by the runner.
+#[derive(Debug)]
+pub struct Checkers {
+    /// Requests issued to the living process and not yet answered.
+    open: BTreeMap<RequestId, Request>,
+    ack_after_delete: ack_after_delete::AckAfterDelete,
+    fetch_incarnation: fetch_incarnation::FetchIncarnation,
+    acked_offsets: acked_offsets::AckedOffsets,
+    delete_not_found: delete_not_found::DeleteNotFound,
+    create_of_live_name: create_of_live_name::CreateOfLiveName,
+    removal_concurrency: removal_concurrency::RemovalConcurrency,
+    violations: Vec<Violation>,
+}
+
+impl Checkers {
+    /// Checkers for a broker configured with this removal concurrency.
+    pub fn new(removal_concurrency: usize) -> Checkers {
+        Checkers {
+            open: BTreeMap::new(),
+            ack_after_delete: Default::default(),
+            fetch_incarnation: Default::default(),
+            acked_offsets: Default::default(),
+            delete_not_found: Default::default(),
+            create_of_live_name: Default::default(),
+            removal_concurrency: removal_concurrency::RemovalConcurrency::new(removal_concurrency),
+            violations: Vec::new(),
+        }
+    }
+
+    /// A request is issued (call before the model sees it).
+    pub fn issued(&mut self, now: Time, model: &Model, request: RequestId, command: &Command) {
+        let open = &self.open;
+        self.fetch_incarnation.issued(request, command);
+        self.acked_offsets.issued(model, request, command);
+        self.delete_not_found.issued(now, model, open, request, command);
+        self.create_of_live_name.issued(model, open, request, command);
+        self.open.insert(request, Request { command: command.clone(), at: now });
+    }
+
+    /// A reply arrives (call before the model sees it). `rotted` tells the logs that
+    /// suffered injected bit rot.
+    pub fn replied(
+        &mut self,
+        now: Time,
+        model: &Model,
+        request: RequestId,
+        reply: &Result<Reply, BrokerError>,
+        rotted: &dyn Fn(LogId) -> bool,
+    ) {
+        let mut flags = Flags { now, out: &mut self.violations };
+        let Some(req) = self.open.remove(&request) else {
+            return every_request_answered::unexpected_reply(&mut flags, request, reply);
+        };
+        self.ack_after_delete.replied(&mut flags, &req, reply);
+        self.fetch_incarnation.replied(&mut flags, request, &req, reply);
+        self.acked_offsets.replied(&mut flags, model, request, &req, reply, rotted);
+        self.delete_not_found.replied(&mut flags, request, &req, reply);
+        self.create_of_live_name.replied(&mut flags, request, &req, reply);
+    }
+
+    /// The core issued storage operation `id`.
+    pub fn storage_issued(&mut self, now: Time, id: OpId, op: &StorageOp) {
+        let mut flags = Flags { now, out: &mut self.violations };
+        self.removal_concurrency.issued(&mut flags, id, op);
+    }
+
+    /// The completion of storage operation `id` is delivered to the core.
+    pub fn storage_completed(&mut self, id: OpId) {
+        self.removal_concurrency.completed(id);
+    }
+
+    /// The broker process died (crash, halt or restart): its requests in flight will
+    /// never be answered, and their outcomes are unknown; its storage operations are gone.
+    pub fn process_died(&mut self) {
+        let cut_off = std::mem::take(&mut self.open);
+        self.acked_offsets.cut_off(cut_off.keys());
+        self.delete_not_found.cut_off(cut_off.keys());
+        self.create_of_live_name.cut_off(cut_off.keys());
+        self.removal_concurrency.process_died();
+    }
+
+    /// The run ended with the broker process alive (it is the one that settled).
+    pub fn run_ended(&mut self, now: Time) {
+        let mut flags = Flags { now, out: &mut self.violations };
+        every_request_answered::run_ended(&mut flags, &self.open);
+    }
+
+    /// Takes the violations found so far.
+    pub fn take_violations(&mut self) -> Vec<Violation> {
+        std::mem::take(&mut self.violations)
+    }
+}
