@@ -34,9 +34,11 @@ impl<F: FileSystem> SyncDriver<F> {
 
     /// Like [`SyncDriver::start`], with the virtual clock starting at `now`.
     pub fn start_at(config: Config, fs: F, now: Time) -> SyncDriver<F> {
+        let mut executor = Executor::new(fs);
+        executor.set_read_only(config.read_only);
         let mut d = SyncDriver {
             broker: Broker::start(config, now),
-            executor: Executor::new(fs),
+            executor,
             now,
             timers: BTreeSet::new(),
             replies: BTreeMap::new(),

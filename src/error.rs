@@ -73,6 +73,10 @@ pub enum BrokerError {
     /// Another request with the same id is still in flight.
     #[error("request id {0} is already in flight")]
     DuplicateRequestId(u64),
+    /// The broker was started read-only ([`crate::Config::read_only`]): it serves
+    /// list, describe and fetch, and refuses every command that writes.
+    #[error("{0} is refused: the data was opened read-only (for reading on a read-only or full disk); open it for writing to change anything")]
+    ReadOnly(String),
     /// The broker is not serving: it is recovering or it has halted.
     #[error("broker unavailable: {0}")]
     Unavailable(String),

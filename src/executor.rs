@@ -19,6 +19,12 @@ use std::collections::BTreeMap;
 
 /// The temporary file a journal replacement is written to before its rename.
 pub const JOURNAL_TMP_FILE: &str = "journal.tmp";
+/// Space held back for the journal: released when a journal write finds the disk full,
+/// so that a delete's tombstone (and the journal rewrite of every start) still fits, and
+/// taken again once space returns.
+pub const JOURNAL_RESERVE_FILE: &str = "journal.reserve";
+/// The smallest journal reserve; it also covers twice the journal's size.
+pub const JOURNAL_RESERVE_MIN: u64 = 1 << 20;
 /// Backups of torn journals are named `journal.torn.N`.
 pub const JOURNAL_BACKUP_PREFIX: &str = "journal.torn.";
 
@@ -44,6 +50,10 @@ pub struct Executor<F> {
     skip_dir_sync: bool,
     /// How many bytes a log scan reads at a time.
     scan_chunk: usize,
+    /// Writes nothing: opening a log cuts nothing, and every mutation is refused.
+    read_only: bool,
+    /// The least size of the journal reserve ([`JOURNAL_RESERVE_FILE`]).
+    reserve_min: u64,
 }
 
 /// How many bytes opening a log reads at a time.
@@ -52,7 +62,28 @@ pub const SCAN_CHUNK: usize = 8 << 20;
 impl<F: FileSystem> Executor<F> {
     /// An executor over `fs`, with nothing open.
     pub fn new(fs: F) -> Executor<F> {
-        Executor { fs, logs: BTreeMap::new(), journal_len: None, skip_dir_sync: false, scan_chunk: SCAN_CHUNK }
+        Executor {
+            fs,
+            logs: BTreeMap::new(),
+            journal_len: None,
+            skip_dir_sync: false,
+            scan_chunk: SCAN_CHUNK,
+            read_only: false,
+            reserve_min: JOURNAL_RESERVE_MIN,
+        }
+    }
+
+    /// Sets the least size of the journal reserve (default [`JOURNAL_RESERVE_MIN`]).
+    pub fn set_reserve_min(&mut self, bytes: u64) {
+        self.reserve_min = bytes;
+    }
+
+    /// Makes this executor write nothing, for a broker started with
+    /// [`crate::Config::read_only`]: logs are opened without cutting what was never
+    /// acknowledged (it is not served either), and every mutating operation fails with
+    /// [`StorageError::PermissionDenied`].
+    pub fn set_read_only(&mut self, read_only: bool) {
+        self.read_only = read_only;
     }
 
     /// Sets how many bytes opening a log reads at a time (tests use small chunks to
@@ -93,11 +124,25 @@ impl<F: FileSystem> Executor<F> {
 
     /// Carries out one operation and returns its result.
     pub fn execute(&mut self, op: &StorageOp) -> OpResult {
+        let reads = matches!(
+            op,
+            StorageOp::ReadJournal | StorageOp::ListLogs | StorageOp::OpenLog { .. } | StorageOp::Read { .. }
+        );
+        if self.read_only && !reads {
+            let target = op.log().map_or_else(|| JOURNAL_FILE.to_string(), |l| l.file_name());
+            return Err(StorageError::PermissionDenied(format!(
+                "{target}: a write refused: the data was opened read-only"
+            )));
+        }
         match op {
             StorageOp::ReadJournal => self.read_journal(),
-            StorageOp::AppendJournal { bytes } => self.append_journal(bytes),
+            StorageOp::AppendJournal { bytes } => self.with_reserve(|ex| ex.append_journal(bytes)),
             StorageOp::SyncJournal => self.fs.sync_file(JOURNAL_FILE).map(|()| OpOutput::Done),
-            StorageOp::ReplaceJournal { contents, keep_old } => self.replace_journal(contents, *keep_old),
+            StorageOp::ReplaceJournal { contents, keep_old } => {
+                let done = self.with_reserve(|ex| ex.replace_journal(contents, *keep_old))?;
+                self.keep_reserve();
+                Ok(done)
+            }
             StorageOp::ListLogs => self.list_logs(),
             StorageOp::CreateLog { log } => self.create_log(*log),
             StorageOp::OpenLog { log, acked_end } => {
@@ -136,6 +181,50 @@ impl<F: FileSystem> Executor<F> {
         self.fs.write_at(JOURNAL_FILE, at, bytes)?;
         self.journal_len = Some(at + bytes.len() as u64);
         Ok(OpOutput::Done)
+    }
+
+    /// Runs a journal write; if it finds the disk full, releases the journal reserve and
+    /// runs it once more. Only whole writes are run again, never a lone sync: a write
+    /// rewrites its bytes, so the sync after it has something to make durable.
+    fn with_reserve(&mut self, mut write: impl FnMut(&mut Self) -> OpResult) -> OpResult {
+        match write(self) {
+            Err(StorageError::DiskFull(_)) if self.release_reserve() => write(self),
+            result => result,
+        }
+    }
+
+    /// Removes the journal reserve, durably; false if there was none to remove.
+    fn release_reserve(&mut self) -> bool {
+        match self.fs.remove(JOURNAL_RESERVE_FILE) {
+            Ok(()) => self.fs.sync_dir().is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    /// Grows the journal reserve to its target size (at least [`JOURNAL_RESERVE_MIN`] and
+    /// twice the journal) where space allows. A failure is harmless: the reserve is
+    /// taken again after the next journal rewrite or log removal.
+    fn keep_reserve(&mut self) {
+        let journal = match self.journal_len {
+            Some(len) => len,
+            None => self.fs.len(JOURNAL_FILE).unwrap_or(0),
+        };
+        let target = self.reserve_min.max(journal.saturating_mul(2));
+        let have = match self.fs.len(JOURNAL_RESERVE_FILE) {
+            Ok(len) => len,
+            Err(StorageError::NotFound(_)) => 0,
+            Err(_) => return,
+        };
+        if have >= target {
+            return;
+        }
+        let zeros = vec![0u8; (target - have) as usize];
+        let _ = (|| {
+            self.fs.create(JOURNAL_RESERVE_FILE)?;
+            self.fs.write_at(JOURNAL_RESERVE_FILE, have, &zeros)?;
+            self.fs.sync_file(JOURNAL_RESERVE_FILE)?;
+            self.fs.sync_dir()
+        })();
     }
 
     fn replace_journal(&mut self, contents: &[u8], keep_old: bool) -> OpResult {
@@ -208,7 +297,9 @@ impl<F: FileSystem> Executor<F> {
             } else {
                 self.scan_log(log, &name, file_len, acked)?
             };
-            let len = if img.needs_header {
+            let len = if self.read_only {
+                img.valid_len // what follows is neither cut nor served
+            } else if img.needs_header {
                 self.fs.truncate(&name, 0)?;
                 self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
                 self.fs.sync_file(&name)?;
@@ -336,6 +427,8 @@ impl<F: FileSystem> Executor<F> {
             Err(e) => return Err(e),
         }
         self.fs.sync_dir()?;
+        // Space may have come back: hold some for the journal again.
+        self.keep_reserve();
         Ok(OpOutput::Done)
     }
 }

@@ -7,7 +7,7 @@ use broker_core::executor::JOURNAL_BACKUP_PREFIX;
 use broker_core::journal::{decode_journal, encode_header, JournalRecord, JOURNAL_FILE};
 use broker_core::logcodec::encode_log_header;
 use broker_core::{
-    BrokerError, Command, Config, FileSystem, HaltReason, LogId, MemFs, Phase, StorageOp, SyncDriver, TopicId,
+    BrokerError, Command, Config, FileSystem, HaltReason, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, TopicId,
 };
 use common::*;
 
@@ -633,4 +633,117 @@ fn rot_in_the_last_acknowledged_frame_is_reported_and_its_offset_never_reused() 
     let (records, _) = fetched(d.request(fetch("t", 0, 2, 10)));
     assert_eq!(values(&records), vec!["third".to_string()]);
     assert!(matches!(d.request(fetch("t", 0, 1, 1)), Err(BrokerError::CorruptRecord { offset: 1, .. })));
+}
+
+/// A read-only start writes nothing, whatever it finds (a torn journal tail, a torn log
+/// tail, a stray log, a pending deletion), serves list, describe and fetch of what was
+/// acknowledged, and refuses writes with a typed error.
+#[test]
+fn a_read_only_start_writes_nothing_and_serves_reads() {
+    let mut d = start(MemFs::new());
+    created(d.request(create("keep", 1)));
+    created(d.request(create_grace("doomed", 1, 60_000)));
+    produced(d.request(produce("keep", &["a", "b"])));
+    assert!(matches!(d.request(delete("doomed")), Ok(Reply::DeleteAccepted { .. })));
+    let mut fs = d.crash();
+    let keep = LogId { topic: TopicId(0), partition: 0 }.file_name();
+    fs.file_mut(&keep).unwrap().extend_from_slice(&[0xee; 7]); // a torn append
+    fs.file_mut(JOURNAL_FILE).unwrap().extend_from_slice(&[0x01, 0x02]); // a torn record
+    fs.create("0000000000000009-00000000.log").unwrap(); // a stray
+    let before = fs.clone();
+
+    let config = Config { read_only: true, ..Config::default() };
+    let mut exec_fs = SyncDriver::start(config.clone(), fs);
+    assert_eq!(exec_fs.phase(), Phase::Serving);
+    let names: Vec<String> = exec_fs.broker().live_topics().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, vec!["keep".to_string()]);
+    let (records, hw) = fetched(exec_fs.request(fetch("keep", 0, 0, 10)));
+    assert_eq!((values(&records), hw), (vec!["a".to_string(), "b".to_string()], 2));
+    for refused in [create("new", 1), delete("keep"), produce("keep", &["c"])] {
+        assert!(matches!(exec_fs.request(refused), Err(BrokerError::ReadOnly(_))));
+    }
+    exec_fs.settle(100);
+    assert_eq!(exec_fs.broker().pending_deletions().len(), 1, "the deletion waits for a writing start");
+    assert_eq!(exec_fs.fs(), &before, "nothing was written");
+}
+
+/// A disk of fixed capacity: a write that would grow the files past it fails as full,
+/// writing nothing, until space is freed.
+#[derive(Debug, Clone)]
+struct SmallDisk {
+    inner: MemFs,
+    capacity: u64,
+}
+
+impl SmallDisk {
+    fn used(&self) -> u64 {
+        self.inner.names().iter().map(|n| self.inner.file(n).map_or(0, |f| f.len() as u64)).sum()
+    }
+}
+
+impl FileSystem for SmallDisk {
+    fn create(&mut self, name: &str) -> Result<(), broker_core::StorageError> {
+        self.inner.create(name)
+    }
+    fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), broker_core::StorageError> {
+        let len = self.inner.file(name).map_or(0, |f| f.len() as u64);
+        let growth = (offset + data.len() as u64).saturating_sub(len);
+        if self.used() + growth > self.capacity {
+            return Err(broker_core::StorageError::DiskFull(format!("{name}: no space left")));
+        }
+        self.inner.write_at(name, offset, data)
+    }
+    fn read_at(&mut self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>, broker_core::StorageError> {
+        self.inner.read_at(name, offset, len)
+    }
+    fn len(&mut self, name: &str) -> Result<u64, broker_core::StorageError> {
+        self.inner.len(name)
+    }
+    fn truncate(&mut self, name: &str, len: u64) -> Result<(), broker_core::StorageError> {
+        self.inner.truncate(name, len)
+    }
+    fn sync_file(&mut self, name: &str) -> Result<(), broker_core::StorageError> {
+        self.inner.sync_file(name)
+    }
+    fn sync_dir(&mut self) -> Result<(), broker_core::StorageError> {
+        self.inner.sync_dir()
+    }
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), broker_core::StorageError> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&mut self, name: &str) -> Result<(), broker_core::StorageError> {
+        self.inner.remove(name)
+    }
+    fn list(&mut self) -> Result<Vec<String>, broker_core::StorageError> {
+        self.inner.list()
+    }
+}
+
+/// Hole: on a full disk every start failed at its journal rewrite, so not even a
+/// delete could free space. The journal reserve takes the rewrite and the tombstone;
+/// the removal frees the space and the reserve is taken again.
+#[test]
+fn a_full_disk_still_takes_a_delete_and_the_removal_gives_the_space_back() {
+    use broker_core::executor::{JOURNAL_RESERVE_FILE, JOURNAL_RESERVE_MIN};
+    let disk = SmallDisk { inner: MemFs::new(), capacity: 4 << 20 };
+    let mut d = SyncDriver::start(Config::default(), disk);
+    created(d.request(create("keep", 1)));
+    created(d.request(create("big", 1)));
+    produced(d.request(produce("keep", &["a"])));
+    let value = "x".repeat(1 << 20);
+    produced(d.request(produce("big", &[value.as_str()])));
+    assert_eq!(d.fs().inner.file(JOURNAL_RESERVE_FILE).map(|r| r.len()), Some(JOURNAL_RESERVE_MIN as usize));
+    let mut disk = d.crash();
+    disk.capacity = disk.used(); // full to the last byte
+    let mut d = SyncDriver::start(Config::default(), disk);
+    assert_eq!(d.phase(), Phase::Serving, "{:?}", d.halted());
+    assert!(matches!(d.request(produce("keep", &[value.as_str()])), Err(BrokerError::Halted(_))), "no space");
+    let mut d = SyncDriver::start(Config::default(), d.crash());
+    assert!(matches!(d.request(delete("big")), Ok(Reply::DeleteAccepted { .. })));
+    d.settle(100);
+    assert!(d.broker().pending_deletions().is_empty());
+    assert!(d.fs().inner.file(JOURNAL_RESERVE_FILE).is_some_and(|r| r.len() >= 1 << 20), "the reserve is back");
+    assert_eq!(produced(d.request(produce("keep", &["b"]))), vec![(0, 1)]);
+    let (records, _) = fetched(d.request(fetch("keep", 0, 0, 10)));
+    assert_eq!(values(&records), vec!["a".to_string(), "b".to_string()]);
 }

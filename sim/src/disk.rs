@@ -1405,14 +1405,12 @@ mod tests {
         assert_eq!(d.counters().bit_rot_sectors, 0);
         assert!(d.rotted_files().is_empty());
         assert!(d.files.values().all(|f| f.rot.is_empty()));
+        // In a log, any durable sector may rot, a lone, partly filled last one included.
         d.create("a.log").unwrap();
         d.write_at("a.log", 0, b"x").unwrap();
         d.sync_file("a.log").unwrap();
-        assert!(d.rotted_files().is_empty(), "no rot without a later sector to reveal it");
-        d.write_at("a.log", 0, &pattern(2 * SS, 1)).unwrap();
-        d.sync_file("a.log").unwrap();
         assert_eq!(d.rotted_files(), vec!["a.log".to_string()]);
-        assert!(d.files.values().all(|f| f.rot.iter().all(|s| *s == 0)), "only sector 0 has a sector after it");
+        assert!(d.files.values().all(|f| f.rot.iter().all(|s| *s == 0)), "its only sector");
     }
 
     #[test]

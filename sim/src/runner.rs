@@ -26,6 +26,10 @@ pub const LIVENESS_BOUND_MS: u64 = 120_000;
 /// (a broker that never serves again must not stall the run).
 pub const CHAOS_LIMIT_MS: u64 = 600_000;
 
+/// The least journal reserve of the simulated broker (the real default is 1 MiB; the
+/// simulated journals are small, and the reserve also covers twice the journal).
+pub const SIM_JOURNAL_RESERVE: u64 = 8 << 10;
+
 /// What to run.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -305,8 +309,9 @@ impl Sim {
         self.life += 1;
         self.last_completed = OpId(0);
         self.stats.restarts += u64::from(self.life > 1);
-        #[allow(unused_mut)]
         let mut exec = Executor::new(disk);
+        // A journal reserve as the real one works, at a size the simulated journals need.
+        exec.set_reserve_min(SIM_JOURNAL_RESERVE);
         #[cfg(feature = "planted-bugs")]
         exec.plant(&self.config.bugs);
         self.trace.record(self.now, "start", format!("life {}", self.life));

@@ -13,6 +13,15 @@ use crate::planted::Bug;
 
 impl Broker {
     pub(super) fn command(&mut self, request: RequestId, command: Command) {
+        let writes = match &command {
+            Command::CreateTopic { .. } => Some("create"),
+            Command::DeleteTopic { .. } => Some("delete"),
+            Command::Produce { .. } => Some("produce"),
+            Command::Fetch { .. } | Command::ListTopics | Command::DescribeTopic { .. } => None,
+        };
+        if let Some(what) = writes.filter(|_| self.config.read_only) {
+            return self.reply(request, Err(BrokerError::ReadOnly(what.to_string())));
+        }
         let result = match command {
             Command::CreateTopic { name, partitions, settings } => self.create(request, name, partitions, settings),
             Command::DeleteTopic { name } => self.delete(request, name),

@@ -27,6 +27,12 @@ pub struct Config {
     pub compaction_min_records: u64,
     /// ...and more than this many times the live metadata (topics plus pending deletions).
     pub compaction_ratio: u64,
+    /// Start without writing anything: recovery reads the journal and opens the logs
+    /// but rewrites, cuts, creates and removes nothing, pending deletions stay pending,
+    /// and only list, describe and fetch are served (others get
+    /// [`crate::BrokerError::ReadOnly`]). For a read-only data directory or a full disk.
+    /// Only acknowledged records are served, as always; a torn journal tail is ignored.
+    pub read_only: bool,
     /// Bugs planted on purpose, to prove that the simulator's checkers catch them.
     #[cfg(feature = "planted-bugs")]
     pub bugs: crate::planted::PlantedBugs,
@@ -46,6 +52,7 @@ impl Default for Config {
             retry_max_ms: 5_000,
             compaction_min_records: 1_000,
             compaction_ratio: 4,
+            read_only: false,
             #[cfg(feature = "planted-bugs")]
             bugs: crate::planted::PlantedBugs::default(),
         }

@@ -54,7 +54,9 @@ impl Broker {
         let meta = match image {
             None => {
                 self.journal = super::JournalWriter::resume(0, 0);
-                self.journal.force_replace(false);
+                if !self.config.read_only {
+                    self.journal.force_replace(false);
+                }
                 MetaState::default()
             }
             Some(bytes) => match decode_journal(&bytes) {
@@ -93,7 +95,10 @@ impl Broker {
                 }
                 Ok(d) => {
                     self.journal = super::JournalWriter::resume(d.epoch, d.records.len() as u64);
-                    self.journal.force_replace(d.torn_tail.is_some());
+                    // Read-only, nothing is rewritten: nothing acts on what was read either.
+                    if !self.config.read_only {
+                        self.journal.force_replace(d.torn_tail.is_some());
+                    }
                     MetaState::replay(d.records.iter().map(|(_, r)| r))
                 }
             },
@@ -116,6 +121,13 @@ impl Broker {
         r.opening.extend(open.iter().copied());
         for log in open {
             self.open(log);
+        }
+        if self.config.read_only {
+            // Stray logs are left alone: nothing is removed.
+            if let Some(r) = self.recovery.as_mut() {
+                r.listed = true;
+            }
+            return;
         }
         self.op(StorageOp::ListLogs, PendingOp::ListLogs);
     }
@@ -207,6 +219,13 @@ impl Broker {
                     p.ready = true;
                 }
             }
+            Err(StorageError::NotFound(e)) if self.config.read_only => {
+                if let Some(p) = part {
+                    p.failed = Some(format!("its log is missing and the data was opened read-only: {e}"));
+                    p.next_offset = p.journaled_end;
+                    p.high_watermark = p.journaled_end;
+                }
+            }
             // Missing: create it (the log stays counted as busy).
             Err(StorageError::NotFound(_)) => {
                 self.op(StorageOp::CreateLog { log }, PendingOp::CreateLog(log));
@@ -243,7 +262,7 @@ impl Broker {
         }
         self.recovery = None;
         self.phase = Phase::Serving;
-        if self.bug(Bug::SkipResumeDeletions) {
+        if self.bug(Bug::SkipResumeDeletions) || self.config.read_only {
             return;
         }
         let pending: Vec<_> = self.topics.values().filter(|t| t.deletion.is_some()).map(|t| t.meta.id).collect();

@@ -14,7 +14,7 @@
 
 use crate::pool::Pool;
 use crate::realfs::{sync_directory, RealFs};
-use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_TMP_FILE};
+use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_RESERVE_FILE, JOURNAL_TMP_FILE};
 use broker_core::journal::{decode_journal, JOURNAL_FILE};
 use broker_core::{
     Broker, BrokerError, Command, Config, DeletionStatus, Effect, HaltReason, LogId, OpId, OpOutput, OpResult, Phase,
@@ -250,7 +250,9 @@ pub struct Driver<M = ()> {
     /// Messages that arrived while [`Driver::request`] waited.
     held: VecDeque<M>,
     // Held for the driver's lifetime; the lock goes with it (and with the process).
-    _lock: File,
+    /// The directory lock: exclusive for a writing start, shared for a read-only one
+    /// (none where a read-only directory has no lock file).
+    _lock: Option<File>,
 }
 
 impl<M: Send + 'static> Driver<M> {
@@ -259,11 +261,12 @@ impl<M: Send + 'static> Driver<M> {
     /// pending deletions resume in the background from then on.
     pub fn open(dir: impl AsRef<Path>, options: DriverOptions) -> Result<Driver<M>, DriverError> {
         let dir = dir.as_ref().to_path_buf();
-        let lock = prepare_directory(&dir)?;
+        let read_only = options.config.read_only;
+        let lock = if read_only { lock_for_reading(&dir)? } else { Some(prepare_directory(&dir)?) };
         let mut notices = scan_directory(&dir)?;
         let fs = RealFs::new(&dir);
         let (sender, events) = mpsc::channel();
-        let pool = Pool::start(&fs, options.log_workers, sender.clone(), completion::<M>)
+        let pool = Pool::start(&fs, options.log_workers, read_only, sender.clone(), completion::<M>)
             .map_err(|e| DriverError::Directory { dir: dir.clone(), detail: format!("cannot start workers: {e}") })?;
         let start = Instant::now();
         let mut driver = Driver {
@@ -666,21 +669,20 @@ fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
         }
     }
     let lock_path = dir.join(LOCK_FILE);
-    let mut lock = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock_path)
-        .map_err(|e| err(format!("cannot open the lock file {}: {e}", lock_path.display())))?;
+    let mut lock =
+        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock_path).map_err(|e| {
+            let advice = if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem {
+                " (the data directory is read-only: list, describe, status and fetch still work; \
+                 to write, make it writable, for example by remounting it read-write)"
+            } else {
+                ""
+            };
+            err(format!("cannot open the lock file {}: {e}{advice}", lock_path.display()))
+        })?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(&lock_path)
-                .ok()
-                .and_then(|s| s.trim().parse::<u32>().ok())
-                .map(|pid| format!(" (pid {pid})"))
-                .unwrap_or_default();
+            let holder = lock_holder(&lock_path);
             return Err(DriverError::Locked { dir: dir.to_path_buf(), lock: lock_path, holder });
         }
         Err(TryLockError::Error(e)) => return Err(err(format!("cannot lock {}: {e}", lock_path.display()))),
@@ -688,6 +690,39 @@ fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
     // For the error message of the next process that tries; not needed for safety.
     let _ = lock.set_len(0).and_then(|()| writeln!(lock, "{}", std::process::id()));
     Ok(lock)
+}
+
+/// " (pid N)" when the lock file names the process holding it, for error messages.
+fn lock_holder(lock_path: &Path) -> String {
+    std::fs::read_to_string(lock_path)
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .map(|pid| format!(" (pid {pid})"))
+        .unwrap_or_default()
+}
+
+/// Takes a shared lock on an existing data directory without writing anything (the
+/// directory may be read-only or its disk full): readers exclude a writer, not each other.
+fn lock_for_reading(dir: &Path) -> Result<Option<File>, DriverError> {
+    let err = |detail: String| DriverError::Directory { dir: dir.to_path_buf(), detail };
+    if !dir.is_dir() {
+        return Err(err("no such data directory (a read-only command creates nothing)".into()));
+    }
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = match File::open(&lock_path) {
+        Ok(lock) => lock,
+        // Never written to by a broker that could lock it: nothing to exclude.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(err(format!("cannot open the lock file {}: {e}", lock_path.display()))),
+    };
+    match lock.try_lock_shared() {
+        Ok(()) => Ok(Some(lock)),
+        Err(TryLockError::WouldBlock) => {
+            let holder = lock_holder(&lock_path);
+            Err(DriverError::Locked { dir: dir.to_path_buf(), lock: lock_path, holder })
+        }
+        Err(TryLockError::Error(e)) => Err(err(format!("cannot lock {}: {e}", lock_path.display()))),
+    }
 }
 
 /// Reports every entry of the data directory that is none of the broker's.
@@ -708,11 +743,12 @@ fn scan_directory(dir: &Path) -> Result<Vec<Notice>, DriverError> {
 }
 
 /// Whether `name` is a file the broker writes: the lock, the journal and its
-/// temporary and backup files, and logs.
+/// temporary, reserve and backup files, and logs.
 pub fn is_broker_file(name: &str) -> bool {
     name == LOCK_FILE
         || name == JOURNAL_FILE
         || name == JOURNAL_TMP_FILE
+        || name == JOURNAL_RESERVE_FILE
         || name
             .strip_prefix(JOURNAL_BACKUP_PREFIX)
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))

@@ -311,7 +311,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
-    let options = DriverOptions::default();
+    let mut options = DriverOptions::default();
+    // Commands that only read write nothing either: they work on a read-only data
+    // directory and on a full disk (leaving recovery's repairs to the next writer).
+    options.config.read_only =
+        matches!(cli.command, Cmd::List | Cmd::Describe { .. } | Cmd::Status | Cmd::Fetch { .. });
     let json = cli.json;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -383,8 +387,8 @@ fn command(
                 writeln!(
                     out,
                     "deleted topic {name:?} (id {topic}): the tombstone is durable; {logs} are still on disk. \
-                     `broker-fs recover` removes them (so does a running `serve`); any other start of broker-fs \
-                     resumes the removal for as long as it runs"
+                     `broker-fs recover` removes them (so does a running `serve`); any other command that writes \
+                     (create, produce, delete) resumes the removal for as long as it runs"
                 )?;
             }
         }

@@ -38,20 +38,23 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// Starts one journal worker and `log_workers` log workers over `fs`. Each
-    /// completion is sent through `done`, wrapped by `wrap`.
+    /// Starts one journal worker and `log_workers` log workers over `fs`, whose
+    /// executors write nothing if `read_only`. Each completion is sent through `done`,
+    /// wrapped by `wrap`.
     pub(crate) fn start<E: Send + 'static>(
         fs: &RealFs,
         log_workers: usize,
+        read_only: bool,
         done: Sender<E>,
         wrap: fn(OpId, OpResult) -> E,
     ) -> std::io::Result<Pool> {
         let mut pool = Pool { journal: None, logs: Vec::new(), handles: Vec::new() };
-        let (tx, handle) = spawn_worker("broker-fs-journal".into(), fs.clone(), done.clone(), wrap)?;
+        let spawn_worker = |name: String| spawn_worker(name, fs.clone(), read_only, done.clone(), wrap);
+        let (tx, handle) = spawn_worker("broker-fs-journal".into())?;
         pool.journal = Some(tx);
         pool.handles.push(handle);
         for i in 0..log_workers.max(1) {
-            let (tx, handle) = spawn_worker(format!("broker-fs-log-{i}"), fs.clone(), done.clone(), wrap)?;
+            let (tx, handle) = spawn_worker(format!("broker-fs-log-{i}"))?;
             pool.logs.push(tx);
             pool.handles.push(handle);
         }
@@ -94,22 +97,28 @@ fn route(log: LogId, workers: usize) -> usize {
 fn spawn_worker<E: Send + 'static>(
     name: String,
     fs: RealFs,
+    read_only: bool,
     done: Sender<E>,
     wrap: fn(OpId, OpResult) -> E,
 ) -> std::io::Result<(Sender<Job>, JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Job>();
-    let handle = std::thread::Builder::new().name(name).spawn(move || work(fs, rx, done, wrap))?;
+    let handle = std::thread::Builder::new().name(name).spawn(move || work(fs, read_only, rx, done, wrap))?;
     Ok((tx, handle))
 }
 
-fn work<E>(fs: RealFs, jobs: Receiver<Job>, done: Sender<E>, wrap: fn(OpId, OpResult) -> E) {
-    let mut executor = Executor::new(fs.clone());
+fn work<E>(fs: RealFs, read_only: bool, jobs: Receiver<Job>, done: Sender<E>, wrap: fn(OpId, OpResult) -> E) {
+    let new_executor = || {
+        let mut executor = Executor::new(fs.clone());
+        executor.set_read_only(read_only);
+        executor
+    };
+    let mut executor = new_executor();
     for job in jobs {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| executor.execute(&job.op)));
         let result = result.unwrap_or_else(|_| {
             // The executor's caches may be inconsistent after a panic: start afresh
             // (it reopens logs from disk) and report the operation as failed.
-            executor = Executor::new(fs.clone());
+            executor = new_executor();
             Err(StorageError::Io(format!("the storage worker panicked while executing {:?}", job.op.log())))
         });
         if done.send(wrap(job.id, result)).is_err() {
