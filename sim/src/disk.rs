@@ -92,8 +92,17 @@ pub struct DiskFaults {
     /// tears its write).
     pub torn_write: f64,
     /// Chance that a crash applying an unsynced rename lands it half done: both names
-    /// or neither name durable. Breaks rename atomicity; off by default.
+    /// or neither name durable. Breaks rename atomicity; off by default, and the
+    /// simulator never turns it on: the runtime contract requires an atomic rename
+    /// (`ReplaceJournal`), which every file system the runtimes support provides.
     pub broken_rename: f64,
+    /// The disk's capacity in bytes (0: unbounded), counted over the live sizes of the
+    /// files the directory names. While faults are on, a write or truncate that would
+    /// grow past it, a new name or a rename on a full disk fail with
+    /// [`StorageError::DiskFull`], and an fsync of a file with unsynced data on a disk
+    /// over 90% full may fail with it too (delayed allocation finds no block), dropping
+    /// that data as a failed fsync does. The disk stays full until files shrink or go.
+    pub capacity: u64,
 }
 
 impl DiskFaults {
@@ -112,12 +121,16 @@ pub struct FaultCounters {
     pub partial_writes: u64,
     /// Calls failed with an injected disk-full error.
     pub disk_full: u64,
+    /// Calls failed because the disk was at its capacity ([`DiskFaults::capacity`]).
+    pub out_of_space: u64,
     /// Failed fsyncs (unsynced data dropped from the durable future).
     pub fsync_failures: u64,
     /// Unsynced operations dropped by failed fsyncs.
     pub ops_dropped_by_fsync: u64,
     /// Durable sectors marked bad by bit rot.
     pub bit_rot_sectors: u64,
+    /// Of those, the last sector of their file (where rot looks like a torn write).
+    pub rot_last_sectors: u64,
     /// Writes applied torn by crashes.
     pub torn_writes: u64,
     /// Renames a crash left half done (both names or neither).
@@ -394,6 +407,8 @@ impl SimDisk {
             c.io_errors,
             c.partial_writes,
             c.disk_full,
+            c.out_of_space,
+            c.rot_last_sectors,
             c.fsync_failures,
             c.ops_dropped_by_fsync,
             c.bit_rot_sectors,
@@ -505,6 +520,26 @@ impl SimDisk {
     /// Whether to inject a fault of probability `p` now (draws only if `p > 0`).
     fn inject(&mut self, p: f64) -> bool {
         self.faults_enabled && self.rng.chance(p)
+    }
+
+    /// The bytes the directory's files hold now.
+    fn used(&self) -> u64 {
+        self.live_dir.values().filter_map(|id| self.files.get(id)).map(|f| f.live.len() as u64).sum()
+    }
+
+    /// Refuses `call` on `name` with [`StorageError::DiskFull`] if growing the files by
+    /// `growth` bytes would pass the capacity (with no growth: if the disk is full).
+    fn check_space(&mut self, call: &str, name: &str, growth: u64) -> Result<(), StorageError> {
+        let cap = self.faults.capacity;
+        if cap == 0 || !self.faults_enabled {
+            return Ok(());
+        }
+        let used = self.used();
+        if used + growth > cap || (growth == 0 && used >= cap) {
+            self.counters.out_of_space += 1;
+            return Err(StorageError::DiskFull(format!("{call} {name}: no space left ({used} of {cap} bytes used)")));
+        }
+        Ok(())
     }
 
     /// An injected I/O error for `call` on `name`, if one is due.
@@ -649,6 +684,7 @@ impl FileSystem for SimDisk {
             self.counters.disk_full += 1;
             return Err(StorageError::DiskFull(format!("injected: create {name}")));
         }
+        self.check_space("create", name, 0)?;
         let id = self.next_file;
         self.next_file += 1;
         self.files.insert(id, File::default());
@@ -681,6 +717,10 @@ impl FileSystem for SimDisk {
             self.counters.disk_full += 1;
             return Err(StorageError::DiskFull(format!("injected: write {name} at {offset}")));
         }
+        let growth = end.saturating_sub(self.file_mut(id)?.live.len() as u64);
+        if growth > 0 {
+            self.check_space("write", name, growth)?;
+        }
         self.live_write(id, offset, data)
     }
 
@@ -706,6 +746,10 @@ impl FileSystem for SimDisk {
         let id = self.id_of(name)?;
         Self::check_len(name, len)?;
         self.io_fault("truncate", name)?;
+        let growth = len.saturating_sub(self.file_mut(id)?.live.len() as u64);
+        if growth > 0 {
+            self.check_space("truncate", name, growth)?;
+        }
         let f = self.file_mut(id)?;
         f.live.resize(len as usize, 0);
         let cut: Vec<u64> = f.rot.iter().copied().filter(|s| s * SECTOR_SIZE >= len).collect();
@@ -723,6 +767,16 @@ impl FileSystem for SimDisk {
         let (mine, rest): (Vec<Op>, Vec<Op>) =
             std::mem::take(&mut self.pending).into_iter().partition(|op| op.data_file() == Some(id));
         self.pending = rest;
+        let cap = self.faults.capacity;
+        let nearly_full = cap > 0 && self.used().saturating_mul(10) >= cap.saturating_mul(9);
+        if !mine.is_empty() && nearly_full && self.inject(0.5) {
+            self.counters.out_of_space += 1;
+            self.counters.ops_dropped_by_fsync += mine.len() as u64;
+            return Err(StorageError::DiskFull(format!(
+                "fsync {name}: no space left for its unsynced data: {} operations lost",
+                mine.len()
+            )));
+        }
         if !mine.is_empty() && self.inject(self.faults.fsync_failure) {
             self.counters.fsync_failures += 1;
             self.counters.ops_dropped_by_fsync += mine.len() as u64;
@@ -745,6 +799,7 @@ impl FileSystem for SimDisk {
                 f.live_clean.remove(&s);
                 if f.rot.insert(s) {
                     self.counters.bit_rot_sectors += 1;
+                    self.counters.rot_last_sectors += u64::from(s + 1 == sectors);
                     self.rotted.insert(name.to_string());
                 }
             }
@@ -773,6 +828,7 @@ impl FileSystem for SimDisk {
         if self.live_dir.get(to) == Some(&id) {
             return Ok(());
         }
+        self.check_space("rename", from, 0)?;
         self.live_dir.remove(from);
         self.live_dir.insert(to.to_string(), id);
         self.pending.push(Op::Rename { from: from.to_string(), to: to.to_string(), file: id });
@@ -1327,6 +1383,27 @@ mod tests {
     }
 
     #[test]
+    fn a_disk_at_capacity_stays_full_until_files_shrink_or_go() {
+        let mut d = SimDisk::with_faults(3, faults(|f| f.capacity = 1000));
+        d.create("a.log").unwrap();
+        d.write_at("a.log", 0, &[1; 900]).unwrap();
+        d.create("b.log").unwrap();
+        for _ in 0..3 {
+            assert!(matches!(d.write_at("b.log", 0, &[2; 200]), Err(StorageError::DiskFull(_))), "it stays full");
+        }
+        assert!(matches!(d.truncate("b.log", 200), Err(StorageError::DiskFull(_))));
+        d.write_at("a.log", 0, &[3; 100]).unwrap(); // overwriting takes no new space
+        d.write_at("b.log", 0, &[2; 100]).unwrap(); // up to the last byte
+        assert!(matches!(d.create("c.log"), Err(StorageError::DiskFull(_))), "no room for a name either");
+        assert!(matches!(d.rename("b.log", "c.log"), Err(StorageError::DiskFull(_))));
+        d.remove("a.log").unwrap();
+        d.write_at("b.log", 100, &[2; 800]).unwrap();
+        assert_eq!(d.counters().out_of_space, 6);
+        d.set_faults_enabled(false);
+        d.write_at("b.log", 900, &[2; 500]).unwrap(); // space added: faults off
+    }
+
+    #[test]
     fn disk_full_on_writes_and_new_files() {
         let mut d = SimDisk::with_faults(2, faults(|f| f.disk_full = 1.0));
         assert!(matches!(d.create("a"), Err(StorageError::DiskFull(_))));
@@ -1483,6 +1560,7 @@ mod tests {
                 bit_rot: 0.2,
                 torn_write: 0.5,
                 broken_rename: 0.2,
+                capacity: 0,
             },
         );
         let mut w = SimRng::new(seed ^ 0xabcd);

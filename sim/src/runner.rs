@@ -80,6 +80,7 @@ impl Script {
         p.compaction_min_records = self.compaction_min_records;
         p.removal_concurrency = 2;
         p.big_batch = 0.0;
+        p.disk_capacity = 0;
         p
     }
 }
@@ -107,6 +108,10 @@ pub struct RunStats {
     pub slow_ops: u64,
     /// Completions delivered after the completion of a later-issued operation.
     pub reordered_completions: u64,
+    /// Produces whose batch spans more than one disk sector.
+    pub large_batches: u64,
+    /// Produces over the broker's batch or record limit (refused with a typed error).
+    pub batches_over_limit: u64,
 }
 
 /// The outcome of one run.
@@ -203,6 +208,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         disk_full: params.disk_full,
         fsync_failure: params.fsync_failure,
         bit_rot: params.bit_rot,
+        capacity: params.disk_capacity,
         ..DiskFaults::default()
     };
     let disk = SimDisk::with_faults(SimRng::fork(opts.seed, "disk").u64(), faults);
@@ -448,6 +454,13 @@ impl Sim {
             self.next_request += 1;
             self.outstanding[c] += 1;
             self.stats.commands += 1;
+            if let Command::Produce { records, .. } = &cmd {
+                let bytes = broker_core::logcodec::batch_bytes(records);
+                let largest = records.iter().map(|r| r.key.as_ref().map_or(0, Vec::len) + r.value.len()).max();
+                self.stats.large_batches += u64::from(bytes > crate::disk::SECTOR_SIZE);
+                self.stats.batches_over_limit +=
+                    u64::from(bytes > self.config.batch_bytes_limit() || largest > Some(self.config.max_record_bytes));
+            }
             self.checkers.issued(self.now, &self.model, request, &cmd);
             self.model.issued(self.now, request, &cmd);
             self.trace.record(self.now, "command", format!("req{} c{c} {}", request.0, render_command(&cmd)));

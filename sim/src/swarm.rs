@@ -52,6 +52,9 @@ pub struct SwarmParams {
     pub batch_limit: u64,
     /// The broker's limit on one record's key plus value (`Config::max_record_bytes`).
     pub record_limit: usize,
+    /// The disk's capacity in bytes (0: unbounded): a small disk fills up and stays
+    /// full until deletions free space (or the chaos phase ends, as an operator adds some).
+    pub disk_capacity: u64,
     /// Mean think time between a client's commands, in microseconds.
     pub think_us: u64,
     /// I/O latency range, in microseconds.
@@ -130,6 +133,7 @@ impl SwarmParams {
             big_batch: *r.pick(&[0.0, 0.0, 0.02, 0.1]).unwrap_or(&0.0),
             batch_limit: *r.pick(&[4 << 10, 64 << 10, broker_core::logcodec::MAX_LOG_FRAME as u64]).unwrap_or(&0),
             record_limit: *r.pick(&[1 << 10, 1 << 20]).unwrap_or(&(1 << 20)),
+            disk_capacity: if faults && r.chance(0.3) { r.between(12 << 10, 128 << 10) } else { 0 },
         }
     }
 

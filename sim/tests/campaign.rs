@@ -69,6 +69,10 @@ fn default_swarm_passes_and_injects_every_fault_kind() {
         "slow operations",
         "reordered completions",
         "ops lost in crashes",
+        "disk at capacity",
+        "rot in a last sector",
+        "produces over a sector",
+        "produces over the limit",
     ] {
         assert!(
             summary.faults.get(kind).copied().unwrap_or(0) > 0,
@@ -84,7 +88,7 @@ fn default_swarm_passes_and_injects_every_fault_kind() {
 fn fault_kinds_name_every_counter() {
     let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
     let kinds = fault_kinds(&r);
-    assert_eq!(kinds.len(), 10);
+    assert_eq!(kinds.len(), 14);
 }
 
 #[test]
