@@ -1,7 +1,8 @@
 //! `broker-fs`: the broker core on a real data directory, from the command line.
 //!
-//! Every command first locks and recovers the directory (replaying the journal,
-//! resuming pending deletions, removing stray logs), then does its work. Exit status:
+//! Every command that writes first locks and recovers the directory (replaying the
+//! journal, resuming pending deletions, removing stray logs), then does its work; the
+//! commands that only read open it read-only, under a shared lock, and write nothing. Exit status:
 //! 0 on success, 1 when a command fails, 2 on bad usage, 3 when the broker halts or
 //! refuses to start (a corrupt journal), 4 when another process holds the directory.
 
