@@ -7,6 +7,11 @@
 //! - A journal replacement: write `journal.tmp`, fsync it, rename it over `journal`,
 //!   fsync the directory.
 //! - A log whose tail is torn is cut to its last whole record and fsynced on open.
+//!
+//! A failed directory fsync is reported as [`StorageError::DirSyncFailed`], distinct
+//! from every other failure: the entry's durability is then unknown, and the core halts
+//! rather than retry (a failure before anything changed, such as a create refused for
+//! lack of space, stays an ordinary, retryable error).
 
 use crate::command::StoredRecord;
 use crate::effect::{OpOutput, OpResult, StorageOp};
@@ -69,11 +74,18 @@ impl<F: FileSystem> Executor<F> {
 
     /// Fsyncs the directory after an entry was created or renamed (unless the planted
     /// bug skips it).
-    fn sync_new_entry(&mut self) -> Result<(), StorageError> {
+    fn sync_new_entry(&mut self, after: &str) -> Result<(), StorageError> {
         if self.skip_dir_sync {
             return Ok(());
         }
-        self.fs.sync_dir()
+        self.sync_dir(after)
+    }
+
+    /// Fsyncs the directory; a failure is reported as [`StorageError::DirSyncFailed`]
+    /// (`after` says what changed the directory), on which the core halts: the entry's
+    /// durability is then unknown and no later fsync may be trusted to have fixed it.
+    fn sync_dir(&mut self, after: &str) -> Result<(), StorageError> {
+        self.fs.sync_dir().map_err(|e| StorageError::DirSyncFailed(format!("after {after}: {e}")))
     }
 
     /// The file system.
@@ -148,7 +160,7 @@ impl<F: FileSystem> Executor<F> {
         self.fs.write_at(JOURNAL_TMP_FILE, 0, contents)?;
         self.fs.sync_file(JOURNAL_TMP_FILE)?;
         self.fs.rename(JOURNAL_TMP_FILE, JOURNAL_FILE)?;
-        self.sync_new_entry()?;
+        self.sync_new_entry(&format!("renaming {JOURNAL_TMP_FILE} over {JOURNAL_FILE}"))?;
         self.journal_len = Some(contents.len() as u64);
         Ok(OpOutput::Done)
     }
@@ -167,7 +179,7 @@ impl<F: FileSystem> Executor<F> {
         self.fs.truncate(&name, 0)?;
         self.fs.write_at(&name, 0, &old)?;
         self.fs.sync_file(&name)?;
-        self.fs.sync_dir()
+        self.sync_dir(&format!("creating {name}"))
     }
 
     fn list_logs(&mut self) -> OpResult {
@@ -192,7 +204,7 @@ impl<F: FileSystem> Executor<F> {
         // fsync make it durable.
         self.fs.write_at(&name, 0, &header)?;
         self.fs.sync_file(&name)?;
-        self.sync_new_entry()?;
+        self.sync_new_entry(&format!("creating {name}"))?;
         Ok(OpOutput::Done)
     }
 
@@ -331,11 +343,12 @@ impl<F: FileSystem> Executor<F> {
 
     fn remove_log(&mut self, log: LogId) -> OpResult {
         self.logs.remove(&log);
-        match self.fs.remove(&log.file_name()) {
+        let name = log.file_name();
+        match self.fs.remove(&name) {
             Ok(()) | Err(StorageError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
-        self.fs.sync_dir()?;
+        self.sync_dir(&format!("removing {name}"))?;
         Ok(OpOutput::Done)
     }
 }
