@@ -53,7 +53,8 @@ pub enum StorageOp {
     /// rename it over the journal, sync the directory). Once complete, the new journal
     /// is durable and the old one is gone; a crash before leaves the old one whole.
     /// With `keep_old`, the old journal's bytes are first copied to a durable backup
-    /// file (recovery keeps a copy of a torn journal). A failed fsync of the directory
+    /// file (recovery keeps a copy of a torn journal; the executor keeps at most
+    /// [`crate::executor::MAX_JOURNAL_BACKUPS`] of them, removing the oldest). A failed fsync of the directory
     /// is [`StorageError::DirSyncFailed`]. Output: [`OpOutput::Done`].
     ReplaceJournal {
         /// The new journal's full contents.

@@ -7,6 +7,8 @@
 //! - A journal replacement: write `journal.tmp`, fsync it, rename it over `journal`,
 //!   fsync the directory.
 //! - A log whose tail is torn is cut to its last whole record and fsynced on open.
+//! - A torn journal is copied to `journal.torn.N` before its replacement; only the
+//!   [`MAX_JOURNAL_BACKUPS`] newest copies are kept.
 //!
 //! A failed directory fsync is reported as [`StorageError::DirSyncFailed`], distinct
 //! from every other failure: the entry's durability is then unknown, and the core halts
@@ -26,6 +28,9 @@ use std::collections::BTreeMap;
 pub const JOURNAL_TMP_FILE: &str = "journal.tmp";
 /// Backups of torn journals are named `journal.torn.N`.
 pub const JOURNAL_BACKUP_PREFIX: &str = "journal.torn.";
+/// At most this many `journal.torn.N` copies are kept: a new copy is numbered one past
+/// the highest, and the oldest (lowest-numbered) ones beyond this count are removed.
+pub const MAX_JOURNAL_BACKUPS: usize = 8;
 
 /// What the executor knows of an open log.
 #[derive(Debug, Clone)]
@@ -165,21 +170,41 @@ impl<F: FileSystem> Executor<F> {
         Ok(OpOutput::Done)
     }
 
-    /// Copies the current journal to the first free `journal.torn.N`, durably.
+    /// Copies the current journal to `journal.torn.N`, durably, numbered one past the
+    /// highest copy, then removes the oldest copies beyond [`MAX_JOURNAL_BACKUPS`].
+    ///
+    /// The removals are best effort: a copy that cannot be removed stays (the next
+    /// backup tries again), and they need no directory fsync of their own (the journal
+    /// rename that follows syncs the directory; a copy that comes back after a crash is
+    /// only a spare copy).
     fn back_up_journal(&mut self) -> Result<(), StorageError> {
         let old = match self.fs.read_all(JOURNAL_FILE) {
             Ok(old) => old,
             Err(StorageError::NotFound(_)) => return Ok(()),
             Err(e) => return Err(e),
         };
-        let names = self.fs.list()?;
-        let n = (0u64..).find(|n| !names.contains(&format!("{JOURNAL_BACKUP_PREFIX}{n}"))).unwrap_or(0);
+        let mut copies: Vec<u64> = self
+            .fs
+            .list()?
+            .iter()
+            .filter_map(|name| name.strip_prefix(JOURNAL_BACKUP_PREFIX))
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .filter_map(|n| n.parse::<u64>().ok())
+            .collect();
+        copies.sort_unstable();
+        let n = copies.last().map_or(0, |&last| last.saturating_add(1));
         let name = format!("{JOURNAL_BACKUP_PREFIX}{n}");
         self.fs.create(&name)?;
         self.fs.truncate(&name, 0)?;
         self.fs.write_at(&name, 0, &old)?;
         self.fs.sync_file(&name)?;
-        self.sync_dir(&format!("creating {name}"))
+        self.sync_dir(&format!("creating {name}"))?;
+        copies.push(n);
+        let excess = copies.len().saturating_sub(MAX_JOURNAL_BACKUPS);
+        for oldest in &copies[..excess] {
+            let _ = self.fs.remove(&format!("{JOURNAL_BACKUP_PREFIX}{oldest}"));
+        }
+        Ok(())
     }
 
     fn list_logs(&mut self) -> OpResult {
