@@ -4,6 +4,11 @@
 //! journal, its temporary and backup files, and logs named by
 //! [`broker_core::LogId::file_name`], which derives from topic ids only). A name that
 //! is not a plain file name is refused, so no input can reach outside the directory.
+//! Nor can a symlink planted in the directory: every file is opened with `O_NOFOLLOW`
+//! and `len` uses `lstat`, so a link under a broker file's name (a log, `journal`,
+//! `journal.tmp`, a backup) is refused with [`StorageError::PermissionDenied`] naming
+//! it and saying what to do, and the file it points to is never read, written,
+//! truncated or created. (`rename` and `unlink` act on a link itself, never its target.)
 //!
 //! Files are opened for each operation and closed after it. That costs one `open`
 //! per operation, next to an `fsync` that costs far more, and it keeps no state that
@@ -52,8 +57,42 @@ impl RealFs {
 
     fn open(&self, name: &str, options: &OpenOptions) -> Result<File, StorageError> {
         let path = self.path(name)?;
-        options.open(&path).map_err(|e| map_err(name, "open", &e))
+        let mut options = options.clone();
+        no_follow(&mut options);
+        options
+            .open(&path)
+            .map_err(|e| if is_symlink(&path) { symlink_refused(name) } else { map_err(name, "open", &e) })
     }
+}
+
+/// Never opens through a symlink: with `O_NOFOLLOW`, `open` fails (`ELOOP`) when the
+/// last component is a link, even with `O_CREAT` and a dangling link.
+pub fn no_follow(options: &mut OpenOptions) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    #[cfg(not(unix))]
+    let _ = options;
+}
+
+/// Whether `path` itself (not what it points to) is a symlink.
+pub fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// What an operator is told when a file of the data directory is a symlink.
+pub fn symlink_message(name: &str) -> String {
+    format!(
+        "{name} is a symbolic link: broker-fs never follows links in its data directory (a link could make it \
+         write outside it); remove the link, and put the file itself in its place if it was one of the broker's"
+    )
+}
+
+/// The error for a file of the data directory that is a symlink.
+fn symlink_refused(name: &str) -> StorageError {
+    StorageError::PermissionDenied(symlink_message(name))
 }
 
 /// Maps an I/O error to the core's typed storage errors, naming the file and the call.
@@ -154,7 +193,12 @@ impl FileSystem for RealFs {
 
     fn len(&mut self, name: &str) -> Result<u64, StorageError> {
         let path = self.path(name)?;
-        std::fs::metadata(&path).map(|m| m.len()).map_err(|e| map_err(name, "stat", &e))
+        // lstat: a symlink is refused, never measured through.
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| map_err(name, "stat", &e))?;
+        if meta.file_type().is_symlink() {
+            return Err(symlink_refused(name));
+        }
+        Ok(meta.len())
     }
 
     fn truncate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
@@ -253,5 +297,51 @@ mod tests {
         std::fs::write(dir.join("journal"), b"").unwrap();
         assert_eq!(RealFs::new(&dir).list().unwrap(), vec!["journal".to_string()]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every operation that opens `name` (through the executor too) refuses a symlink
+    /// planted under a broker file's name, and leaves its target alone.
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_in_the_directory_are_refused_and_nothing_outside_changes() {
+        use broker_core::{Executor, LogId, StorageOp, TopicId};
+        let dir = temp_dir("links");
+        let outside = temp_dir("links-outside");
+        let target = outside.join("precious");
+        std::fs::write(&target, b"outside").unwrap();
+        let log = LogId { topic: TopicId(0), partition: 0 };
+        let log_name = log.file_name();
+        let refused = |name: &str, what: &str, r: Result<(), StorageError>| match r {
+            Err(StorageError::PermissionDenied(m)) if m.contains(name) && m.contains("symbolic link") => {}
+            other => panic!("{what} of {name} through a symlink: {other:?}"),
+        };
+        for name in [log_name.as_str(), "journal", "journal.tmp", "journal.torn.0"] {
+            std::os::unix::fs::symlink(&target, dir.join(name)).unwrap();
+            let mut fs = RealFs::new(&dir);
+            refused(name, "create", fs.create(name));
+            refused(name, "write", fs.write_at(name, 0, b"inside"));
+            refused(name, "truncate", fs.truncate(name, 0));
+            refused(name, "sync", fs.sync_file(name));
+            refused(name, "read", fs.read_at(name, 0, 3).map(drop));
+            refused(name, "len", fs.len(name).map(drop));
+            assert_eq!(std::fs::read(&target).unwrap(), b"outside", "{name}: the target is untouched");
+            std::fs::remove_file(dir.join(name)).unwrap();
+        }
+        // Through the executor: a log creation, a journal replacement.
+        std::os::unix::fs::symlink(&target, dir.join(&log_name)).unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("journal.tmp")).unwrap();
+        let mut exec = Executor::new(RealFs::new(&dir));
+        assert!(exec.execute(&StorageOp::CreateLog { log }).is_err());
+        assert!(exec.execute(&StorageOp::OpenLog { log, acked_end: 0 }).is_err());
+        assert!(exec.execute(&StorageOp::ReplaceJournal { contents: b"new".to_vec(), keep_old: false }).is_err());
+        assert_eq!(std::fs::read(&target).unwrap(), b"outside");
+        // A dangling link: creating through it must not create its target.
+        let missing = outside.join("missing");
+        std::fs::remove_file(dir.join("journal.tmp")).unwrap();
+        std::os::unix::fs::symlink(&missing, dir.join("journal.tmp")).unwrap();
+        refused("journal.tmp", "create", RealFs::new(&dir).create("journal.tmp"));
+        assert!(!missing.exists(), "nothing is created outside the directory");
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
     }
 }
