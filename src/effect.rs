@@ -12,6 +12,14 @@
 //! - Any operation may fail. After a failed append or sync, the state of the
 //!   unsynced data is unknown: the core never retries a sync hoping it recovers
 //!   (fsyncgate); it halts and recovers from what is durable.
+//! - The same holds for the directory: after a failed directory fsync (once a log was
+//!   created or removed, or the journal renamed into place), whether that entry is
+//!   durable is unknown, and a later directory fsync that succeeds proves nothing about
+//!   it. A runtime reports such a failure as [`StorageError::DirSyncFailed`], never as
+//!   an ordinary error, and never retries the fsync itself; the core halts on it
+//!   ([`HaltReason::DirectorySyncFailed`]), whatever the operation. Any other failure of
+//!   [`StorageOp::CreateLog`] or [`StorageOp::RemoveLog`] (not found, permission
+//!   denied, disk full) is retried by the core with backoff.
 
 use crate::command::{ProduceRecord, Reply, StoredRecord};
 use crate::error::{BrokerError, HaltReason, StorageError};
@@ -45,7 +53,9 @@ pub enum StorageOp {
     /// rename it over the journal, sync the directory). Once complete, the new journal
     /// is durable and the old one is gone; a crash before leaves the old one whole.
     /// With `keep_old`, the old journal's bytes are first copied to a durable backup
-    /// file (recovery keeps a copy of a torn journal). Output: [`OpOutput::Done`].
+    /// file (recovery keeps a copy of a torn journal; the executor keeps at most
+    /// [`crate::executor::MAX_JOURNAL_BACKUPS`] of them, removing the oldest). A failed fsync of the directory
+    /// is [`StorageError::DirSyncFailed`]. Output: [`OpOutput::Done`].
     ReplaceJournal {
         /// The new journal's full contents.
         contents: Vec<u8>,
@@ -55,7 +65,8 @@ pub enum StorageOp {
     /// List every log in storage. Output: [`OpOutput::Logs`], ordered.
     ListLogs,
     /// Create an empty log. Idempotent: an existing log is left as it is. Durable once
-    /// complete (its directory entry is synced). Output: [`OpOutput::Done`].
+    /// complete (its directory entry is synced; a failed directory fsync is
+    /// [`StorageError::DirSyncFailed`]). Output: [`OpOutput::Done`].
     CreateLog {
         /// The log.
         log: LogId,
@@ -98,7 +109,8 @@ pub enum StorageOp {
         max_records: u32,
     },
     /// Remove a log. Idempotent: removing an absent log succeeds. Durable once complete
-    /// (its directory entry is synced). Output: [`OpOutput::Done`].
+    /// (its directory entry is synced; a failed directory fsync is
+    /// [`StorageError::DirSyncFailed`]). Output: [`OpOutput::Done`].
     RemoveLog {
         /// The log.
         log: LogId,

@@ -125,6 +125,11 @@ pub enum StorageError {
         /// What was wrong.
         detail: String,
     },
+    /// The fsync of the data directory failed after an entry was created, renamed or
+    /// removed. Whether that entry is durable is unknown, and a later fsync that
+    /// succeeds proves nothing about it: the core halts on this, never retries.
+    #[error("directory fsync failed {0}")]
+    DirSyncFailed(String),
 }
 
 /// Why the broker stopped serving. After a halt the runtime drops the broker and
@@ -152,6 +157,15 @@ pub enum HaltReason {
         /// What was wrong.
         detail: String,
     },
+    /// The fsync of the data directory failed after a log was created or removed or the
+    /// journal was replaced ([`StorageError::DirSyncFailed`]): whether that entry is
+    /// durable is unknown, so the broker stops rather than retry the fsync and trust it.
+    #[error(
+        "directory fsync failed {0}; whether that directory entry is durable is unknown, so the broker halted \
+         instead of retrying: restart it to recover from what is durable (if this recurs, check the disk and \
+         the kernel log)"
+    )]
+    DirectorySyncFailed(String),
     /// The runtime broke the contract (unknown operation id, wrong kind of output).
     #[error("runtime contract violated: {0}")]
     ContractViolation(String),

@@ -7,6 +7,13 @@
 //! - A journal replacement: write `journal.tmp`, fsync it, rename it over `journal`,
 //!   fsync the directory.
 //! - A log whose tail is torn is cut to its last whole record and fsynced on open.
+//! - A torn journal is copied to `journal.torn.N` before its replacement; only the
+//!   [`MAX_JOURNAL_BACKUPS`] newest copies are kept.
+//!
+//! A failed directory fsync is reported as [`StorageError::DirSyncFailed`], distinct
+//! from every other failure: the entry's durability is then unknown, and the core halts
+//! rather than retry (a failure before anything changed, such as a create refused for
+//! lack of space, stays an ordinary, retryable error).
 
 use crate::command::StoredRecord;
 use crate::effect::{OpOutput, OpResult, StorageOp};
@@ -27,6 +34,9 @@ pub const JOURNAL_RESERVE_FILE: &str = "journal.reserve";
 pub const JOURNAL_RESERVE_MIN: u64 = 1 << 20;
 /// Backups of torn journals are named `journal.torn.N`.
 pub const JOURNAL_BACKUP_PREFIX: &str = "journal.torn.";
+/// At most this many `journal.torn.N` copies are kept: a new copy is numbered one past
+/// the highest, and the oldest (lowest-numbered) ones beyond this count are removed.
+pub const MAX_JOURNAL_BACKUPS: usize = 8;
 
 /// What the executor knows of an open log.
 #[derive(Debug, Clone)]
@@ -100,11 +110,18 @@ impl<F: FileSystem> Executor<F> {
 
     /// Fsyncs the directory after an entry was created or renamed (unless the planted
     /// bug skips it).
-    fn sync_new_entry(&mut self) -> Result<(), StorageError> {
+    fn sync_new_entry(&mut self, after: &str) -> Result<(), StorageError> {
         if self.skip_dir_sync {
             return Ok(());
         }
-        self.fs.sync_dir()
+        self.sync_dir(after)
+    }
+
+    /// Fsyncs the directory; a failure is reported as [`StorageError::DirSyncFailed`]
+    /// (`after` says what changed the directory), on which the core halts: the entry's
+    /// durability is then unknown and no later fsync may be trusted to have fixed it.
+    fn sync_dir(&mut self, after: &str) -> Result<(), StorageError> {
+        self.fs.sync_dir().map_err(|e| StorageError::DirSyncFailed(format!("after {after}: {e}")))
     }
 
     /// The file system.
@@ -237,26 +254,46 @@ impl<F: FileSystem> Executor<F> {
         self.fs.write_at(JOURNAL_TMP_FILE, 0, contents)?;
         self.fs.sync_file(JOURNAL_TMP_FILE)?;
         self.fs.rename(JOURNAL_TMP_FILE, JOURNAL_FILE)?;
-        self.sync_new_entry()?;
+        self.sync_new_entry(&format!("renaming {JOURNAL_TMP_FILE} over {JOURNAL_FILE}"))?;
         self.journal_len = Some(contents.len() as u64);
         Ok(OpOutput::Done)
     }
 
-    /// Copies the current journal to the first free `journal.torn.N`, durably.
+    /// Copies the current journal to `journal.torn.N`, durably, numbered one past the
+    /// highest copy, then removes the oldest copies beyond [`MAX_JOURNAL_BACKUPS`].
+    ///
+    /// The removals are best effort: a copy that cannot be removed stays (the next
+    /// backup tries again), and they need no directory fsync of their own (the journal
+    /// rename that follows syncs the directory; a copy that comes back after a crash is
+    /// only a spare copy).
     fn back_up_journal(&mut self) -> Result<(), StorageError> {
         let old = match self.fs.read_all(JOURNAL_FILE) {
             Ok(old) => old,
             Err(StorageError::NotFound(_)) => return Ok(()),
             Err(e) => return Err(e),
         };
-        let names = self.fs.list()?;
-        let n = (0u64..).find(|n| !names.contains(&format!("{JOURNAL_BACKUP_PREFIX}{n}"))).unwrap_or(0);
+        let mut copies: Vec<u64> = self
+            .fs
+            .list()?
+            .iter()
+            .filter_map(|name| name.strip_prefix(JOURNAL_BACKUP_PREFIX))
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .filter_map(|n| n.parse::<u64>().ok())
+            .collect();
+        copies.sort_unstable();
+        let n = copies.last().map_or(0, |&last| last.saturating_add(1));
         let name = format!("{JOURNAL_BACKUP_PREFIX}{n}");
         self.fs.create(&name)?;
         self.fs.truncate(&name, 0)?;
         self.fs.write_at(&name, 0, &old)?;
         self.fs.sync_file(&name)?;
-        self.fs.sync_dir()
+        self.sync_dir(&format!("creating {name}"))?;
+        copies.push(n);
+        let excess = copies.len().saturating_sub(MAX_JOURNAL_BACKUPS);
+        for oldest in &copies[..excess] {
+            let _ = self.fs.remove(&format!("{JOURNAL_BACKUP_PREFIX}{oldest}"));
+        }
+        Ok(())
     }
 
     fn list_logs(&mut self) -> OpResult {
@@ -281,7 +318,7 @@ impl<F: FileSystem> Executor<F> {
         // fsync make it durable.
         self.fs.write_at(&name, 0, &header)?;
         self.fs.sync_file(&name)?;
-        self.sync_new_entry()?;
+        self.sync_new_entry(&format!("creating {name}"))?;
         Ok(OpOutput::Done)
     }
 
@@ -422,11 +459,12 @@ impl<F: FileSystem> Executor<F> {
 
     fn remove_log(&mut self, log: LogId) -> OpResult {
         self.logs.remove(&log);
-        match self.fs.remove(&log.file_name()) {
+        let name = log.file_name();
+        match self.fs.remove(&name) {
             Ok(()) | Err(StorageError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
-        self.fs.sync_dir()?;
+        self.sync_dir(&format!("removing {name}"))?;
         // Space may have come back: hold some for the journal again.
         self.keep_reserve();
         Ok(OpOutput::Done)

@@ -281,6 +281,7 @@ fn error_messages_of_every_variant() {
         StorageError::DiskFull("journal".into()),
         StorageError::PermissionDenied("journal".into()),
         StorageError::Io("EIO".into()),
+        StorageError::DirSyncFailed("after creating 000000000000002a-00000002.log: I/O error: EIO".into()),
         corrupt("000000000000002a-00000002.log"),
     ];
     let halts = [
@@ -288,6 +289,7 @@ fn error_messages_of_every_variant() {
         HaltReason::LogWriteFailed { log, error: StorageError::DiskFull("no space".into()) },
         HaltReason::CorruptJournal { file: "journal".into(), offset: 118, detail: "checksum mismatch".into() },
         HaltReason::ContractViolation("completion for unknown operation 9".into()),
+        HaltReason::DirectorySyncFailed("after removing 000000000000002a-00000002.log: I/O error: EIO".into()),
     ];
     let decode = [DecodeError::Truncated(31), DecodeError::Malformed { position: 12, detail: "option flag 2".into() }];
     let mut out = String::new();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use broker_core::executor::JOURNAL_BACKUP_PREFIX;
+use broker_core::executor::{JOURNAL_BACKUP_PREFIX, MAX_JOURNAL_BACKUPS};
 use broker_core::journal::{decode_journal, encode_header, JournalRecord, JOURNAL_FILE};
 use broker_core::logcodec::encode_log_header;
 use broker_core::{
@@ -346,6 +346,36 @@ fn garbage_after_the_last_record_is_a_torn_tail() {
     let names: Vec<String> = d.broker().live_topics().into_iter().map(|t| t.name).collect();
     assert_eq!(names, vec!["a", "b"]);
     assert!(clean_len > 0);
+}
+
+/// The `journal.torn.N` copies in `fs`, by number.
+fn torn_copies(fs: &MemFs) -> Vec<u64> {
+    let mut n: Vec<u64> =
+        fs.names().iter().filter_map(|name| name.strip_prefix(JOURNAL_BACKUP_PREFIX)?.parse().ok()).collect();
+    n.sort();
+    n
+}
+
+#[test]
+fn only_the_newest_copies_of_torn_journals_are_kept() {
+    let (mut fs, _) = journal_with_two_topics();
+    let kept = MAX_JOURNAL_BACKUPS as u64;
+    let tears = kept + 4;
+    let mut last_torn = Vec::new();
+    for i in 0..tears {
+        // Each start finds a torn tail: the journal's last byte is gone.
+        let journal = fs.file_mut(JOURNAL_FILE).unwrap();
+        journal.truncate(journal.len() - 1);
+        last_torn = journal.clone();
+        let mut d = start(fs);
+        created(d.request(create(&format!("t{i}"), 1)));
+        fs = d.crash();
+        let copies = torn_copies(&fs);
+        let first = (i + 1).saturating_sub(kept);
+        assert_eq!(copies, (first..=i).collect::<Vec<_>>(), "after {} torn starts: the newest copies", i + 1);
+    }
+    let newest = format!("{JOURNAL_BACKUP_PREFIX}{}", tears - 1);
+    assert_eq!(fs.file(&newest), Some(&last_torn[..]), "the newest copy holds the last torn journal");
 }
 
 #[test]

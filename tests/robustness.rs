@@ -398,6 +398,7 @@ fn errors() -> Vec<StorageError> {
         StorageError::PermissionDenied("x".into()),
         StorageError::Io("x".into()),
         StorageError::Corrupt { file: "x".into(), position: 3, record_offset: Some(0), detail: "bad".into() },
+        StorageError::DirSyncFailed("x".into()),
     ]
 }
 
@@ -462,6 +463,17 @@ fn every_error_of_every_operation_kind_is_handled() {
             let (mut h, id, request) = pending(kind);
             let what = format!("{kind:?} failing with {error:?}");
             h.complete_with(id, Err(error.clone()));
+            if let StorageError::DirSyncFailed(detail) = &error {
+                // Whatever the operation (only creations, removals and journal
+                // replacements sync the directory), its durability is unknown: halt.
+                assert_halted_with(&h, &HaltReason::DirectorySyncFailed(detail.clone()));
+                // A delete is acknowledged once its tombstone is durable, before any removal.
+                if let Some(r) = request.filter(|_| kind != Kind::RemoveLog) {
+                    assert!(matches!(h.take_reply(r), Some(Err(BrokerError::Halted(_)))), "{what}");
+                }
+                assert_stays_halted(&mut h);
+                continue;
+            }
             match kind {
                 Kind::AppendJournal | Kind::SyncJournal | Kind::ReplaceJournal => {
                     assert_halted_with(&h, &HaltReason::JournalWriteFailed(error.clone()));
@@ -781,4 +793,46 @@ proptest! {
         prop_assert_eq!(log_files(h.exec.fs()), live);
         prop_assert!(h.exec.fs().file(JOURNAL_FILE).is_some());
     }
+}
+
+// ---------------------------------------------------------------------------------
+// A failed directory fsync is never retried and trusted
+// ---------------------------------------------------------------------------------
+
+/// After a failed directory fsync the entry's durability is unknown: the broker must
+/// halt (a new process recovers from what is durable), never retry the fsync and trust
+/// its later success.
+#[track_caller]
+fn assert_halted_on_dir_sync(h: &Hand<FlakyDirSyncFs>, what: &str) {
+    assert_eq!(h.broker.phase(), Phase::Halted, "{what}: the broker halts");
+    assert_eq!(h.halts.len(), 1, "{what}: {:?}", h.halts);
+    assert!(matches!(&h.halts[0], HaltReason::DirectorySyncFailed(d) if d.contains("injected")), "{what}");
+    let message = h.halts[0].to_string();
+    assert!(message.contains("directory fsync failed after") && message.contains("restart"), "{what}: {message}");
+    assert_eq!(h.exec.fs().dir_syncs, 1, "{what}: the failed directory fsync is not retried");
+}
+
+#[test]
+fn a_failed_directory_sync_after_creating_a_log_halts_instead_of_retrying() {
+    let mut h = Hand::start_on(Config::default(), FlakyDirSyncFs::default());
+    h.exec.fs_mut().fail_dir_syncs = 1;
+    h.exec.fs_mut().dir_syncs = 0;
+    let c = h.submit(create("t", 1));
+    h.settle(20);
+    assert_halted_on_dir_sync(&h, "create");
+    assert_eq!(h.ops_since(0, |op| matches!(op, StorageOp::CreateLog { .. })).len(), 1, "no second CreateLog");
+    assert!(matches!(h.take_reply(c), Some(Err(BrokerError::Halted(_)))), "the create's outcome is unknown");
+}
+
+#[test]
+fn a_failed_directory_sync_after_removing_a_log_halts_instead_of_retrying() {
+    let mut h = Hand::start_on(Config::default(), FlakyDirSyncFs::default());
+    created(h.request(create("t", 1)));
+    h.exec.fs_mut().fail_dir_syncs = 1;
+    h.exec.fs_mut().dir_syncs = 0;
+    let mark = h.trace.len();
+    let _ = h.submit(delete("t"));
+    h.settle(20);
+    assert_halted_on_dir_sync(&h, "remove");
+    assert_eq!(h.ops_since(mark, is_remove).len(), 1, "no second RemoveLog");
 }

@@ -9,6 +9,11 @@ use crate::journal::JournalRecord;
 
 impl Broker {
     pub(super) fn completion(&mut self, op: OpId, pending: PendingOp, result: OpResult) {
+        if let Err(StorageError::DirSyncFailed(detail)) = &result {
+            // Whatever the operation, the directory entry it changed may or may not be
+            // durable; retrying the fsync could succeed and prove nothing (fsyncgate).
+            return self.halt(HaltReason::DirectorySyncFailed(detail.clone()));
+        }
         match pending {
             PendingOp::ReadJournal => match result {
                 Ok(OpOutput::Journal(image)) => self.journal_read(image),

@@ -526,3 +526,50 @@ pub fn removed_logs(ops: &[StorageOp]) -> BTreeSet<LogId> {
 pub fn done() -> OpResult {
     Ok(OpOutput::Done)
 }
+
+/// A `MemFs` whose `sync_dir` fails with an I/O error the next `fail_dir_syncs` times
+/// (the directory's entries then stay as they are: a `MemFs` is always durable).
+#[derive(Debug, Default)]
+pub struct FlakyDirSyncFs {
+    pub inner: MemFs,
+    pub fail_dir_syncs: u32,
+    pub dir_syncs: u32,
+}
+
+impl FileSystem for FlakyDirSyncFs {
+    fn create(&mut self, name: &str) -> Result<(), StorageError> {
+        self.inner.create(name)
+    }
+    fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StorageError> {
+        self.inner.write_at(name, offset, data)
+    }
+    fn read_at(&mut self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>, StorageError> {
+        self.inner.read_at(name, offset, len)
+    }
+    fn len(&mut self, name: &str) -> Result<u64, StorageError> {
+        self.inner.len(name)
+    }
+    fn truncate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        self.inner.truncate(name, len)
+    }
+    fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
+        self.inner.sync_file(name)
+    }
+    fn sync_dir(&mut self) -> Result<(), StorageError> {
+        self.dir_syncs += 1;
+        if self.fail_dir_syncs > 0 {
+            self.fail_dir_syncs -= 1;
+            return Err(StorageError::Io("injected failure of the directory fsync".into()));
+        }
+        self.inner.sync_dir()
+    }
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), StorageError> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&mut self, name: &str) -> Result<(), StorageError> {
+        self.inner.remove(name)
+    }
+    fn list(&mut self) -> Result<Vec<String>, StorageError> {
+        self.inner.list()
+    }
+}

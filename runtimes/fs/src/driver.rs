@@ -13,7 +13,7 @@
 //! the driver and open a new one, which recovers from what is durable.
 
 use crate::pool::Pool;
-use crate::realfs::{sync_directory, RealFs};
+use crate::realfs::{is_symlink, no_follow, sync_directory, RealFs};
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_RESERVE_FILE, JOURNAL_TMP_FILE};
 use broker_core::journal::{decode_journal, JOURNAL_FILE};
 use broker_core::{
@@ -96,6 +96,14 @@ pub enum DriverError {
         /// The data directory.
         dir: PathBuf,
         /// What failed.
+        detail: String,
+    },
+    /// A file of the data directory is a symlink, which broker-fs never follows.
+    #[error("data directory file {path}: {detail}")]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+        /// What it is and what to do.
         detail: String,
     },
     /// A request was refused or failed.
@@ -669,8 +677,19 @@ fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
         }
     }
     let lock_path = dir.join(LOCK_FILE);
-    let mut lock =
-        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock_path).map_err(|e| {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    // Never through a symlink: locking would truncate and write the link's target.
+    no_follow(&mut options);
+    let mut lock = options.open(&lock_path).map_err(|e| {
+        if is_symlink(&lock_path) {
+            let detail = format!(
+                "{LOCK_FILE} is a symbolic link: broker-fs never follows links in its data directory (locking \
+                 through it would write the file it points to); remove the link, and broker-fs creates the lock \
+                 file anew"
+            );
+            DriverError::Symlink { path: lock_path.clone(), detail }
+        } else {
             let advice = if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem {
                 " (the data directory is read-only: list, describe, status and fetch still work; \
                  to write, make it writable, for example by remounting it read-write)"
@@ -678,7 +697,8 @@ fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
                 ""
             };
             err(format!("cannot open the lock file {}: {e}{advice}", lock_path.display()))
-        })?;
+        }
+    })?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
@@ -709,7 +729,10 @@ fn lock_for_reading(dir: &Path) -> Result<Option<File>, DriverError> {
         return Err(err("no such data directory (a read-only command creates nothing)".into()));
     }
     let lock_path = dir.join(LOCK_FILE);
-    let lock = match File::open(&lock_path) {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    no_follow(&mut options);
+    let lock = match options.open(&lock_path) {
         Ok(lock) => lock,
         // Never written to by a broker that could lock it: nothing to exclude.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

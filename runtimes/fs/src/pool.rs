@@ -13,9 +13,10 @@
 //!   one worker: the journal (and the directory listing) to a dedicated journal
 //!   worker, each log to log worker `hash(log) % n`. Issue order per target is then
 //!   execution order, with no locks.
-//! - The storage executor caches each open log's index and the journal's length.
+//! - The storage executor caches each open log's index and the journal's length, and
+//!   each worker's `RealFs` keeps its files open from a write until its fsync.
 //!   Because a target always lands on the same worker, each worker owns its own
-//!   [`Executor`] and no cache is ever shared or stale.
+//!   [`Executor`] and `RealFs`, and no cache or descriptor is ever shared or stale.
 //! - The journal worker is separate from the log workers, so a metadata commit (the
 //!   acknowledgement of a create or a delete) never queues behind bulk log I/O.
 
@@ -117,8 +118,12 @@ fn work<E>(fs: RealFs, read_only: bool, jobs: Receiver<Job>, done: Sender<E>, wr
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| executor.execute(&job.op)));
         let result = result.unwrap_or_else(|_| {
             // The executor's caches may be inconsistent after a panic: start afresh
-            // (it reopens logs from disk) and report the operation as failed.
-            executor = new_executor();
+            // (it reopens logs from disk) and report the operation as failed. The file
+            // system is kept: its open files carry writes not yet synced, whose
+            // write-back errors their next sync must still see.
+            let old = std::mem::replace(&mut executor, Executor::new(fs.clone()));
+            executor = Executor::new(old.into_fs());
+            executor.set_read_only(read_only);
             Err(StorageError::Io(format!("the storage worker panicked while executing {:?}", job.op.log())))
         });
         if done.send(wrap(job.id, result)).is_err() {

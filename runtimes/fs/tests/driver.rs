@@ -77,3 +77,46 @@ fn after_a_halt_every_request_fails_and_nothing_is_retried() {
     assert_eq!(t.len(), 1);
     assert!(log_files(dir).iter().all(|(t, _)| *t == 0));
 }
+
+/// A symlink planted under the name of the lock, the journal's temporary file or a
+/// log is refused with an error naming it, and the file it points to is left as it is.
+#[cfg(unix)]
+#[test]
+fn symlinks_named_like_broker_files_are_refused_and_nothing_outside_is_written() {
+    use std::os::unix::fs::symlink;
+    let outside = TempDir::new("driver-symlink-outside");
+    let target = outside.path().join("precious");
+    std::fs::write(&target, b"outside").unwrap();
+    let refused = |what: &str, dir: &std::path::Path, name: &str| {
+        let options = DriverOptions { recovery_attempts: Some(1), ..Default::default() };
+        match Driver::<()>::open(dir, options) {
+            Err(e) => {
+                let message = e.to_string();
+                assert!(message.contains(name) && message.contains("symbolic link"), "{what}: {message}");
+            }
+            Ok(_) => panic!("{what}: a symlink named {name} was followed"),
+        }
+        assert_eq!(std::fs::read(&target).unwrap(), b"outside", "{what}: the target is untouched");
+    };
+
+    let tmp = TempDir::new("driver-symlink-lock");
+    symlink(&target, tmp.path().join("LOCK")).unwrap();
+    refused("the lock", tmp.path(), "LOCK");
+
+    // A new directory: its first journal is written to journal.tmp, then renamed.
+    let tmp = TempDir::new("driver-symlink-tmp");
+    symlink(&target, tmp.path().join("journal.tmp")).unwrap();
+    refused("the journal's temporary file", tmp.path(), "journal.tmp");
+
+    // A live topic's log, replaced by a link.
+    let tmp = TempDir::new("driver-symlink-log");
+    {
+        let mut d: Driver = Driver::open(tmp.path(), DriverOptions::default()).unwrap();
+        d.request(create("a", 1)).unwrap();
+        d.request(produce("a", &["v"])).unwrap();
+    }
+    let log = tmp.path().join("0000000000000000-00000000.log");
+    std::fs::remove_file(&log).unwrap();
+    symlink(&target, &log).unwrap();
+    refused("a log", tmp.path(), "0000000000000000-00000000.log");
+}
