@@ -9,6 +9,7 @@ use crate::command::TopicSettings;
 use crate::error::DecodeError;
 use crate::frame::{encode_frame, scan};
 use crate::ids::{LogId, TopicId};
+use crate::time::Time;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The name of the journal file in byte-oriented runtimes.
@@ -43,6 +44,8 @@ pub struct TopicMeta {
 pub struct PendingDeletion {
     /// The topic being removed.
     pub topic: TopicMeta,
+    /// When its grace delay ends: removal starts no earlier.
+    pub remove_after: Time,
     /// Partitions whose logs are already removed.
     pub removed: Vec<u32>,
 }
@@ -69,6 +72,9 @@ pub enum JournalRecord {
     TopicDeleted {
         /// The topic.
         id: TopicId,
+        /// When its grace delay ends, in the runtime's clock: removal starts no earlier,
+        /// whatever restarts happen in between.
+        remove_after: Time,
     },
     /// One partition's log of a deleted topic is removed (progress).
     PartitionRemoved {
@@ -139,8 +145,9 @@ impl JournalRecord {
                 put_meta(&mut w, m);
                 KIND_CREATED
             }
-            JournalRecord::TopicDeleted { id } => {
+            JournalRecord::TopicDeleted { id, remove_after } => {
                 w.u64(id.0);
+                w.u64(remove_after.0);
                 KIND_DELETED
             }
             JournalRecord::PartitionRemoved { id, partition } => {
@@ -161,6 +168,7 @@ impl JournalRecord {
                 w.u32(s.deleting.len() as u32);
                 for d in &s.deleting {
                     put_meta(&mut w, &d.topic);
+                    w.u64(d.remove_after.0);
                     w.u32(d.removed.len() as u32);
                     for p in &d.removed {
                         w.u32(*p);
@@ -226,7 +234,7 @@ impl JournalRecord {
         let mut r = Reader::new(payload, position);
         let rec = match kind {
             KIND_CREATED => JournalRecord::TopicCreated(get_meta(&mut r)?),
-            KIND_DELETED => JournalRecord::TopicDeleted { id: TopicId(r.u64()?) },
+            KIND_DELETED => JournalRecord::TopicDeleted { id: TopicId(r.u64()?), remove_after: Time(r.u64()?) },
             KIND_PARTITION_REMOVED => JournalRecord::PartitionRemoved { id: TopicId(r.u64()?), partition: r.u32()? },
             KIND_COMPLETED => JournalRecord::DeletionCompleted { id: TopicId(r.u64()?) },
             KIND_SNAPSHOT => {
@@ -240,12 +248,13 @@ impl JournalRecord {
                 let mut deleting = Vec::new();
                 for _ in 0..n {
                     let topic = get_meta(&mut r)?;
+                    let remove_after = Time(r.u64()?);
                     let k = r.u32()?;
                     let mut removed = Vec::new();
                     for _ in 0..k {
                         removed.push(r.u32()?);
                     }
-                    deleting.push(PendingDeletion { topic, removed });
+                    deleting.push(PendingDeletion { topic, remove_after, removed });
                 }
                 let n = r.u32()?;
                 let mut ends = Vec::new();
@@ -353,6 +362,8 @@ pub struct MetaTopic {
     pub deleting: bool,
     /// Partitions whose removal is journaled.
     pub removed: BTreeSet<u32>,
+    /// When its grace delay ends (meaningful once `deleting`).
+    pub remove_after: Time,
 }
 
 /// Metadata as the journal describes it: what replay produces and compaction writes.
@@ -372,11 +383,15 @@ impl MetaState {
         match rec {
             JournalRecord::TopicCreated(m) => {
                 self.next_topic_id = self.next_topic_id.max(m.id.0.saturating_add(1));
-                self.topics.insert(m.id, MetaTopic { meta: m.clone(), deleting: false, removed: BTreeSet::new() });
+                self.topics.insert(
+                    m.id,
+                    MetaTopic { meta: m.clone(), deleting: false, removed: BTreeSet::new(), remove_after: Time::ZERO },
+                );
             }
-            JournalRecord::TopicDeleted { id } => {
+            JournalRecord::TopicDeleted { id, remove_after } => {
                 if let Some(t) = self.topics.get_mut(id) {
                     t.deleting = true;
+                    t.remove_after = *remove_after;
                 }
                 // A deleted topic's logs are never served again: their ends are moot.
                 self.ends.retain(|log, _| log.topic != *id);
@@ -401,11 +416,20 @@ impl MetaState {
                 self.topics.clear();
                 self.ends = s.ends.iter().copied().collect();
                 for m in &s.live {
-                    self.topics.insert(m.id, MetaTopic { meta: m.clone(), deleting: false, removed: BTreeSet::new() });
+                    self.topics.insert(
+                        m.id,
+                        MetaTopic {
+                            meta: m.clone(),
+                            deleting: false,
+                            removed: BTreeSet::new(),
+                            remove_after: Time::ZERO,
+                        },
+                    );
                 }
                 for d in &s.deleting {
                     let removed = d.removed.iter().copied().collect();
-                    self.topics.insert(d.topic.id, MetaTopic { meta: d.topic.clone(), deleting: true, removed });
+                    let t = MetaTopic { meta: d.topic.clone(), deleting: true, removed, remove_after: d.remove_after };
+                    self.topics.insert(d.topic.id, t);
                 }
                 let max_seen = self.topics.keys().next_back().map_or(0, |id| id.0.saturating_add(1));
                 self.next_topic_id = s.next_topic_id.max(max_seen);
@@ -427,8 +451,11 @@ impl MetaState {
         let mut snap = Snapshot { next_topic_id: self.next_topic_id, ..Snapshot::default() };
         for t in self.topics.values() {
             if t.deleting {
-                snap.deleting
-                    .push(PendingDeletion { topic: t.meta.clone(), removed: t.removed.iter().copied().collect() });
+                snap.deleting.push(PendingDeletion {
+                    topic: t.meta.clone(),
+                    remove_after: t.remove_after,
+                    removed: t.removed.iter().copied().collect(),
+                });
             } else {
                 snap.live.push(t.meta.clone());
             }
@@ -450,7 +477,7 @@ mod tests {
         vec![
             JournalRecord::TopicCreated(meta(0, "a", 3)),
             JournalRecord::TopicCreated(meta(1, "b", 1)),
-            JournalRecord::TopicDeleted { id: TopicId(0) },
+            JournalRecord::TopicDeleted { id: TopicId(0), remove_after: Time(7) },
             JournalRecord::PartitionRemoved { id: TopicId(0), partition: 1 },
         ]
     }

@@ -124,8 +124,8 @@ fn journal_topic_created() {
 
 #[test]
 fn journal_topic_deleted() {
-    let f = journal_frame(&JournalRecord::TopicDeleted { id: TopicId(42) });
-    insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &[("id", F::U64)]])));
+    let f = journal_frame(&JournalRecord::TopicDeleted { id: TopicId(42), remove_after: Time(1_000_000) });
+    insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &[("id", F::U64), ("remove_after_us", F::U64)]])));
 }
 
 #[test]
@@ -152,7 +152,11 @@ fn journal_snapshot() {
     let snapshot = Snapshot {
         next_topic_id: 44,
         live: vec![meta(43, "audit", 1, 0)],
-        deleting: vec![PendingDeletion { topic: meta(42, "orders", 3, 250), removed: vec![0, 2] }],
+        deleting: vec![PendingDeletion {
+            topic: meta(42, "orders", 3, 250),
+            remove_after: Time(250_000),
+            removed: vec![0, 2],
+        }],
         ends: vec![(LogId { topic: TopicId(43), partition: 0 }, 17)],
     };
     let f = journal_frame(&JournalRecord::Snapshot(snapshot));
@@ -162,7 +166,7 @@ fn journal_snapshot() {
         &META,
         &[("deleting.count", F::U32)],
         &META,
-        &[("removed.count", F::U32), ("removed[0]", F::U32), ("removed[1]", F::U32)],
+        &[("remove_after_us", F::U64), ("removed.count", F::U32), ("removed[0]", F::U32), ("removed[1]", F::U32)],
         &[("ends.count", F::U32), ("ends[0].topic", F::U64), ("ends[0].partition", F::U32), ("ends[0].end", F::U64)],
     ]);
     insta::assert_snapshot!(annotate(&f, &l));
@@ -229,13 +233,16 @@ fn log_batch_of_two_records_one_without_key() {
 
 #[test]
 fn journal_group_commit_batch() {
-    let recs = [JournalRecord::TopicDeleted { id: TopicId(3) }, JournalRecord::DeletionCompleted { id: TopicId(3) }];
+    let recs = [
+        JournalRecord::TopicDeleted { id: TopicId(3), remove_after: Time(5_000) },
+        JournalRecord::DeletionCompleted { id: TopicId(3) },
+    ];
     let mut f = Vec::new();
     JournalRecord::encode_batch(&recs, EPOCH, &mut f);
     check_frame_crc(&f, EPOCH);
     let l = layout(&[
         &FRAME,
-        &[("[0].kind", F::U8), ("[0].len", F::U32), ("[0].id", F::U64)],
+        &[("[0].kind", F::U8), ("[0].len", F::U32), ("[0].id", F::U64), ("[0].remove_after_us", F::U64)],
         &[("[1].kind", F::U8), ("[1].len", F::U32), ("[1].id", F::U64)],
     ]);
     insta::assert_snapshot!(annotate(&f, &l));

@@ -15,6 +15,7 @@ use broker_core::journal::{
     encode_compacted, encode_header, JournalRecord, MetaState, PendingDeletion, Snapshot, TopicMeta,
 };
 use broker_core::logcodec::{encode_log_header, encode_records};
+use broker_core::Time;
 use std::path::{Path, PathBuf};
 
 /// A fuzz target's body.
@@ -68,7 +69,7 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let history = vec![
         JournalRecord::TopicCreated(meta(0, "orders", 3, 0)),
         JournalRecord::TopicCreated(meta(1, "audit", 1, 500)),
-        JournalRecord::TopicDeleted { id: TopicId(0) },
+        JournalRecord::TopicDeleted { id: TopicId(0), remove_after: Time(2_500) },
         JournalRecord::PartitionRemoved { id: TopicId(0), partition: 1 },
         JournalRecord::PartitionRemoved { id: TopicId(0), partition: 0 },
         JournalRecord::PartitionRemoved { id: TopicId(0), partition: 2 },
@@ -77,7 +78,11 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let snapshot = Snapshot {
         next_topic_id: 9,
         live: vec![meta(3, "orders", 2, 0), meta(7, "audit", 1, 5)],
-        deleting: vec![PendingDeletion { topic: meta(5, "orders", 4, 0), removed: vec![0, 3] }],
+        deleting: vec![PendingDeletion {
+            topic: meta(5, "orders", 4, 0),
+            remove_after: Time::ZERO,
+            removed: vec![0, 3],
+        }],
         ends: vec![(LogId { topic: TopicId(3), partition: 1 }, 12)],
     };
     let mut torn = journal(1, &history);

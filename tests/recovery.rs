@@ -7,7 +7,8 @@ use broker_core::executor::{JOURNAL_BACKUP_PREFIX, MAX_JOURNAL_BACKUPS};
 use broker_core::journal::{decode_journal, encode_header, JournalRecord, JOURNAL_FILE};
 use broker_core::logcodec::encode_log_header;
 use broker_core::{
-    BrokerError, Command, Config, FileSystem, HaltReason, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, TopicId,
+    BrokerError, Command, Config, FileSystem, HaltReason, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, Time,
+    TopicId,
 };
 use common::*;
 
@@ -65,7 +66,9 @@ fn crash_in_grace_delay_then_recovery_finishes_the_deletion() {
     let (mut d, kept, doomed) = two_topics(1000);
     assert_eq!(d.request(delete("doomed")), Ok(broker_core::Reply::DeleteAccepted { topic: doomed }));
     // The tombstone is durable, and no log is removed yet.
-    assert!(journal_records(d.fs()).contains(&JournalRecord::TopicDeleted { id: doomed }));
+    assert!(journal_records(d.fs())
+        .iter()
+        .any(|r| matches!(r, JournalRecord::TopicDeleted { id, .. } if *id == doomed)));
     assert_eq!(logs_of(d.fs(), doomed).len(), 3);
     let disk = d.crash();
 
@@ -114,7 +117,9 @@ fn crash_after_each_number_of_removals() {
             }
             let fs = h.crash();
             assert_eq!(logs_of(&fs, doomed).len(), 3 - k, "k={k}");
-            assert!(journal_records(&fs).contains(&JournalRecord::TopicDeleted { id: doomed }));
+            assert!(journal_records(&fs)
+                .iter()
+                .any(|r| matches!(r, JournalRecord::TopicDeleted { id, .. } if *id == doomed)));
 
             // Recover by hand, holding removals back, to see what recovery resumes.
             let mut h = Hand::new(Config::default(), fs);
@@ -776,4 +781,35 @@ fn a_full_disk_still_takes_a_delete_and_the_removal_gives_the_space_back() {
     assert_eq!(produced(d.request(produce("keep", &["b"]))), vec![(0, 1)]);
     let (records, _) = fetched(d.request(fetch("keep", 0, 0, 10)));
     assert_eq!(values(&records), vec!["a".to_string(), "b".to_string()]);
+}
+
+/// Hole: the grace delay started again from zero at every start, so a deletion whose
+/// process kept restarting (every CLI command is one) never finished. The deadline is
+/// journaled with the tombstone; a restart waits only for what is left of it.
+#[test]
+fn a_grace_delay_ends_at_its_durable_deadline_across_restarts() {
+    let mut d = start(MemFs::new());
+    let doomed = created(d.request(create_grace("doomed", 2, 1_000)));
+    assert!(matches!(d.request(delete("doomed")), Ok(Reply::DeleteAccepted { .. })));
+    let status = &d.broker().pending_deletions()[0];
+    assert_eq!((status.remove_after, status.removing), (Time::from_millis(1_000), false));
+    // Restarts at 400 ms and at 800 ms: each waits only for what is left.
+    let mut d = SyncDriver::start_at(Config::default(), d.crash(), Time::from_millis(400));
+    assert_eq!(d.broker().pending_deletions()[0].remove_after, Time::from_millis(1_000));
+    d.advance_millis(400);
+    let now = d.now();
+    let mut d = SyncDriver::start_at(Config::default(), d.crash(), now);
+    d.advance_millis(199);
+    assert_eq!(d.broker().pending_deletions().len(), 1, "still in its grace delay at 999 ms");
+    d.advance_millis(1);
+    assert!(d.broker().pending_deletions().is_empty(), "removed at 1000 ms: no timer beyond it is fired");
+    assert!(log_files(d.fs()).iter().all(|l| l.topic != doomed));
+    // A clock gone back never makes it wait longer than the whole delay.
+    let mut d = start(MemFs::new());
+    created(d.request(create_grace("t", 1, 1_000)));
+    d.advance_millis(5_000);
+    assert!(matches!(d.request(delete("t")), Ok(Reply::DeleteAccepted { .. })));
+    let mut d = SyncDriver::start_at(Config::default(), d.crash(), Time::ZERO);
+    d.advance_millis(1_000);
+    assert!(d.broker().pending_deletions().is_empty());
 }

@@ -97,7 +97,7 @@ fn delete_trace() {
         d.request(delete("orders")).unwrap();
         d.settle(100);
     });
-    let tombstone = line_of(&text, "AppendJournal [TopicDeleted(t0)]");
+    let tombstone = line_of(&text, "AppendJournal [TopicDeleted(t0 after 0.000000s)]");
     let sync = lines_of(&text, "SyncJournal")[0];
     let accepted = line_of(&text, "Ok(DeleteAccepted t0)");
     let removes = lines_of(&text, "RemoveLog t0/");

@@ -101,8 +101,8 @@ pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
             Ok(JournalRecord::TopicCreated(m)) => {
                 let _ = write!(out, "TopicCreated {} {:?} x{}", m.id, m.name, m.partitions);
             }
-            Ok(JournalRecord::TopicDeleted { id }) => {
-                let _ = write!(out, "TopicDeleted {id}");
+            Ok(JournalRecord::TopicDeleted { id, remove_after }) => {
+                let _ = write!(out, "TopicDeleted {id} remove after {remove_after}");
             }
             Ok(JournalRecord::PartitionRemoved { id, partition }) => {
                 let _ = write!(out, "PartitionRemoved {id}/p{partition}");

@@ -93,7 +93,9 @@ impl Broker {
 
     fn delete(&mut self, request: RequestId, name: String) -> Result<Option<Reply>, BrokerError> {
         if let Some(id) = self.live_names.remove(&name) {
-            let seq = self.journal.push(JournalRecord::TopicDeleted { id });
+            let grace = self.topics.get(&id).map_or(0, |t| t.meta.settings.deletion_grace_ms);
+            let remove_after = self.now.plus_millis(grace);
+            let seq = self.journal.push(JournalRecord::TopicDeleted { id, remove_after });
             let early_ack = self.bug(Bug::AckDeleteBeforeTombstoneDurable);
             if let Some(t) = self.topics.get_mut(&id) {
                 t.deletion = Some(Deletion {
@@ -103,6 +105,7 @@ impl Broker {
                     removed: Default::default(),
                     removing: Default::default(),
                     backing_off: Default::default(),
+                    remove_after,
                 });
             }
             self.deleting_names.entry(name).or_default().insert(id);

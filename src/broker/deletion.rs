@@ -51,12 +51,17 @@ impl Broker {
 
     /// Begins physical removal of a topic whose tombstone is durable.
     pub(super) fn start_physical(&mut self, id: TopicId) {
+        let now = self.now;
         let Some(t) = self.topics.get_mut(&id) else { return };
         let grace = t.meta.settings.deletion_grace_ms;
         let Some(d) = t.deletion.as_mut() else { return };
-        if grace > 0 {
+        // What is left of the grace delay that began at the delete (before any restart);
+        // never more than the whole delay, should the clock have gone back.
+        let left_us = d.remove_after.as_micros().saturating_sub(now.as_micros());
+        let left_ms = left_us.div_ceil(1000).min(grace);
+        if left_ms > 0 {
             d.stage = DeletionStage::Grace;
-            self.timer_in(grace, TimerPurpose::Grace(id));
+            self.timer_in(left_ms, TimerPurpose::Grace(id));
         } else {
             d.stage = DeletionStage::Removing;
             self.removing.insert(id);

@@ -59,6 +59,10 @@ pub struct DeletionStatus {
     pub removed: u32,
     /// Whether the tombstone is durable (the delete was acknowledged).
     pub tombstone_durable: bool,
+    /// When its grace delay ends, in the runtime's clock (durable with the tombstone).
+    pub remove_after: Time,
+    /// Whether its logs are being removed (its grace delay is over).
+    pub removing: bool,
 }
 
 /// What an in-flight storage operation is for.
@@ -298,6 +302,8 @@ impl Broker {
                     partitions: t.meta.partitions,
                     removed: d.removed.len() as u32,
                     tombstone_durable: self.journal.is_durable(d.tombstone_seq),
+                    remove_after: d.remove_after,
+                    removing: d.stage == state::DeletionStage::Removing,
                 })
             })
             .collect()
@@ -446,7 +452,8 @@ fn meta_state_of(all: &BTreeMap<TopicId, Topic>, next_topic_id: u64) -> MetaStat
         .values()
         .map(|t| {
             let removed = t.deletion.as_ref().map(|d| d.removed.clone()).unwrap_or_default();
-            (t.meta.id, MetaTopic { meta: t.meta.clone(), deleting: t.deletion.is_some(), removed })
+            let remove_after = t.deletion.as_ref().map_or(Time::ZERO, |d| d.remove_after);
+            (t.meta.id, MetaTopic { meta: t.meta.clone(), deleting: t.deletion.is_some(), removed, remove_after })
         })
         .collect();
     let ends = all

@@ -163,6 +163,7 @@ impl Broker {
                     removed: mt.removed,
                     removing: BTreeSet::new(),
                     backing_off: BTreeSet::new(),
+                    remove_after: mt.remove_after,
                 });
                 self.deleting_names.entry(name).or_default().insert(id);
             } else {

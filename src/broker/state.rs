@@ -60,6 +60,8 @@ pub(crate) struct Deletion {
     pub removing: BTreeSet<u32>,
     /// Partitions waiting for a retry timer, with their failure count.
     pub backing_off: BTreeSet<u32>,
+    /// When the grace delay ends (journaled with the tombstone, so restarts keep it).
+    pub remove_after: crate::time::Time,
 }
 
 /// One topic incarnation, live or being deleted.

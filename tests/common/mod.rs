@@ -124,7 +124,7 @@ fn meta_text(m: &TopicMeta) -> String {
 pub fn record_text(r: &JournalRecord) -> String {
     match r {
         JournalRecord::TopicCreated(m) => format!("TopicCreated({})", meta_text(m)),
-        JournalRecord::TopicDeleted { id } => format!("TopicDeleted({id})"),
+        JournalRecord::TopicDeleted { id, remove_after } => format!("TopicDeleted({id} after {remove_after})"),
         JournalRecord::PartitionRemoved { id, partition } => format!("PartitionRemoved({id}/p{partition})"),
         JournalRecord::DeletionCompleted { id } => format!("DeletionCompleted({id})"),
         JournalRecord::Snapshot(s) => {

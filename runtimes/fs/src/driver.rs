@@ -260,6 +260,8 @@ pub struct Driver<M = ()> {
     // Held for the driver's lifetime; the lock goes with it (and with the process).
     /// The directory lock: exclusive for a writing start, shared for a read-only one
     /// (none where a read-only directory has no lock file).
+    /// The wall-clock time at `start`: the origin of the broker's clock.
+    origin: Time,
     _lock: Option<File>,
 }
 
@@ -276,9 +278,10 @@ impl<M: Send + 'static> Driver<M> {
         let (sender, events) = mpsc::channel();
         let pool = Pool::start(&fs, options.log_workers, read_only, sender.clone(), completion::<M>)
             .map_err(|e| DriverError::Directory { dir: dir.clone(), detail: format!("cannot start workers: {e}") })?;
-        let start = Instant::now();
+        let (start, origin) = (Instant::now(), wall_clock());
         let mut driver = Driver {
-            broker: Broker::start(options.config, Time::ZERO),
+            broker: Broker::start(options.config, origin),
+            origin,
             dir,
             start,
             pool,
@@ -482,13 +485,15 @@ impl<M: Send + 'static> Driver<M> {
         self.watching.values().any(|w| matches!(w, Watch::ListLogs | Watch::RemoveStray(_)))
     }
 
-    /// The broker's clock: microseconds since the driver started.
+    /// The broker's clock: wall-clock microseconds since the Unix epoch at the start,
+    /// then advanced by the monotonic clock (so it never goes back within a process).
+    /// Deadlines the core journals, such as the end of a grace delay, hold across starts.
     fn now(&self) -> Time {
-        Time(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+        self.origin.plus_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
 
     fn instant_of(&self, t: Time) -> Instant {
-        self.start + Duration::from_micros(t.as_micros())
+        self.start + Duration::from_micros(t.as_micros().saturating_sub(self.origin.as_micros()))
     }
 
     fn halt_error(&self, reason: HaltReason) -> DriverError {
@@ -710,6 +715,12 @@ fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
     // For the error message of the next process that tries; not needed for safety.
     let _ = lock.set_len(0).and_then(|()| writeln!(lock, "{}", std::process::id()));
     Ok(lock)
+}
+
+/// The wall clock as the core's [`Time`]: microseconds since the Unix epoch.
+pub fn wall_clock() -> Time {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Time(u64::try_from(since.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// " (pid N)" when the lock file names the process holding it, for error messages.

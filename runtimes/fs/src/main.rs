@@ -506,7 +506,7 @@ fn command(
                 emit(out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
             } else {
                 writeln!(out, "topics: {} live", topics.len())?;
-                pending_text(out, &pending, "removal runs while a broker-fs process has the directory open")?;
+                pending_text(out, &pending, "removal runs while a broker-fs command that writes (recover, serve, create, produce, delete) has the directory open")?;
                 for n in &notices {
                     writeln!(out, "{n}")?;
                 }
@@ -624,9 +624,14 @@ fn pending_text(out: &mut impl Write, pending: &[PendingJson], tail: &str) -> st
     writeln!(out, "pending deletions: {}", pending.len())?;
     for p in pending {
         let durable = if p.tombstone_durable { "" } else { " (tombstone not yet durable)" };
+        let stage = if p.grace_left_ms > 0 {
+            format!("waits in its grace delay, {:.1} s left", p.grace_left_ms as f64 / 1000.0)
+        } else {
+            format!("its grace delay is over: {tail}")
+        };
         writeln!(
             out,
-            "  {:?} (id {}): {} of {} logs removed{durable}; {tail}",
+            "  {:?} (id {}): {} of {} logs removed{durable}; {stage}",
             p.name,
             TopicId(p.id),
             p.removed,

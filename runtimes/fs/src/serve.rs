@@ -105,6 +105,11 @@ pub struct PendingJson {
     pub removed: u32,
     /// Whether its tombstone is durable (the delete was acknowledged).
     pub tombstone_durable: bool,
+    /// When its grace delay ends, in milliseconds since the Unix epoch (durable with
+    /// the tombstone: restarts do not start it again).
+    pub remove_after_unix_ms: u64,
+    /// How much of its grace delay is left now, in milliseconds (0: removal may run).
+    pub grace_left_ms: u64,
 }
 
 impl From<&DeletionStatus> for PendingJson {
@@ -115,6 +120,12 @@ impl From<&DeletionStatus> for PendingJson {
             partitions: d.partitions,
             removed: d.removed,
             tombstone_durable: d.tombstone_durable,
+            remove_after_unix_ms: d.remove_after.as_micros() / 1000,
+            grace_left_ms: d
+                .remove_after
+                .as_micros()
+                .saturating_sub(crate::driver::wall_clock().as_micros())
+                .div_ceil(1000),
         }
     }
 }

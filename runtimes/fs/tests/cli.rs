@@ -547,3 +547,23 @@ fn seventeen_mebibytes_through_produce_round_trip_across_restarts() {
     let next = lines_json(&cli_ok(d, &["produce", "big", "--json", "one-more"]));
     assert_eq!(next[0]["offset"], 17, "no offset is handed out twice");
 }
+
+/// Hole: the grace delay started again at every start, so with the CLI (each command a
+/// start) a deletion with a grace delay never finished outside `recover` or `serve`. Its
+/// deadline is durable now, and `status` says how much of it is left.
+#[test]
+fn a_grace_deadline_survives_restarts_and_status_shows_what_is_left() {
+    let tmp = TempDir::new("grace-deadline");
+    let d = tmp.path();
+    cli_ok(d, &["create", "orders", "--partitions", "2", "--grace-ms", "600000"]);
+    cli_ok(d, &["create", "other", "--partitions", "1"]);
+    cli_ok(d, &["delete", "orders"]);
+    let status = |d| lines_json(&cli_ok(d, &["status", "--json"]))[0]["pending"][0].clone();
+    let first = status(d);
+    cli_ok(d, &["produce", "other", "a"]); // a start that writes, and resumes deletions
+    let second = status(d);
+    assert_eq!(first["remove_after_unix_ms"], second["remove_after_unix_ms"], "the deadline did not move");
+    let (left1, left2) = (first["grace_left_ms"].as_u64().unwrap(), second["grace_left_ms"].as_u64().unwrap());
+    assert!(left2 <= left1 && left1 <= 600_000 && left2 > 0, "{left1} then {left2}");
+    assert!(cli_ok(d, &["status"]).contains("waits in its grace delay"));
+}
