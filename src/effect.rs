@@ -107,6 +107,9 @@ pub enum StorageOp {
         offset: u64,
         /// The most records to return.
         max_records: u32,
+        /// The most key and value bytes to return, summed over the records; the first
+        /// record is returned whatever its size, so a read always makes progress.
+        max_bytes: u64,
     },
     /// Remove a log. Idempotent: removing an absent log succeeds. Durable once complete
     /// (its directory entry is synced; a failed directory fsync is

@@ -169,7 +169,9 @@ impl<F: FileSystem> Executor<F> {
             }
             StorageOp::Append { log, records } => self.append(*log, records),
             StorageOp::SyncLog { log } => self.fs.sync_file(&log.file_name()).map(|()| OpOutput::Done),
-            StorageOp::Read { log, offset, max_records } => self.read(*log, *offset, *max_records),
+            StorageOp::Read { log, offset, max_records, max_bytes } => {
+                self.read(*log, *offset, *max_records, *max_bytes)
+            }
             StorageOp::RemoveLog { log } => self.remove_log(*log),
         }
     }
@@ -427,7 +429,7 @@ impl<F: FileSystem> Executor<F> {
         Ok(OpOutput::Done)
     }
 
-    fn read(&mut self, log: LogId, offset: u64, max_records: u32) -> OpResult {
+    fn read(&mut self, log: LogId, offset: u64, max_records: u32, max_bytes: u64) -> OpResult {
         let l = self.open_log(log, None)?;
         if let Some(h) = l.holes.iter().find(|h| h.from <= offset && offset < h.to) {
             return Err(StorageError::Corrupt {
@@ -440,12 +442,16 @@ impl<F: FileSystem> Executor<F> {
         // The batches holding `offset..offset + max_records`, while they are contiguous.
         let start = l.index.partition_point(|e| e.end() <= offset);
         let want_end = offset.saturating_add(u64::from(max_records));
+        // Frames take at least the bytes of their records: stop reading once the frames
+        // read hold more than the byte bound (the first one always goes).
         let mut run: Vec<IndexEntry> = Vec::new();
+        let mut frame_bytes = 0u64;
         for e in &l.index[start..] {
             let contiguous = run.last().map_or(e.offset <= offset, |prev| prev.end() == e.offset);
-            if !contiguous || e.offset >= want_end {
+            if !contiguous || e.offset >= want_end || (!run.is_empty() && frame_bytes >= max_bytes) {
                 break;
             }
+            frame_bytes += u64::from(e.len);
             run.push(*e);
         }
         let (Some(first), Some(last)) = (run.first(), run.last()) else {
@@ -454,7 +460,17 @@ impl<F: FileSystem> Executor<F> {
         let span = (last.position + u64::from(last.len) - first.position) as usize;
         let position = first.position;
         let data = self.fs.read_at(&log.file_name(), position, span)?;
-        logcodec::decode_records(log, &data, position, offset, max_records as usize).map(OpOutput::Records)
+        let mut records = logcodec::decode_records(log, &data, position, offset, max_records as usize)?;
+        let mut bytes = 0u64;
+        let within = records
+            .iter()
+            .position(|r| {
+                bytes += (r.key.as_ref().map_or(0, Vec::len) + r.value.len()) as u64;
+                bytes > max_bytes
+            })
+            .map_or(records.len(), |i| i.max(1));
+        records.truncate(within);
+        Ok(OpOutput::Records(records))
     }
 
     fn remove_log(&mut self, log: LogId) -> OpResult {

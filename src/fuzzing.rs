@@ -245,7 +245,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
         assert_eq!(small.fs_mut().len(&name), Ok(expected_len), "chunk {chunk}");
         for h in &img.holes {
             if h.from < h.to {
-                let r = small.execute(&StorageOp::Read { log, offset: h.from, max_records: 1 });
+                let r = small.execute(&StorageOp::Read { log, offset: h.from, max_records: 1, max_bytes: u64::MAX });
                 assert!(matches!(r, Err(StorageError::Corrupt { .. })), "chunk {chunk}: {r:?}");
             }
         }
@@ -258,7 +258,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     let expected_len = if img.needs_header { LOG_HEADER_LEN as u64 } else { img.valid_len };
     assert_eq!(ex.fs_mut().len(&name), Ok(expected_len), "open cuts the torn tail");
     for e in &img.index {
-        match ex.execute(&StorageOp::Read { log, offset: e.offset, max_records: 3 }) {
+        match ex.execute(&StorageOp::Read { log, offset: e.offset, max_records: 3, max_bytes: u64::MAX }) {
             Ok(OpOutput::Records(rs)) => {
                 assert!(!rs.is_empty() && rs.len() <= 3);
                 for (i, r) in rs.iter().enumerate() {
@@ -270,7 +270,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     }
     for h in &img.holes {
         if h.from < h.to {
-            let r = ex.execute(&StorageOp::Read { log, offset: h.from, max_records: 1 });
+            let r = ex.execute(&StorageOp::Read { log, offset: h.from, max_records: 1, max_bytes: u64::MAX });
             assert!(matches!(r, Err(StorageError::Corrupt { .. })), "a hole reads as corruption: {r:?}");
         }
     }
@@ -282,7 +282,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
         reopened.execute(&StorageOp::OpenLog { log, acked_end: next }),
         Ok(OpOutput::Opened { next_offset: next })
     );
-    match reopened.execute(&StorageOp::Read { log, offset: img.next_offset, max_records: 1 }) {
+    match reopened.execute(&StorageOp::Read { log, offset: img.next_offset, max_records: 1, max_bytes: u64::MAX }) {
         Ok(OpOutput::Records(rs)) => assert_eq!(rs[0].value, b"x"),
         other => panic!("the appended record does not read back: {other:?}"),
     }

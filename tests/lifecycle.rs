@@ -484,3 +484,21 @@ fn completed_deletions_are_remembered_within_a_bound_and_all_counted() {
     assert_eq!(kept.last(), Some(&TopicId(n - 1)), "the latest is kept");
     assert_eq!(kept.first(), Some(&TopicId(6)), "the oldest go first");
 }
+
+/// Memory stays bounded: a fetch returns at most `max_fetch_bytes` of keys and values
+/// (one record, however large, always goes, so a consumer makes progress).
+#[test]
+fn a_fetch_is_bounded_in_bytes_as_well_as_in_records() {
+    let config = Config { max_fetch_bytes: 10, ..Config::default() };
+    let mut d = SyncDriver::start(config, MemFs::new());
+    created(d.request(create("t", 1)));
+    produced(d.request(produce("t", &["aaaa", "bbbb"])));
+    produced(d.request(produce("t", &["cccc"])));
+    produced(d.request(produce("t", &["a-record-over-the-bound"])));
+    let (records, hw) = fetched(d.request(fetch("t", 0, 0, 100)));
+    assert_eq!((values(&records), hw), (vec!["aaaa".to_string(), "bbbb".to_string()], 4));
+    let (records, _) = fetched(d.request(fetch("t", 0, 2, 100)));
+    assert_eq!(values(&records), vec!["cccc".to_string()], "the next batch would pass the bound");
+    let (records, _) = fetched(d.request(fetch("t", 0, 3, 100)));
+    assert_eq!(values(&records), vec!["a-record-over-the-bound".to_string()]);
+}

@@ -219,6 +219,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         removal_concurrency: params.removal_concurrency,
         max_partitions: 16,
         max_batch_bytes: params.batch_limit,
+        max_fetch_bytes: params.batch_limit,
         max_record_bytes: params.record_limit,
         ..Config::default()
     };

@@ -147,7 +147,9 @@ pub fn render_op(op: &StorageOp, epoch: u64) -> String {
         StorageOp::OpenLog { log, acked_end } => format!("OpenLog {log} acked {acked_end}"),
         StorageOp::SyncLog { log } => format!("SyncLog {log}"),
         StorageOp::RemoveLog { log } => format!("RemoveLog {log}"),
-        StorageOp::Read { log, offset, max_records } => format!("Read {log} from {offset} max {max_records}"),
+        StorageOp::Read { log, offset, max_records, max_bytes } => {
+            format!("Read {log} from {offset} max {max_records} records {max_bytes} bytes")
+        }
         StorageOp::ReadJournal => "ReadJournal".into(),
         StorageOp::SyncJournal => "SyncJournal".into(),
         StorageOp::ListLogs => "ListLogs".into(),

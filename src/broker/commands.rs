@@ -277,7 +277,7 @@ impl Broker {
             p.inflight += 1;
         }
         self.op(
-            StorageOp::Read { log, offset, max_records: count },
+            StorageOp::Read { log, offset, max_records: count, max_bytes: self.config.max_fetch_bytes },
             PendingOp::Read { request, log, offset, count, high_watermark },
         );
         Ok(None)

@@ -15,6 +15,9 @@ pub struct Config {
     pub max_batch_bytes: u64,
     /// The most records one fetch may ask for.
     pub max_fetch_records: u32,
+    /// The most key and value bytes one fetch returns (it returns at least one record,
+    /// whatever its size): a fetch's memory is bounded in bytes as well as in records.
+    pub max_fetch_bytes: u64,
     /// The longest deletion grace delay a topic may ask for, in milliseconds.
     pub max_grace_ms: u64,
     /// How many log removals may be in flight at once, across all deletions.
@@ -46,6 +49,7 @@ impl Default for Config {
             max_record_bytes: 1 << 20,
             max_batch_bytes: crate::logcodec::MAX_LOG_FRAME as u64,
             max_fetch_records: 10_000,
+            max_fetch_bytes: 16 << 20,
             max_grace_ms: 7 * 24 * 3600 * 1000,
             removal_concurrency: 4,
             retry_base_ms: 10,

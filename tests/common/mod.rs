@@ -201,7 +201,7 @@ pub fn op_text(op: &StorageOp, epoch: &mut u64) -> String {
         StorageOp::OpenLog { log, acked_end } => format!("OpenLog {log} acked {acked_end}"),
         StorageOp::Append { log, records } => format!("Append {log} [{}]", append_records_text(records)),
         StorageOp::SyncLog { log } => format!("SyncLog {log}"),
-        StorageOp::Read { log, offset, max_records } => format!("Read {log} from {offset} max {max_records}"),
+        StorageOp::Read { log, offset, max_records, .. } => format!("Read {log} from {offset} max {max_records}"),
         StorageOp::RemoveLog { log } => format!("RemoveLog {log}"),
     }
 }
