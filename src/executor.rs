@@ -18,6 +18,7 @@
 use crate::command::StoredRecord;
 use crate::effect::{OpOutput, OpResult, StorageOp};
 use crate::error::StorageError;
+use crate::frame::FRAME_HEADER_LEN;
 use crate::fs::FileSystem;
 use crate::ids::LogId;
 use crate::journal::JOURNAL_FILE;
@@ -66,8 +67,28 @@ pub struct Executor<F> {
     reserve_min: u64,
 }
 
-/// How many bytes opening a log reads at a time.
+/// How many bytes opening a log reads at a time (a window holds at most this plus one
+/// whole frame).
 pub const SCAN_CHUNK: usize = 8 << 20;
+
+/// Bytes of a file from `start` on, as opening a log reads them.
+#[derive(Debug)]
+struct Window {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl Window {
+    /// The bytes `[from, to)`, which the window holds.
+    fn at(&self, from: u64, to: u64) -> &[u8] {
+        &self.bytes[(from - self.start) as usize..(to - self.start) as usize]
+    }
+
+    /// The window's bytes up to file position `to`.
+    fn upto(&self, to: u64) -> &[u8] {
+        &self.bytes[..(to - self.start) as usize]
+    }
+}
 
 impl<F: FileSystem> Executor<F> {
     /// An executor over `fs`, with nothing open.
@@ -356,10 +377,11 @@ impl<F: FileSystem> Executor<F> {
         self.logs.get(&log).ok_or_else(|| StorageError::Io(format!("{log} vanished from the open-log table")))
     }
 
-    /// Validates a log of `file_len` bytes without holding it all in memory: whole, valid
-    /// batches are read a chunk at a time; from the first frame that is not one (damage, a
-    /// torn tail), the rest of the file is read and judged by the same rules as
-    /// [`logcodec::open_log`], which this returns the same answer as.
+    /// Validates a log of `file_len` bytes in bounded memory, by the rules of
+    /// [`logcodec::open_log`] (whose image it returns): it reads a window at a time, and
+    /// at damage searches the following bytes for the next valid frame with
+    /// [`logcodec::may_start_batch`] first, so a damaged multi-gigabyte log opens in
+    /// memory of a window plus one frame, and in time linear in its size.
     fn scan_log(
         &mut self,
         log: LogId,
@@ -368,35 +390,88 @@ impl<F: FileSystem> Executor<F> {
         acked: Option<u64>,
     ) -> Result<logcodec::LogImage, StorageError> {
         logcodec::check_header(log, &self.fs.read_at(name, 0, LOG_HEADER_LEN)?)?;
-        let mut index = Vec::new();
-        let (mut pos, mut next) = (LOG_HEADER_LEN as u64, 0u64);
-        let (mut buf, mut buf_start) = (Vec::new(), pos);
+        let mut opener = logcodec::LogOpener::new(log, LOG_HEADER_LEN as u64, 0, acked);
+        let mut win = Window { start: 0, bytes: Vec::new() };
+        let mut pos = LOG_HEADER_LEN as u64;
         while pos < file_len {
-            let rel = (pos - buf_start) as usize;
-            match logcodec::clean_batch_at(log, &buf, rel, pos, next) {
-                // From the acknowledged end on, the slow path below decides what to cut.
-                logcodec::Step::Batch(entry) if acked.is_some_and(|a| entry.offset >= a) => break,
-                logcodec::Step::Batch(entry) => {
-                    pos += u64::from(entry.len);
-                    next = entry.end();
-                    index.push(entry);
-                }
-                logcodec::Step::NeedMore(need) if pos + need as u64 <= file_len => {
-                    let want = need.max(self.scan_chunk).min((file_len - pos) as usize);
-                    buf = self.fs.read_at(name, pos, want)?;
-                    buf_start = pos;
-                    if buf.len() < need {
-                        break; // the file shrank under us: judge the rest below
+            // The frame's header, then as much as it announces (or the rest of the file).
+            let head_end = (pos + FRAME_HEADER_LEN as u64).min(file_len);
+            self.cover(name, &mut win, pos, head_end, file_len)?;
+            let end = match win.at(pos, head_end) {
+                h if h.len() == FRAME_HEADER_LEN => {
+                    let len = u64::from(u32::from_le_bytes([h[0], h[1], h[2], h[3]]));
+                    let whole = head_end + len;
+                    if len > logcodec::MAX_LOG_FRAME as u64 {
+                        head_end
+                    } else {
+                        whole.min(file_len)
                     }
                 }
-                logcodec::Step::NeedMore(_) | logcodec::Step::Stop => break,
+                _ => file_len,
+            };
+            self.cover(name, &mut win, pos, end, file_len)?;
+            let found = logcodec::batch_frame_at(log, win.upto(end), (pos - win.start) as usize);
+            match found {
+                Ok(frame) => {
+                    let frame_end = pos + (FRAME_HEADER_LEN + frame.payload.len()) as u64;
+                    if !opener.frame(pos, frame.payload)? {
+                        return Ok(opener.finish(file_len, None));
+                    }
+                    pos = frame_end;
+                }
+                Err(detail) => match self.next_frame(log, name, &mut win, pos + 1, file_len)? {
+                    Some(q) => {
+                        opener.damage(pos, detail);
+                        pos = q;
+                    }
+                    None => return Ok(opener.finish(file_len, Some((pos, detail)))),
+                },
             }
         }
-        let rest = self.fs.read_at(name, pos, (file_len - pos) as usize)?;
-        let mut img = logcodec::open_log_from(log, &rest, pos, next, acked)?;
-        index.append(&mut img.index);
-        img.index = index;
-        Ok(img)
+        Ok(opener.finish(file_len, None))
+    }
+
+    /// The position of the first valid frame at or after `from`, if any, searched a
+    /// window at a time.
+    fn next_frame(
+        &mut self,
+        log: LogId,
+        name: &str,
+        win: &mut Window,
+        from: u64,
+        file_len: u64,
+    ) -> Result<Option<u64>, StorageError> {
+        let step = self.scan_chunk as u64;
+        let mut q0 = from;
+        while q0 < file_len {
+            let last = (q0 + step).min(file_len);
+            // Candidates in [q0, last), each with room for a whole frame after it.
+            let end = (last + (FRAME_HEADER_LEN + logcodec::MAX_LOG_FRAME) as u64).min(file_len);
+            self.cover(name, win, q0, end, file_len)?;
+            let buf = win.upto(end);
+            for q in q0..last {
+                let rel = (q - win.start) as usize;
+                if logcodec::may_start_batch(buf, rel) && logcodec::batch_frame_at(log, buf, rel).is_ok() {
+                    return Ok(Some(q));
+                }
+            }
+            q0 = last;
+        }
+        Ok(None)
+    }
+
+    /// Makes `win` hold the file's bytes `[from, to)`, reading at least a scan chunk.
+    fn cover(&mut self, name: &str, win: &mut Window, from: u64, to: u64, file_len: u64) -> Result<(), StorageError> {
+        if win.start <= from && to <= win.start + win.bytes.len() as u64 {
+            return Ok(());
+        }
+        let want = (to - from).max(self.scan_chunk as u64).min(file_len - from);
+        win.bytes = self.fs.read_at(name, from, want as usize)?;
+        win.start = from;
+        if (win.bytes.len() as u64) < to - from {
+            return Err(StorageError::Io(format!("{name} shrank while it was being opened")));
+        }
+        Ok(())
     }
 
     fn append(&mut self, log: LogId, records: &[crate::effect::AppendRecord]) -> OpResult {

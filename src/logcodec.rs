@@ -223,31 +223,73 @@ pub fn open_log_from(
     acked: Option<u64>,
 ) -> Result<LogImage, StorageError> {
     let s = scan_valid(rest, 0, salt(log), MAX_LOG_FRAME, &well_formed);
-    let mut img = LogImage { valid_len: base, next_offset, ..LogImage::default() };
+    let mut opener = LogOpener::new(log, base, next_offset, acked);
     let mut corrupt_iter = s.corrupt.iter().peekable();
-    // The first frame never acknowledged, and the damage right before it, if any.
-    let mut unacked_frame: Option<(u64, Option<u64>)> = None;
     for f in &s.frames {
-        // A corrupt range before this frame turns the offsets it skipped into a hole.
-        let mut damage = None;
-        while let Some(bad) = corrupt_iter.next_if(|b| b.start < f.position) {
-            damage.get_or_insert((bad.start, bad.detail.clone()));
+        // A corrupt range always ends at the next valid frame: at most one precedes it.
+        if let Some(bad) = corrupt_iter.next_if(|b| b.start < f.position) {
+            opener.damage(base + bad.start, bad.detail.clone());
         }
-        let position = base + f.position;
+        if !opener.frame(base + f.position, f.payload)? {
+            break;
+        }
+    }
+    let torn = s.torn_tail.map(|t| (base + t.start, t.detail));
+    Ok(opener.finish(base + rest.len() as u64, torn))
+}
+
+/// Judges a log's valid frames and damaged ranges in file order, by the rules of
+/// [`open_log`], so that a caller can stream a file of any size through it (the
+/// executor does, a window at a time) and get the same image as the whole-file codec.
+#[derive(Debug)]
+pub struct LogOpener {
+    log: LogId,
+    acked: Option<u64>,
+    img: LogImage,
+    /// Damage seen since the last accepted frame: where it starts, and why.
+    damage: Option<(u64, String)>,
+    /// The first frame never acknowledged, and the damage right before it, if any.
+    unacked_frame: Option<(u64, Option<u64>)>,
+}
+
+impl LogOpener {
+    /// Starts judging at file position `base`, with `next_offset` the next offset due.
+    pub fn new(log: LogId, base: u64, next_offset: u64, acked: Option<u64>) -> LogOpener {
+        let img = LogImage { valid_len: base, next_offset, ..LogImage::default() };
+        LogOpener { log, acked, img, damage: None, unacked_frame: None }
+    }
+
+    /// The offset the next valid batch must start at (or after, past damage).
+    pub fn next_offset(&self) -> u64 {
+        self.img.next_offset
+    }
+
+    /// A damaged range begins at file position `start` (it ends at the next valid frame).
+    pub fn damage(&mut self, start: u64, detail: String) {
+        self.damage.get_or_insert((start, detail));
+    }
+
+    /// A checksum-valid, well-formed batch frame at file position `position`. Returns
+    /// whether later frames still matter: false once a frame never acknowledged is met
+    /// (it and everything after it are cut).
+    pub fn frame(&mut self, position: u64, payload: &[u8]) -> Result<bool, StorageError> {
+        let (log, img) = (self.log, &mut self.img);
         let at = position + FRAME_HEADER_LEN as u64;
-        let (first, count) = match batch_span(f.payload) {
+        let end = at + payload.len() as u64;
+        let (first, count) = match batch_span(payload) {
             Some((first, count)) if count > 0 && first.checked_add(u64::from(count)).is_some() => (first, count),
             _ => return Err(corrupt(log, position, Some(img.next_offset), "malformed batch header".into())),
         };
-        if acked.is_some_and(|a| first >= a) {
-            unacked_frame = Some((position, damage.map(|(start, _)| base + start)));
-            break;
+        let damage = self.damage.take();
+        if self.acked.is_some_and(|a| first >= a) {
+            self.unacked_frame = Some((position, damage.map(|(start, _)| start)));
+            return Ok(false);
         }
-        decode_batch(f.payload, at).map_err(|d| corrupt(log, position, Some(first), d))?;
+        decode_batch(payload, at).map_err(|d| corrupt(log, position, Some(first), d))?;
         // The records a hole skips each took some of the damaged bytes; below the
         // acknowledged end, the journal vouches that the skipped records existed.
-        let fits = |start: u64| first.saturating_sub(img.next_offset) <= (f.position - start) / MIN_RECORD_BYTES;
-        let skipped_fit = damage.as_ref().is_some_and(|(start, _)| fits(*start)) || acked.is_some();
+        let fits = |start: u64| first.saturating_sub(img.next_offset) <= (position - start) / MIN_RECORD_BYTES;
+        let skipped_fit = damage.as_ref().is_some_and(|(start, _)| fits(*start)) || self.acked.is_some();
         if first < img.next_offset || (first > img.next_offset && !skipped_fit) {
             return Err(corrupt(
                 log,
@@ -258,74 +300,64 @@ pub fn open_log_from(
         }
         // Damage between frames is a hole even where it skipped no offset (it is kept).
         if damage.is_some() || first > img.next_offset {
-            let (start, detail) = damage.unwrap_or((f.position, "acknowledged records are missing".into()));
-            img.holes.push(Hole { from: img.next_offset, to: first, position: base + start, detail });
+            let (start, detail) = damage.unwrap_or((position, "acknowledged records are missing".into()));
+            img.holes.push(Hole { from: img.next_offset, to: first, position: start, detail });
         }
-        let entry = IndexEntry { offset: first, count, position, len: (f.end() - f.position) as u32 };
+        let entry = IndexEntry { offset: first, count, position, len: (end - position) as u32 };
         img.next_offset = entry.end();
-        img.valid_len = base + f.end();
+        img.valid_len = end;
         img.index.push(entry);
+        Ok(true)
     }
-    let Some(a) = acked else { return Ok(img) };
-    if img.next_offset >= a {
-        // Everything after the last acknowledged record was never acknowledged: cut.
-        return Ok(img);
-    }
-    // Acknowledged records past the last valid frame are damaged or gone. Their bytes
-    // stay (up to the first unacknowledged frame) and their offsets are never reused.
-    let file_end = base + rest.len() as u64;
-    let damaged = match unacked_frame {
-        Some((_, damage)) => damage,
-        None => s.torn_tail.as_ref().map(|t| base + t.start),
-    };
-    let (position, detail) = match (damaged, &s.torn_tail) {
-        (Some(p), Some(t)) if unacked_frame.is_none() => (p, t.detail.clone()),
-        (Some(p), _) => (p, "damaged acknowledged records".to_string()),
-        (None, _) => (img.valid_len, format!("acknowledged records {}..{a} are missing", img.next_offset)),
-    };
-    img.holes.push(Hole { from: img.next_offset, to: a, position, detail });
-    img.next_offset = a;
-    img.valid_len = unacked_frame.map_or(file_end, |(p, _)| p);
-    Ok(img)
-}
 
-/// What [`clean_batch_at`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// A whole, valid batch continuing the offsets; the frame is this many bytes long.
-    Batch(IndexEntry),
-    /// The frame may be whole once this many bytes from its start are available.
-    NeedMore(usize),
-    /// Anything else: damage, a torn tail or an offset out of order. The caller falls back
-    /// to [`open_log_from`] on the rest of the file, which tells which.
-    Stop,
-}
-
-/// The streaming fast path of opening a log: is the frame at `buf[rel..]` (file position
-/// `position`) a whole, valid batch starting at `next_offset`? Accepts exactly the frames
-/// [`open_log`] accepts while no damage has been seen.
-pub fn clean_batch_at(log: LogId, buf: &[u8], rel: usize, position: u64, next_offset: u64) -> Step {
-    let Some(avail) = buf.len().checked_sub(rel) else { return Step::Stop };
-    if avail < FRAME_HEADER_LEN {
-        return Step::NeedMore(FRAME_HEADER_LEN);
-    }
-    let len = u32::from_le_bytes([buf[rel], buf[rel + 1], buf[rel + 2], buf[rel + 3]]) as usize;
-    if len > MAX_LOG_FRAME {
-        return Step::Stop;
-    }
-    let total = FRAME_HEADER_LEN + len;
-    if avail < total {
-        return Step::NeedMore(total);
-    }
-    let Ok(f) = crate::frame::frame_at(&buf[..rel + total], rel, salt(log), MAX_LOG_FRAME, &well_formed) else {
-        return Step::Stop;
-    };
-    match batch_span(f.payload) {
-        Some((first, count)) if first == next_offset => {
-            Step::Batch(IndexEntry { offset: first, count, position, len: total as u32 })
+    /// The image of a file of `file_end` bytes whose last damage, running to its end
+    /// with no valid frame after it, is `torn` (start and why), if any.
+    pub fn finish(self, file_end: u64, torn: Option<(u64, String)>) -> LogImage {
+        let mut img = self.img;
+        let Some(a) = self.acked else { return img };
+        if img.next_offset >= a {
+            // Everything after the last acknowledged record was never acknowledged: cut.
+            return img;
         }
-        _ => Step::Stop,
+        // Acknowledged records past the last valid frame are damaged or gone. Their bytes
+        // stay (up to the first unacknowledged frame) and their offsets are never reused.
+        let unacked = self.unacked_frame;
+        let (position, detail) = match (unacked, torn) {
+            (Some((_, Some(p))), _) => (p, "damaged acknowledged records".to_string()),
+            (None, Some((p, why))) => (p, why),
+            _ => (img.valid_len, format!("acknowledged records {}..{a} are missing", img.next_offset)),
+        };
+        img.holes.push(Hole { from: img.next_offset, to: a, position, detail });
+        img.next_offset = a;
+        img.valid_len = unacked.map_or(file_end, |(p, _)| p);
+        img
     }
+}
+
+/// Parses the frame at `buf[rel..]` as opening a log does (checksum with the log's salt,
+/// then a well-formed batch). `buf` must run to the end of the file, or at least to the
+/// end of the frame its header announces, so that "runs past the end" is judged right.
+pub fn batch_frame_at(log: LogId, buf: &[u8], rel: usize) -> Result<crate::frame::Frame<'_>, String> {
+    crate::frame::frame_at(buf, rel, salt(log), MAX_LOG_FRAME, &well_formed)
+}
+
+/// A cheap test, before any checksum, of whether a batch frame could start at
+/// `buf[rel..]` (`buf` as for [`batch_frame_at`]): it rejects only what
+/// [`batch_frame_at`] would reject too (the wrong kind, a length past the limit or the
+/// file, a record count the length cannot hold), so that searching damaged bytes for
+/// the next frame costs a few comparisons per byte, not a checksum.
+pub fn may_start_batch(buf: &[u8], rel: usize) -> bool {
+    const MIN_PAYLOAD: usize = 12 + MIN_RECORD_BYTES as usize;
+    let Some(h) = buf.get(rel..rel + FRAME_HEADER_LEN + 12) else { return false };
+    let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+    if h[4] != KIND_BATCH || !(MIN_PAYLOAD..=MAX_LOG_FRAME).contains(&len) {
+        return false;
+    }
+    if buf.len() - rel - FRAME_HEADER_LEN < len {
+        return false;
+    }
+    let count = u32::from_le_bytes([h[17], h[18], h[19], h[20]]) as usize;
+    count > 0 && count <= (len - 12) / MIN_RECORD_BYTES as usize
 }
 
 /// Decodes the batches in `data` (read from byte `position` of `log`) and returns up
