@@ -702,65 +702,13 @@ fn a_read_only_start_writes_nothing_and_serves_reads() {
     assert_eq!(exec_fs.fs(), &before, "nothing was written");
 }
 
-/// A disk of fixed capacity: a write that would grow the files past it fails as full,
-/// writing nothing, until space is freed.
-#[derive(Debug, Clone)]
-struct SmallDisk {
-    inner: MemFs,
-    capacity: u64,
-}
-
-impl SmallDisk {
-    fn used(&self) -> u64 {
-        self.inner.names().iter().map(|n| self.inner.file(n).map_or(0, |f| f.len() as u64)).sum()
-    }
-}
-
-impl FileSystem for SmallDisk {
-    fn create(&mut self, name: &str) -> Result<(), broker_core::StorageError> {
-        self.inner.create(name)
-    }
-    fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), broker_core::StorageError> {
-        let len = self.inner.file(name).map_or(0, |f| f.len() as u64);
-        let growth = (offset + data.len() as u64).saturating_sub(len);
-        if self.used() + growth > self.capacity {
-            return Err(broker_core::StorageError::DiskFull(format!("{name}: no space left")));
-        }
-        self.inner.write_at(name, offset, data)
-    }
-    fn read_at(&mut self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>, broker_core::StorageError> {
-        self.inner.read_at(name, offset, len)
-    }
-    fn len(&mut self, name: &str) -> Result<u64, broker_core::StorageError> {
-        self.inner.len(name)
-    }
-    fn truncate(&mut self, name: &str, len: u64) -> Result<(), broker_core::StorageError> {
-        self.inner.truncate(name, len)
-    }
-    fn sync_file(&mut self, name: &str) -> Result<(), broker_core::StorageError> {
-        self.inner.sync_file(name)
-    }
-    fn sync_dir(&mut self) -> Result<(), broker_core::StorageError> {
-        self.inner.sync_dir()
-    }
-    fn rename(&mut self, from: &str, to: &str) -> Result<(), broker_core::StorageError> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&mut self, name: &str) -> Result<(), broker_core::StorageError> {
-        self.inner.remove(name)
-    }
-    fn list(&mut self) -> Result<Vec<String>, broker_core::StorageError> {
-        self.inner.list()
-    }
-}
-
 /// Hole: on a full disk every start failed at its journal rewrite, so not even a
 /// delete could free space. The journal reserve takes the rewrite and the tombstone;
 /// the removal frees the space and the reserve is taken again.
 #[test]
 fn a_full_disk_still_takes_a_delete_and_the_removal_gives_the_space_back() {
     use broker_core::executor::{JOURNAL_RESERVE_FILE, JOURNAL_RESERVE_MIN};
-    let disk = SmallDisk { inner: MemFs::new(), capacity: 4 << 20 };
+    let disk = FaultyFs { capacity: 4 << 20, ..FaultyFs::default() };
     let mut d = SyncDriver::start(Config::default(), disk);
     created(d.request(create("keep", 1)));
     created(d.request(create("big", 1)));
