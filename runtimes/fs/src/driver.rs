@@ -40,11 +40,23 @@ pub struct DriverOptions {
     /// Give up opening the directory after this many failed recovery reads (the core
     /// retries them with backoff for ever); `None` waits for ever.
     pub recovery_attempts: Option<u32>,
+    /// Give up opening the directory once recovery has kept failing this long since its
+    /// first failure; `None`: no time limit.
+    pub recovery_timeout: Option<Duration>,
+    /// Called with what failed, each time recovery fails and will be retried, so that a
+    /// caller can show progress.
+    pub on_recovery_retry: Option<fn(&str)>,
 }
 
 impl Default for DriverOptions {
     fn default() -> DriverOptions {
-        DriverOptions { config: Config::default(), log_workers: 4, recovery_attempts: Some(6) }
+        DriverOptions {
+            config: Config::default(),
+            log_workers: 4,
+            recovery_attempts: Some(6),
+            recovery_timeout: None,
+            on_recovery_retry: None,
+        }
     }
 }
 
@@ -303,15 +315,26 @@ impl<M: Send + 'static> Driver<M> {
         };
         driver.notices.append(&mut notices);
         driver.pump();
+        let (mut reported, mut first_failure) = (0, None::<Instant>);
         // Recovered means serving, with the directory listed and its strays removed.
         while (driver.broker.phase() == Phase::Recovering || driver.cleaning_up()) && driver.halted.is_none() {
-            if let Some(limit) = options.recovery_attempts {
-                if driver.recovery_failures >= limit {
-                    let detail = driver.last_recovery_error.take().unwrap_or_default();
-                    return Err(DriverError::Recovery { dir: driver.dir.clone(), attempts: limit, detail });
+            let failures = driver.recovery_failures;
+            if failures > reported {
+                reported = failures;
+                first_failure.get_or_insert_with(Instant::now);
+                if let (Some(report), Some(what)) = (options.on_recovery_retry, &driver.last_recovery_error) {
+                    report(&format!("{what} (attempt {failures})"));
                 }
             }
-            driver.turn(None);
+            let out_of_attempts = options.recovery_attempts.is_some_and(|limit| failures >= limit);
+            let out_of_time =
+                first_failure.zip(options.recovery_timeout).is_some_and(|(t, limit)| t.elapsed() >= limit);
+            if out_of_attempts || out_of_time {
+                let detail = driver.last_recovery_error.take().unwrap_or_default();
+                return Err(DriverError::Recovery { dir: driver.dir.clone(), attempts: failures, detail });
+            }
+            // Wake at the time limit at the latest, even if no retry is due before it.
+            driver.turn(first_failure.zip(options.recovery_timeout).map(|(t, limit)| t + limit));
         }
         if let Some(reason) = driver.halted.clone() {
             return Err(driver.halt_error(reason));

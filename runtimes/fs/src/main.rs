@@ -312,7 +312,14 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
-    let mut options = DriverOptions::default();
+    let mut options = DriverOptions {
+        // A start whose recovery keeps failing reports each retry and gives up after
+        // --timeout, like every other wait of the CLI.
+        recovery_attempts: None,
+        recovery_timeout: Some(cli.timeout),
+        on_recovery_retry: Some(|what| eprintln!("retrying: recovery: {what}")),
+        ..DriverOptions::default()
+    };
     // Commands that only read write nothing either: they work on a read-only data
     // directory and on a full disk (leaving recovery's repairs to the next writer).
     options.config.read_only =

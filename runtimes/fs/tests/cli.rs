@@ -510,9 +510,10 @@ fn a_start_whose_recovery_keeps_failing_names_the_failure_and_what_to_do() {
     let log = d.join("0000000000000000-00000000.log");
     std::fs::remove_file(&log).unwrap();
     std::fs::create_dir(&log).unwrap();
-    let out = cli(d, &["list"], "");
+    let out = cli(d, &["list", "--timeout", "1"], "");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("retrying: recovery: opening log") && err.contains("(attempt 1)"), "progress: {err}");
     assert!(err.contains("cannot recover") && err.contains("opening log 0000000000000000-00000000.log"), "{err}");
     assert!(err.contains("Is a directory"), "{err}");
     assert!(err.contains("fix the cause") && err.contains("run broker-fs again"), "what to do: {err}");
@@ -536,8 +537,11 @@ fn seventeen_mebibytes_through_produce_round_trip_across_restarts() {
     let offsets: Vec<u64> =
         lines_json(&String::from_utf8_lossy(&out.stdout)).iter().map(|p| p["offset"].as_u64().unwrap()).collect();
     assert_eq!(offsets, (0..17).collect::<Vec<_>>());
-    let fetched =
+    // One fetch returns at most 16 MiB of values (max_fetch_bytes): the 17th comes next.
+    let mut fetched =
         lines_json(&cli_ok(d, &["fetch", "big", "--partition", "0", "--offset", "0", "--max", "100", "--json"]));
+    assert_eq!(fetched.len(), 16);
+    fetched.extend(lines_json(&cli_ok(d, &["fetch", "big", "--partition", "0", "--offset", "16", "--json"])));
     assert_eq!(fetched.len(), 17);
     for (i, r) in fetched.iter().enumerate() {
         let value = r["value"].as_str().unwrap();
