@@ -152,9 +152,23 @@ pub enum OpOutput {
     Opened {
         /// The offset the next append must use.
         next_offset: u64,
+        /// Ranges of acknowledged offsets whose records are damaged or missing: every
+        /// read of them reports corruption.
+        damaged: Vec<DamagedRange>,
     },
     /// Records read, offsets dense from the requested one.
     Records(Vec<StoredRecord>),
+}
+
+/// Offsets `from..to` of a log whose records cannot be read back (damage found on open).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DamagedRange {
+    /// The first damaged offset.
+    pub from: u64,
+    /// One past the last damaged offset.
+    pub to: u64,
+    /// What was found, and at which byte.
+    pub detail: String,
 }
 
 /// The result of one storage operation.

@@ -186,7 +186,10 @@ impl<F: FileSystem> Executor<F> {
             StorageOp::OpenLog { log, acked_end } => {
                 // Always judged afresh against the journal's acknowledged end.
                 self.logs.remove(log);
-                self.open_log(*log, Some(*acked_end)).map(|l| OpOutput::Opened { next_offset: l.next_offset })
+                self.open_log(*log, Some(*acked_end)).map(|l| OpOutput::Opened {
+                    next_offset: l.next_offset,
+                    damaged: logcodec::damaged_ranges(&l.holes),
+                })
             }
             StorageOp::Append { log, records } => self.append(*log, records),
             StorageOp::SyncLog { log } => self.fs.sync_file(&log.file_name()).map(|()| OpOutput::Done),

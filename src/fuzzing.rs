@@ -25,7 +25,9 @@ use crate::ids::{LogId, OpId, RequestId, TimerId, TopicId};
 use crate::journal::{
     decode_journal, encode_compacted, encode_header, JournalRecord, MetaState, JOURNAL_FILE, JOURNAL_HEADER_LEN,
 };
-use crate::logcodec::{decode_records, encode_log_header, encode_records, open_log, LogImage, LOG_HEADER_LEN};
+use crate::logcodec::{
+    damaged_ranges, decode_records, encode_log_header, encode_records, open_log, LogImage, LOG_HEADER_LEN,
+};
 use crate::memfs::MemFs;
 use crate::partitioner::partition_for_key;
 use crate::time::Time;
@@ -240,7 +242,11 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
         let mut small = Executor::new(fs.clone());
         small.set_scan_chunk(chunk);
         let opened = small.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset });
-        assert_eq!(opened, Ok(OpOutput::Opened { next_offset: img.next_offset }), "chunk {chunk}");
+        assert_eq!(
+            opened,
+            Ok(OpOutput::Opened { next_offset: img.next_offset, damaged: damaged_ranges(&img.holes) }),
+            "chunk {chunk}"
+        );
         let expected_len = if img.needs_header { LOG_HEADER_LEN as u64 } else { img.valid_len };
         assert_eq!(small.fs_mut().len(&name), Ok(expected_len), "chunk {chunk}");
         for h in &img.holes {
@@ -254,7 +260,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     // With the acknowledged end where the codec alone puts the next offset, the
     // executor keeps and cuts exactly what the codec does.
     let opened = ex.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset });
-    assert_eq!(opened, Ok(OpOutput::Opened { next_offset: img.next_offset }));
+    assert_eq!(opened, Ok(OpOutput::Opened { next_offset: img.next_offset, damaged: damaged_ranges(&img.holes) }));
     let expected_len = if img.needs_header { LOG_HEADER_LEN as u64 } else { img.valid_len };
     assert_eq!(ex.fs_mut().len(&name), Ok(expected_len), "open cuts the torn tail");
     for e in &img.index {
@@ -280,7 +286,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     let mut reopened = Executor::new(ex.into_fs());
     assert_eq!(
         reopened.execute(&StorageOp::OpenLog { log, acked_end: next }),
-        Ok(OpOutput::Opened { next_offset: next })
+        Ok(OpOutput::Opened { next_offset: next, damaged: damaged_ranges(&img.holes) })
     );
     match reopened.execute(&StorageOp::Read { log, offset: img.next_offset, max_records: 1, max_bytes: u64::MAX }) {
         Ok(OpOutput::Records(rs)) => assert_eq!(rs[0].value, b"x"),
@@ -530,7 +536,7 @@ fn op_output(u: &mut Unstructured<'_>) -> arbitrary::Result<OpOutput> {
             }
             OpOutput::Logs(logs)
         }
-        4 => OpOutput::Opened { next_offset: *u.choose(&[0, 1, 5, u64::MAX])? },
+        4 => OpOutput::Opened { next_offset: *u.choose(&[0, 1, 5, u64::MAX])?, damaged: vec![] },
         _ => {
             let n = u.int_in_range(0..=3)?;
             let first: u64 = u.int_in_range(0..=10)?;

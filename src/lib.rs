@@ -22,10 +22,10 @@ pub mod partitioner;
 pub mod planted;
 pub mod time;
 
-pub use broker::{Broker, Config, DeletionStatus, Phase, COMPLETED_KEPT};
+pub use broker::{Broker, Config, DamagedRecords, DeletionStatus, Phase, COMPLETED_KEPT};
 pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
 pub use driver::SyncDriver;
-pub use effect::{AppendRecord, Effect, OpOutput, OpResult, StorageOp};
+pub use effect::{AppendRecord, DamagedRange, Effect, OpOutput, OpResult, StorageOp};
 pub use error::{BrokerError, HaltReason, StorageError};
 pub use executor::Executor;
 pub use fs::FileSystem;

@@ -155,6 +155,20 @@ pub struct Hole {
     pub detail: String,
 }
 
+/// The offsets the holes of an opened log take, as [`crate::effect::OpOutput::Opened`]
+/// reports them (holes that skipped no offset are left out).
+pub fn damaged_ranges(holes: &[Hole]) -> Vec<crate::effect::DamagedRange> {
+    holes
+        .iter()
+        .filter(|h| h.from < h.to)
+        .map(|h| crate::effect::DamagedRange {
+            from: h.from,
+            to: h.to,
+            detail: format!("{} (byte {})", h.detail, h.position),
+        })
+        .collect()
+}
+
 /// A log file as opened: the index of its records and what the scan found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LogImage {

@@ -163,7 +163,7 @@ pub fn render_result(r: &OpResult) -> String {
         Ok(OpOutput::Journal(None)) => "no journal".into(),
         Ok(OpOutput::Journal(Some(b))) => format!("journal len={} crc={:08x}", b.len(), crc(b)),
         Ok(OpOutput::Logs(logs)) => format!("{} logs", logs.len()),
-        Ok(OpOutput::Opened { next_offset }) => format!("opened next={next_offset}"),
+        Ok(OpOutput::Opened { next_offset, damaged }) => format!("opened next={next_offset} damaged={}", damaged.len()),
         Ok(OpOutput::Records(rs)) => {
             let mut c = 0u32;
             for r in rs {

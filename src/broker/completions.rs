@@ -35,7 +35,7 @@ impl Broker {
                 Err(_) => self.retry_recovery_read(TimerPurpose::RetryListLogs),
             },
             PendingOp::OpenLog(log) => match result {
-                Ok(OpOutput::Opened { next_offset }) => self.log_opened(log, Ok(next_offset)),
+                Ok(OpOutput::Opened { next_offset, damaged }) => self.log_opened(log, Ok((next_offset, damaged))),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "an opened log")),
                 Err(e) => self.log_opened(log, Err(e)),
             },

@@ -65,6 +65,19 @@ pub struct DeletionStatus {
     pub removing: bool,
 }
 
+/// Acknowledged records of a live topic that cannot be read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DamagedRecords {
+    /// The incarnation.
+    pub topic: TopicId,
+    /// Its name.
+    pub name: String,
+    /// The partition.
+    pub partition: u32,
+    /// The offsets, and what was found.
+    pub range: crate::effect::DamagedRange,
+}
+
 /// What an in-flight storage operation is for.
 #[derive(Debug, Clone)]
 enum PendingOp {
@@ -288,6 +301,31 @@ impl Broker {
         let mut ids: Vec<TopicId> = self.live_names.values().copied().collect();
         ids.sort();
         ids
+    }
+
+    /// Acknowledged records of live topics that cannot be read back, found when their
+    /// logs were opened: damaged ranges of offsets, and whole logs that failed to open
+    /// (as the range of every acknowledged offset). Ordered by topic name and partition.
+    pub fn damaged_records(&self) -> Vec<DamagedRecords> {
+        let mut out = Vec::new();
+        for t in self.live_names.values().filter_map(|id| self.topics.get(id)).filter(|t| t.visible()) {
+            for (p, part) in t.partitions.iter().enumerate() {
+                let whole = part.failed.as_ref().map(|why| crate::effect::DamagedRange {
+                    from: 0,
+                    to: part.high_watermark,
+                    detail: why.clone(),
+                });
+                for range in part.damaged.iter().cloned().chain(whole) {
+                    out.push(DamagedRecords {
+                        topic: t.meta.id,
+                        name: t.meta.name.clone(),
+                        partition: p as u32,
+                        range,
+                    });
+                }
+            }
+        }
+        out
     }
 
     /// Deletions not yet complete, ordered by topic id.

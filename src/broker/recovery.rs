@@ -10,7 +10,7 @@
 
 use super::state::{Deletion, DeletionStage, Topic};
 use super::{Broker, PendingOp, Phase, TimerPurpose};
-use crate::effect::StorageOp;
+use crate::effect::{DamagedRange, StorageOp};
 use crate::error::{HaltReason, StorageError};
 use crate::ids::LogId;
 use crate::journal::{decode_journal, JournalRecord, MetaState, JOURNAL_FILE, MAX_PARTITIONS_EVER};
@@ -207,14 +207,15 @@ impl Broker {
         self.maybe_finish_recovery();
     }
 
-    pub(super) fn log_opened(&mut self, log: LogId, result: Result<u64, StorageError>) {
+    pub(super) fn log_opened(&mut self, log: LogId, result: Result<(u64, Vec<DamagedRange>), StorageError>) {
         let owner = self.owner_of(log);
         let forget_hw = self.bug(Bug::RecoveryForgetsHighWatermark);
         let part =
             owner.and_then(|id| self.topics.get_mut(&id)).and_then(|t| t.partitions.get_mut(log.partition as usize));
         match result {
-            Ok(next) => {
+            Ok((next, damaged)) => {
                 if let Some(p) = part {
+                    p.damaged = damaged;
                     p.next_offset = next;
                     p.high_watermark = if forget_hw { 0 } else { next };
                     p.ready = true;

@@ -31,6 +31,8 @@ pub(crate) struct Partition {
     pub journaled_end: u64,
     /// Why the log cannot be used (it failed validation on open), if it cannot.
     pub failed: Option<String>,
+    /// Acknowledged records found damaged or missing when the log was opened.
+    pub damaged: Vec<crate::effect::DamagedRange>,
     /// Whether the log exists (created or opened); false until then.
     pub ready: bool,
 }

@@ -9,7 +9,7 @@
 use broker_core::{BrokerError, Command, HaltReason, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
 use broker_fs::driver::{Driver, DriverError, DriverOptions, Notice};
 use broker_fs::jsonbytes;
-use broker_fs::serve::{self, Outcome, PendingJson, TopicJson};
+use broker_fs::serve::{self, DamagedJson, Outcome, PendingJson, TopicJson};
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -507,12 +507,25 @@ fn command(
         Cmd::Status => {
             let pending: Vec<PendingJson> = d.pending_deletions().iter().map(PendingJson::from).collect();
             let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
+            let damaged: Vec<DamagedJson> = d.broker().damaged_records().iter().map(DamagedJson::from).collect();
             let notices = d.take_notices();
             if json {
                 let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
-                emit(out, &json!({ "topics": topics, "pending": pending, "notices": notices }))?;
+                emit(out, &json!({ "topics": topics, "pending": pending, "damaged": damaged, "notices": notices }))?;
             } else {
                 writeln!(out, "topics: {} live", topics.len())?;
+                for r in &damaged {
+                    writeln!(
+                        out,
+                        "damaged: {:?} (id {}) partition {} offsets {}..{} cannot be read back: {}",
+                        r.name,
+                        TopicId(r.id),
+                        r.partition,
+                        r.from,
+                        r.to,
+                        r.detail
+                    )?;
+                }
                 pending_text(out, &pending, "removal runs while a broker-fs command that writes (recover, serve, create, produce, delete) has the directory open")?;
                 for n in &notices {
                     writeln!(out, "{n}")?;

@@ -63,6 +63,38 @@ pub struct Status {
     pub topics: Vec<TopicJson>,
     /// Pending deletions, with their progress.
     pub pending: Vec<PendingJson>,
+    /// Acknowledged records that cannot be read back, found when the logs were opened.
+    pub damaged: Vec<DamagedJson>,
+}
+
+/// Acknowledged records of one partition that cannot be read back, in JSON output.
+#[derive(Debug, Serialize)]
+pub struct DamagedJson {
+    /// The topic name.
+    pub name: String,
+    /// The incarnation id.
+    pub id: u64,
+    /// The partition.
+    pub partition: u32,
+    /// The first damaged offset.
+    pub from: u64,
+    /// One past the last damaged offset.
+    pub to: u64,
+    /// What was found, and where.
+    pub detail: String,
+}
+
+impl From<&broker_core::DamagedRecords> for DamagedJson {
+    fn from(d: &broker_core::DamagedRecords) -> DamagedJson {
+        DamagedJson {
+            name: d.name.clone(),
+            id: d.topic.0,
+            partition: d.partition,
+            from: d.range.from,
+            to: d.range.to,
+            detail: d.range.detail.clone(),
+        }
+    }
 }
 
 /// A live topic in JSON output.
@@ -135,6 +167,7 @@ pub fn status_of<M: Send + 'static>(driver: &Driver<M>) -> Status {
     Status {
         topics: driver.live_topics().iter().map(TopicJson::from).collect(),
         pending: driver.pending_deletions().iter().map(PendingJson::from).collect(),
+        damaged: driver.broker().damaged_records().iter().map(DamagedJson::from).collect(),
     }
 }
 

@@ -571,3 +571,31 @@ fn a_grace_deadline_survives_restarts_and_status_shows_what_is_left() {
     assert!(left2 <= left1 && left1 <= 600_000 && left2 > 0, "{left1} then {left2}");
     assert!(cli_ok(d, &["status"]).contains("waits in its grace delay"));
 }
+
+/// Hole: rot in a log's last frame was cut off as a torn write and its offsets reused.
+/// On a real disk now: fetch names the damaged offset, status lists it, and the next
+/// record gets a new offset.
+#[test]
+fn rot_in_the_last_frame_is_reported_by_fetch_and_status_and_never_reused() {
+    let tmp = TempDir::new("rot");
+    let d = tmp.path();
+    cli_ok(d, &["create", "t", "--partitions", "1"]);
+    cli_ok(d, &["produce", "t", "first"]);
+    cli_ok(d, &["produce", "t", "second"]);
+    let log = d.join("0000000000000000-00000000.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let last = bytes.len() - 2;
+    bytes[last] ^= 0x08;
+    std::fs::write(&log, &bytes).unwrap();
+
+    let out = cli(d, &["fetch", "t", "--partition", "0", "--offset", "1"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("record at offset 1") && stderr(&out).contains("corrupt"), "{}", stderr(&out));
+    let status = cli_ok(d, &["status"]);
+    assert!(status.contains("damaged: \"t\" (id t0) partition 0 offsets 1..2 cannot be read back"), "{status}");
+    let json = lines_json(&cli_ok(d, &["status", "--json"]));
+    assert_eq!((json[0]["damaged"][0]["from"].as_u64(), json[0]["damaged"][0]["to"].as_u64()), (Some(1), Some(2)));
+    let next = lines_json(&cli_ok(d, &["produce", "t", "third", "--json"]));
+    assert_eq!(next[0]["offset"], 2, "offset 1 is never handed out again");
+    assert_eq!(std::fs::read(&log).unwrap()[..bytes.len()], bytes[..], "the damaged bytes are kept");
+}
