@@ -43,11 +43,14 @@ pub enum Bug {
     /// A failed log fsync is retried, and its success acknowledges the writes, instead
     /// of halting (after a failed fsync the dirty data is gone; a retry cannot bring it back).
     RetryFailedFsync,
+    /// A produce whose write completes after its topic's deletion began is acknowledged
+    /// once its end is journaled (after the tombstone), instead of answered not-found.
+    AckProduceOfDeletedTopic,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 16] = [
+    pub const ALL: [Bug; 17] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -64,6 +67,7 @@ impl Bug {
         Bug::RecoveryDeletesRecreatedName,
         Bug::RemovalConcurrencyOffByOne,
         Bug::RetryFailedFsync,
+        Bug::AckProduceOfDeletedTopic,
     ];
 
     /// The bug's command-line name.
@@ -85,6 +89,7 @@ impl Bug {
             Bug::RecoveryDeletesRecreatedName => "recovery-deletes-recreated-name",
             Bug::RemovalConcurrencyOffByOne => "removal-concurrency-off-by-one",
             Bug::RetryFailedFsync => "retry-failed-fsync",
+            Bug::AckProduceOfDeletedTopic => "ack-produce-of-deleted-topic",
         }
     }
 

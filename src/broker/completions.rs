@@ -146,8 +146,9 @@ impl Broker {
         if let Some(w) = part.writes.iter_mut().find(|w| w.end == end) {
             w.ops_left = w.ops_left.saturating_sub(1);
         }
+        let ack_anyway = self.bug(crate::planted::Bug::AckProduceOfDeletedTopic);
         let Some(topic) = self.topics.get_mut(&id) else { return };
-        let deleting = topic.deletion.is_some();
+        let deleting = topic.deletion.is_some() && !ack_anyway;
         let Some(part) = topic.partitions.get_mut(log.partition as usize) else { return };
         let mut synced_end = None;
         while part.writes.front().is_some_and(|w| w.ops_left == 0) {
@@ -177,8 +178,9 @@ impl Broker {
     pub(super) fn ends_durable(&mut self, id: TopicId, partition: u32, end: u64) {
         // The partition is looked up again after each reply, which needs the whole broker.
         loop {
+            let ack_anyway = self.bug(crate::planted::Bug::AckProduceOfDeletedTopic);
             let Some(topic) = self.topics.get_mut(&id) else { return };
-            let (deleted, name) = (topic.deletion.is_some(), topic.meta.name.clone());
+            let (deleted, name) = (topic.deletion.is_some() && !ack_anyway, topic.meta.name.clone());
             let part = topic.partitions.get_mut(partition as usize);
             let Some(part) = part.filter(|p| p.journaling.front().is_some_and(|w| w.end <= end)) else { return };
             let Some(w) = part.journaling.pop_front() else { return };
