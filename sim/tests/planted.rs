@@ -40,12 +40,12 @@ fn caught_by(bug: Bug, expected: &[Checker]) {
 
 /// Runs seeds until `checker` fires (whatever else fires too); replays that seed.
 fn fired_by(bug: Bug, checker: Checker) {
-    let found = (0..MAX_SEEDS).find_map(|seed| {
+    let found = (0..max_seeds(bug)).find_map(|seed| {
         let r = run(&RunOptions { seed, bug: Some(bug), ..RunOptions::default() });
         r.violations.iter().find(|v| v.checker == checker).map(|v| (seed, v.clone()))
     });
     let Some((seed, v)) = found else {
-        panic!("planted bug {bug} never made {checker} fire in {MAX_SEEDS} seeds");
+        panic!("planted bug {bug} never made {checker} fire in {} seeds", max_seeds(bug));
     };
     let again = run(&RunOptions { seed, bug: Some(bug), ..RunOptions::default() });
     assert!(again.violations.contains(&v), "{bug}: replay of seed {seed} differs");
