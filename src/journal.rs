@@ -1,25 +1,54 @@
 //! The metadata journal: topic creations, tombstones, deletion progress and snapshots.
 //!
-//! File layout: a header (`BRKJ`, format version, epoch, header CRC32C) and then
-//! frames (see [`crate::frame`]) salted with the epoch. Compaction writes a new file
-//! with the next epoch, so records of an older file never validate in a newer one.
+//! File layout (format version 3):
+//!
+//! ```text
+//! 0      header: "BRKJ", version u16, epoch u64, CRC32C u32 of the 14 bytes before it
+//! 18     zeros up to JOURNAL_COPY_ALIGN (4096)
+//! 4096   the header again
+//! 4114   commits, each written by one append:
+//!          copy A: a frame (see crate::frame) salted with the epoch, at position p
+//!          zeros up to the next multiple of JOURNAL_COPY_ALIGN
+//!          copy B: the same kind and payload, salted with mirror_salt(epoch, p)
+//!        the next commit's copy A follows copy B directly
+//! ```
+//!
+//! Compaction writes a new file with the next epoch, so records of an older file never
+//! validate in a newer one.
+//!
+//! Why two copies: a torn write can only damage a commit that was never acknowledged,
+//! but bit rot can damage one that was, and the two look alike when they hit the last
+//! commit. Every commit (a tombstone, an acknowledged log end) is therefore written
+//! twice, in different 4 KiB pages, and recovery uses whichever copy is intact; a
+//! damaged copy is reported and the journal rewritten. Only when both copies of a commit
+//! are bad is it lost: in the middle of the file that is corruption (recovery refuses to
+//! start); at the end it is taken for a torn write. Copy B's salt names copy A's
+//! position, so a copy can never be mistaken for another commit's. The cost: each
+//! commit takes two frames plus padding up to 4 KiB more bytes in the same append and
+//! the same fsync, and a journal file is at least 8 KiB.
 
 use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
 use crate::error::DecodeError;
-use crate::frame::{encode_frame, scan};
+use crate::frame::{encode_frame, frame_at, scan, Frame, FRAME_HEADER_LEN};
 use crate::ids::{LogId, TopicId};
 use crate::time::Time;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The name of the journal file in byte-oriented runtimes.
 pub const JOURNAL_FILE: &str = "journal";
-/// The on-disk format version this build writes and reads.
-/// Version 2 added acknowledged log ends ([`JournalRecord::LogEnd`], and in snapshots).
-pub const JOURNAL_FORMAT_VERSION: u16 = 2;
+/// The on-disk format version this build writes.
+/// Version 2 added acknowledged log ends ([`JournalRecord::LogEnd`], and in snapshots);
+/// version 3 writes the header and every commit twice. Versions 2 and 3 are read.
+pub const JOURNAL_FORMAT_VERSION: u16 = 3;
 const MAGIC: &[u8; 4] = b"BRKJ";
 /// Bytes in the journal header.
 pub const JOURNAL_HEADER_LEN: usize = 18;
+/// The two copies of the header, and of each commit, never share an aligned block of
+/// this many bytes: damage confined to one such block spares one copy.
+pub const JOURNAL_COPY_ALIGN: usize = 4096;
+/// Where the first commit of a journal file starts: after the header's second copy.
+pub const JOURNAL_FIRST_FRAME: usize = JOURNAL_COPY_ALIGN + JOURNAL_HEADER_LEN;
 /// No topic may have more partitions than this, whatever the configuration: a journal
 /// naming more is corrupt (recovery allocates per partition).
 pub const MAX_PARTITIONS_EVER: u32 = 1 << 20;
@@ -188,26 +217,42 @@ impl JournalRecord {
         (kind, w.buf)
     }
 
-    /// Appends this record, framed for a journal of `epoch`, to `out`.
-    pub fn encode(&self, epoch: u64, out: &mut Vec<u8>) {
-        let (kind, payload) = self.encode_payload();
-        encode_frame(out, epoch, kind, &payload);
+    /// Appends this record as one commit (both copies) to `image`, a journal file of
+    /// `epoch` from its first byte.
+    pub fn encode(&self, epoch: u64, image: &mut Vec<u8>) {
+        JournalRecord::encode_batch(std::slice::from_ref(self), epoch, image);
     }
 
-    /// Appends `records` as one frame (a batch frame if there are several). One write of
-    /// one frame can only tear into a bad tail, never into damage followed by valid
-    /// records, which recovery would have to call corruption.
-    pub fn encode_batch(records: &[JournalRecord], epoch: u64, out: &mut Vec<u8>) {
-        if let [only] = records {
-            return only.encode(epoch, out);
-        }
-        let mut w = Writer::default();
-        for r in records {
-            let (kind, payload) = r.encode_payload();
-            w.u8(kind);
-            w.bytes(&payload);
-        }
-        encode_frame(out, epoch, KIND_BATCH, &w.buf);
+    /// Appends `records` as one commit to `image`, a journal file of `epoch` from its
+    /// first byte: both copies of one frame (a batch frame if there are several). One
+    /// write of one commit can only tear into a bad tail, never into damage followed by
+    /// valid records, which recovery would have to call corruption.
+    pub fn encode_batch(records: &[JournalRecord], epoch: u64, image: &mut Vec<u8>) {
+        let bytes = JournalRecord::encode_commit(records, epoch, image.len() as u64);
+        image.extend_from_slice(&bytes);
+    }
+
+    /// The bytes of one commit of `records` that starts at byte `position` of a journal
+    /// file of `epoch`: copy A, zeros up to the next [`JOURNAL_COPY_ALIGN`], copy B.
+    pub fn encode_commit(records: &[JournalRecord], epoch: u64, position: u64) -> Vec<u8> {
+        let (kind, payload) = match records {
+            [only] => only.encode_payload(),
+            _ => {
+                let mut w = Writer::default();
+                for r in records {
+                    let (kind, payload) = r.encode_payload();
+                    w.u8(kind);
+                    w.bytes(&payload);
+                }
+                (KIND_BATCH, w.buf)
+            }
+        };
+        let mut out = Vec::new();
+        encode_frame(&mut out, epoch, kind, &payload);
+        let copy_b = align_up(position + out.len() as u64);
+        out.resize((copy_b - position) as usize, 0);
+        encode_frame(&mut out, mirror_salt(epoch, position), kind, &payload);
+        out
     }
 
     /// Decodes a frame's records: one, or several for a batch frame.
@@ -274,7 +319,20 @@ impl JournalRecord {
     }
 }
 
-/// Encodes a journal header for `epoch`.
+/// The salt of copy B of the commit whose copy A starts at byte `position` of a journal
+/// of `epoch`: `!(epoch ^ position * 0x9e3779b97f4a7c15)` (wrapping). Never the epoch
+/// itself (copy A's salt) for any position inside a file, and different for every
+/// position, so a copy B validates only where its own copy A began.
+pub fn mirror_salt(epoch: u64, position: u64) -> u64 {
+    !(epoch ^ position.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+fn align_up(position: u64) -> u64 {
+    position.div_ceil(JOURNAL_COPY_ALIGN as u64) * JOURNAL_COPY_ALIGN as u64
+}
+
+/// Encodes the start of a journal file of `epoch`: the header, zeros, and the header's
+/// second copy; [`JOURNAL_FIRST_FRAME`] bytes.
 pub fn encode_header(epoch: u64) -> Vec<u8> {
     let mut w = Writer::default();
     w.buf.extend_from_slice(MAGIC);
@@ -282,7 +340,11 @@ pub fn encode_header(epoch: u64) -> Vec<u8> {
     w.u64(epoch);
     let crc = crc32c::crc32c(&w.buf);
     w.u32(crc);
-    w.buf
+    let header = w.buf;
+    let mut out = header.clone();
+    out.resize(JOURNAL_COPY_ALIGN, 0);
+    out.extend_from_slice(&header);
+    out
 }
 
 /// A whole journal file holding one snapshot: what compaction and first start write.
@@ -306,51 +368,167 @@ pub struct JournalCorruption {
 pub struct DecodedJournal {
     /// The file's epoch.
     pub epoch: u64,
-    /// Every valid record with its byte position.
+    /// Every valid record with the byte position of its commit.
     pub records: Vec<(u64, JournalRecord)>,
     /// A torn tail found at the end: its start (the length to truncate to) and why.
     pub torn_tail: Option<(u64, String)>,
+    /// Damaged copies whose other copy was intact and used: where each began and why it
+    /// is bad. The data is whole, but the file must be rewritten to be redundant again.
+    pub repaired: Repaired,
 }
 
-/// Decodes a journal image. A bad record with a valid one after it is corruption; a
-/// bad record at the end is a torn tail, reported for truncation.
+/// Decodes a journal image. A commit with both copies bad and a valid commit after it is
+/// corruption; at the end it is a torn tail, reported for truncation. One bad copy is
+/// repaired from the other and reported in [`DecodedJournal::repaired`].
 pub fn decode_journal(data: &[u8]) -> Result<DecodedJournal, JournalCorruption> {
-    let epoch = decode_header(data)?;
-    let s = scan(data, JOURNAL_HEADER_LEN, epoch, MAX_JOURNAL_FRAME);
-    if let Some(bad) = s.corrupt.first() {
-        return Err(JournalCorruption {
-            offset: bad.start,
-            detail: format!("{} (a valid record follows at byte {})", bad.detail, bad.end),
-        });
-    }
-    let mut records = Vec::with_capacity(s.frames.len());
-    for f in &s.frames {
-        let recs = JournalRecord::decode_frame(f.kind, f.payload, f.position + crate::frame::FRAME_HEADER_LEN as u64)
+    let (epoch, version, mut repaired) = decode_headers(data)?;
+    let (frames, torn_tail) = if version == 2 {
+        let s = scan(data, JOURNAL_HEADER_LEN, epoch, MAX_JOURNAL_FRAME);
+        if let Some(bad) = s.corrupt.first() {
+            return Err(JournalCorruption {
+                offset: bad.start,
+                detail: format!("{} (a valid record follows at byte {})", bad.detail, bad.end),
+            });
+        }
+        (s.frames, s.torn_tail.map(|t| (t.start, t.detail)))
+    } else {
+        let m = scan_commits(data, epoch)?;
+        repaired.extend(m.repaired);
+        (m.frames, m.torn_tail)
+    };
+    let mut records = Vec::with_capacity(frames.len());
+    for f in &frames {
+        let recs = JournalRecord::decode_frame(f.kind, f.payload, f.position + FRAME_HEADER_LEN as u64)
             .map_err(|e| JournalCorruption { offset: f.position, detail: format!("undecodable record: {e}") })?;
         records.extend(recs.into_iter().map(|r| (f.position, r)));
     }
-    Ok(DecodedJournal { epoch, records, torn_tail: s.torn_tail.map(|t| (t.start, t.detail)) })
+    Ok(DecodedJournal { epoch, records, torn_tail, repaired })
 }
 
-fn decode_header(data: &[u8]) -> Result<u64, JournalCorruption> {
-    let bad = |detail: &str| JournalCorruption { offset: 0, detail: detail.to_string() };
-    if data.len() < JOURNAL_HEADER_LEN {
-        return Err(bad("file is shorter than the journal header"));
+/// The records of one commit's bytes as [`JournalRecord::encode_commit`] made them,
+/// read from copy A (a trace of what was written; recovery reads whole files).
+pub fn decode_commit(bytes: &[u8], epoch: u64) -> Result<Vec<JournalRecord>, String> {
+    let f = frame_at(bytes, 0, epoch, MAX_JOURNAL_FRAME, &|_, _| true).map_err(|e| format!("copy A: {e}"))?;
+    JournalRecord::decode_frame(f.kind, f.payload, FRAME_HEADER_LEN as u64).map_err(|e| e.to_string())
+}
+
+/// What [`scan_commits`] found.
+struct Commits<'a> {
+    frames: Vec<Frame<'a>>,
+    torn_tail: Option<(u64, String)>,
+    repaired: Repaired,
+}
+
+/// Walks the commits of a version 3 journal from [`JOURNAL_FIRST_FRAME`].
+fn scan_commits(data: &[u8], epoch: u64) -> Result<Commits<'_>, JournalCorruption> {
+    let any = &|_: u8, _: &[u8]| true;
+    let mut out = Commits { frames: Vec::new(), torn_tail: None, repaired: Vec::new() };
+    let mut pos = JOURNAL_FIRST_FRAME.min(data.len());
+    while pos < data.len() {
+        let salt_b = mirror_salt(epoch, pos as u64);
+        match frame_at(data, pos, epoch, MAX_JOURNAL_FRAME, any) {
+            Ok(a) => {
+                let b_at = align_up(a.end()) as usize;
+                let b_end = b_at + (a.end() - a.position) as usize;
+                match frame_at(data, b_at.min(data.len()), salt_b, MAX_JOURNAL_FRAME, any) {
+                    Ok(b) if b.kind == a.kind && b.payload == a.payload => {}
+                    Ok(_) => out.repaired.push((b_at as u64, "copy B differs from copy A".into())),
+                    // Copy B cut off by the end of the file: the append was torn, so
+                    // the commit was never acknowledged, and it is dropped whole.
+                    Err(why) if b_end > data.len() => {
+                        out.torn_tail = Some((pos as u64, format!("copy B: {why}")));
+                        return Ok(out);
+                    }
+                    Err(why) => out.repaired.push((b_at as u64, format!("copy B: {why}"))),
+                }
+                out.frames.push(a);
+                pos = b_end;
+            }
+            Err(why_a) => match find_copy_b(data, pos, salt_b) {
+                Some(b) => {
+                    out.repaired.push((pos as u64, format!("copy A: {why_a}")));
+                    let next = b.end() as usize;
+                    // Named by its copy A's position, as every commit is.
+                    out.frames.push(Frame { position: pos as u64, ..b });
+                    pos = next;
+                }
+                None => {
+                    // Both copies are bad. A valid commit after them means they were
+                    // written and synced before it: damage, not a torn write.
+                    let next =
+                        (pos + 1..data.len()).find(|&q| frame_at(data, q, epoch, MAX_JOURNAL_FRAME, any).is_ok());
+                    if let Some(q) = next {
+                        return Err(JournalCorruption {
+                            offset: pos as u64,
+                            detail: format!(
+                                "both copies of a commit are damaged ({why_a}; a valid commit follows at byte {q})"
+                            ),
+                        });
+                    }
+                    out.torn_tail = Some((pos as u64, why_a));
+                    return Ok(out);
+                }
+            },
+        }
     }
-    if &data[0..4] != MAGIC {
-        return Err(bad("bad magic: not a broker-core journal"));
+    Ok(out)
+}
+
+/// Copy B of the commit whose copy A (unreadable) began at `pos`: a frame salted with
+/// `salt_b` at an aligned position that its own length places right after copy A.
+fn find_copy_b(data: &[u8], pos: usize, salt_b: u64) -> Option<Frame<'_>> {
+    let mut q = align_up((pos + FRAME_HEADER_LEN) as u64) as usize;
+    while q < data.len() {
+        if let Ok(b) = frame_at(data, q, salt_b, MAX_JOURNAL_FRAME, &|_, _| true) {
+            if align_up((pos + FRAME_HEADER_LEN + b.payload.len()) as u64) as usize == q {
+                return Some(b);
+            }
+        }
+        q += JOURNAL_COPY_ALIGN;
     }
-    let crc = u32::from_le_bytes([data[14], data[15], data[16], data[17]]);
-    if crc32c::crc32c(&data[..14]) != crc {
-        return Err(bad("header checksum mismatch"));
+    None
+}
+
+/// Decodes one copy of the header at `at`: the epoch and version, or why not.
+fn header_at(data: &[u8], at: usize) -> Result<(u64, u16), String> {
+    let Some(h) = data.get(at..at + JOURNAL_HEADER_LEN) else {
+        return Err("file is shorter than the journal header".to_string());
+    };
+    if &h[0..4] != MAGIC {
+        return Err("bad magic: not a broker-core journal".to_string());
     }
-    let version = u16::from_le_bytes([data[4], data[5]]);
-    if version != JOURNAL_FORMAT_VERSION {
-        return Err(bad(&format!("unsupported format version {version} (this build reads {JOURNAL_FORMAT_VERSION})")));
+    let crc = u32::from_le_bytes([h[14], h[15], h[16], h[17]]);
+    if crc32c::crc32c(&h[..14]) != crc {
+        return Err("header checksum mismatch".to_string());
+    }
+    let version = u16::from_le_bytes([h[4], h[5]]);
+    if version != 2 && version != JOURNAL_FORMAT_VERSION {
+        return Err(format!("unsupported format version {version} (this build reads 2 and {JOURNAL_FORMAT_VERSION})"));
     }
     let mut e = [0u8; 8];
-    e.copy_from_slice(&data[6..14]);
-    Ok(u64::from_le_bytes(e))
+    e.copy_from_slice(&h[6..14]);
+    Ok((u64::from_le_bytes(e), version))
+}
+
+/// Damaged copies that were repaired: where each began and why it is bad.
+type Repaired = Vec<(u64, String)>;
+
+/// The epoch and version from the first intact header copy (version 2 files have one),
+/// with the damaged copy reported.
+fn decode_headers(data: &[u8]) -> Result<(u64, u16, Repaired), JournalCorruption> {
+    let bad = |detail: String| JournalCorruption { offset: 0, detail };
+    match header_at(data, 0) {
+        Ok((epoch, 2)) => Ok((epoch, 2, Vec::new())),
+        Ok((epoch, v)) => match header_at(data, JOURNAL_COPY_ALIGN) {
+            Ok(second) if second == (epoch, v) => Ok((epoch, v, Vec::new())),
+            Ok(_) => Err(bad("the two copies of the header disagree".to_string())),
+            Err(why) => Ok((epoch, v, vec![(JOURNAL_COPY_ALIGN as u64, format!("header copy: {why}"))])),
+        },
+        Err(first) => match header_at(data, JOURNAL_COPY_ALIGN) {
+            Ok((epoch, v)) if v != 2 => Ok((epoch, v, vec![(0, format!("header: {first}"))])),
+            _ => Err(bad(first)),
+        },
+    }
 }
 
 /// One topic in the replayed metadata.
@@ -508,16 +686,104 @@ mod tests {
         JournalRecord::encode_batch(&recs, 2, &mut img);
         let d = decode_journal(&img).unwrap();
         assert_eq!(d.records.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(), recs);
-        assert!(d.records.iter().all(|(p, _)| *p == JOURNAL_HEADER_LEN as u64), "one frame holds them all");
-        // Any cut of the batch is a torn tail, never corruption.
-        for cut in 1..(img.len() - JOURNAL_HEADER_LEN) {
+        assert!(d.records.iter().all(|(p, _)| *p == JOURNAL_FIRST_FRAME as u64), "one commit holds them all");
+        assert!(d.repaired.is_empty() && d.torn_tail.is_none());
+        // Any cut of the commit is a torn tail, never corruption, and drops it whole.
+        for cut in 1..(img.len() - JOURNAL_FIRST_FRAME) {
             let d = decode_journal(&img[..img.len() - cut]).unwrap();
             assert!(d.records.is_empty() && d.torn_tail.is_some(), "cut {cut}");
+            assert_eq!(d.torn_tail.unwrap().0, JOURNAL_FIRST_FRAME as u64);
         }
         // A single record is written as itself.
         let mut one = encode_header(2);
         JournalRecord::encode_batch(&recs[..1], 2, &mut one);
         assert_eq!(one, image(2, &recs[..1]));
+    }
+
+    #[test]
+    fn each_commit_is_written_twice_in_different_blocks() {
+        let img = image(5, &sample());
+        let mut pos = JOURNAL_FIRST_FRAME;
+        for rec in sample() {
+            let len = JournalRecord::encode_commit(std::slice::from_ref(&rec), 5, pos as u64).len();
+            let a = frame_at(&img, pos, 5, MAX_JOURNAL_FRAME, &|_, _| true).unwrap();
+            let b_at = align_up(a.end()) as usize;
+            let b = frame_at(&img, b_at, mirror_salt(5, pos as u64), MAX_JOURNAL_FRAME, &|_, _| true).unwrap();
+            assert_eq!((a.kind, a.payload), (b.kind, b.payload));
+            assert_ne!(pos / JOURNAL_COPY_ALIGN, b_at / JOURNAL_COPY_ALIGN, "the copies share no block");
+            assert_eq!(b_at % JOURNAL_COPY_ALIGN, 0);
+            assert_eq!(b.end() as usize, pos + len);
+            // Copy B validates only where its own copy A began.
+            assert!(frame_at(&img, b_at, mirror_salt(5, pos as u64 + 1), MAX_JOURNAL_FRAME, &|_, _| true).is_err());
+            pos += len;
+        }
+        assert_eq!(pos, img.len());
+        assert_ne!(mirror_salt(5, 0), 5);
+    }
+
+    /// XORs every byte of the `size`-byte block `n` of `img`, as bit rot does.
+    fn rot(img: &[u8], n: usize, size: usize) -> Vec<u8> {
+        let mut v = img.to_vec();
+        let end = ((n + 1) * size).min(v.len());
+        v[n * size..end].iter_mut().for_each(|b| *b ^= 0x5a);
+        v
+    }
+
+    #[test]
+    fn rot_of_any_one_block_loses_nothing_and_is_reported() {
+        let mut recs = sample();
+        recs.insert(0, JournalRecord::Snapshot(MetaState::replay(&sample()[..1]).snapshot()));
+        let img = image(9, &recs);
+        // Every 512-byte sector (the simulated disk's rot unit) and every 4 KiB block,
+        // the header, the first and the last included.
+        for size in [512, JOURNAL_COPY_ALIGN] {
+            for n in 0..img.len().div_ceil(size) {
+                let d = decode_journal(&rot(&img, n, size)).unwrap_or_else(|e| panic!("block {n} of {size}: {e:?}"));
+                assert_eq!(d.records.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(), recs, "block {n} of {size}");
+                assert!(d.torn_tail.is_none(), "block {n} of {size}");
+                let all_padding = img[n * size..((n + 1) * size).min(img.len())].iter().all(|b| *b == 0);
+                assert_eq!(d.repaired.is_empty(), all_padding, "block {n} of {size}: {:?}", d.repaired);
+            }
+        }
+    }
+
+    #[test]
+    fn both_copies_bad_is_corruption_in_the_middle_and_a_torn_tail_at_the_end() {
+        let img = image(3, &sample());
+        let second = image(3, &sample()[..1]).len();
+        let third = image(3, &sample()[..2]).len();
+        let mut both = img.clone();
+        both[second + 12] ^= 1; // copy A of the second commit
+        both[align_up(second as u64 + 1) as usize + 12] ^= 1; // and its copy B
+        let err = decode_journal(&both).unwrap_err();
+        assert_eq!(err.offset, second as u64);
+        assert!(err.detail.contains("both copies"), "{}", err.detail);
+
+        let last = image(3, &sample()[..3]).len();
+        let mut tail = img.clone();
+        tail[last + 12] ^= 1;
+        tail[align_up(last as u64 + 1) as usize + 12] ^= 1;
+        let d = decode_journal(&tail).unwrap();
+        assert_eq!(d.records.len(), 3);
+        assert_eq!(d.torn_tail.map(|t| t.0), Some(last as u64));
+        assert!(third < last);
+    }
+
+    #[test]
+    fn version_2_journals_are_still_read() {
+        let mut img = Vec::new();
+        img.extend_from_slice(MAGIC);
+        img.extend_from_slice(&2u16.to_le_bytes());
+        img.extend_from_slice(&4u64.to_le_bytes());
+        let crc = crc32c::crc32c(&img);
+        img.extend_from_slice(&crc.to_le_bytes());
+        for r in sample() {
+            let (kind, payload) = r.encode_payload();
+            encode_frame(&mut img, 4, kind, &payload);
+        }
+        let d = decode_journal(&img).unwrap();
+        assert_eq!(d.epoch, 4);
+        assert_eq!(d.records.into_iter().map(|(_, r)| r).collect::<Vec<_>>(), sample());
     }
 
     #[test]
@@ -563,6 +829,7 @@ mod tests {
         let mut img = image(3, &sample());
         let second = image(3, &sample()[..1]).len();
         img[second + 12] ^= 1;
+        img[align_up(second as u64 + 1) as usize + 12] ^= 1;
         let err = decode_journal(&img).unwrap_err();
         assert_eq!(err.offset, second as u64);
         assert!(err.detail.contains("checksum mismatch"), "{}", err.detail);
@@ -572,16 +839,18 @@ mod tests {
     fn records_of_an_older_epoch_do_not_validate() {
         let mut img = image(4, &[]);
         let old = image(3, &sample());
-        img.extend_from_slice(&old[JOURNAL_HEADER_LEN..]);
+        img.extend_from_slice(&old[JOURNAL_FIRST_FRAME..]);
         let d = decode_journal(&img).unwrap();
         assert!(d.records.is_empty());
-        assert_eq!(d.torn_tail.map(|t| t.0), Some(JOURNAL_HEADER_LEN as u64));
+        assert_eq!(d.torn_tail.map(|t| t.0), Some(JOURNAL_FIRST_FRAME as u64));
     }
 
     #[test]
     fn bad_header_is_corruption() {
         let mut img = image(3, &sample());
         img[7] ^= 1;
+        assert_eq!(decode_journal(&img).unwrap().repaired, vec![(0, "header: header checksum mismatch".to_string())]);
+        img[JOURNAL_COPY_ALIGN + 7] ^= 1;
         assert_eq!(decode_journal(&img).unwrap_err().detail, "header checksum mismatch");
         assert!(decode_journal(b"BRK").is_err());
         assert!(decode_journal(b"").is_err());
@@ -589,12 +858,17 @@ mod tests {
 
     #[test]
     fn valid_checksum_but_garbage_payload_is_corruption() {
-        let mut img = encode_header(1);
-        encode_frame(&mut img, 1, KIND_DELETED, b"short");
-        let err = decode_journal(&img).unwrap_err();
+        let commit = |kind: u8, payload: &[u8]| {
+            let mut img = encode_header(1);
+            let pos = img.len() as u64;
+            encode_frame(&mut img, 1, kind, payload);
+            img.resize(align_up(img.len() as u64) as usize, 0);
+            encode_frame(&mut img, mirror_salt(1, pos), kind, payload);
+            img
+        };
+        let err = decode_journal(&commit(KIND_DELETED, b"short")).unwrap_err();
         assert!(err.detail.contains("undecodable"), "{}", err.detail);
-        let mut img = encode_header(1);
-        encode_frame(&mut img, 1, 77, b"");
+        let img = commit(77, b"");
         assert!(decode_journal(&img).unwrap_err().detail.contains("unknown journal record kind 77"));
     }
 }

@@ -10,7 +10,10 @@
 use broker_core::command::{ProduceRecord, TopicSettings};
 use broker_core::effect::{AppendRecord, OpOutput, StorageOp};
 use broker_core::error::DecodeError;
-use broker_core::journal::{encode_header, JournalRecord, PendingDeletion, Snapshot, TopicMeta, JOURNAL_FILE};
+use broker_core::journal::{
+    encode_header, JournalRecord, PendingDeletion, Snapshot, TopicMeta, JOURNAL_COPY_ALIGN, JOURNAL_FILE,
+    JOURNAL_FIRST_FRAME,
+};
 use broker_core::logcodec::{encode_log_header, encode_records};
 use broker_core::{
     Broker, BrokerError, Command, Config, Effect, HaltReason, LogId, MemFs, OpId, RequestId, StorageError, SyncDriver,
@@ -101,18 +104,35 @@ fn meta(id: u64, name: &str, partitions: u32, grace: u64) -> TopicMeta {
     TopicMeta { id: TopicId(id), name: name.into(), partitions, settings: TopicSettings { deletion_grace_ms: grace } }
 }
 
+/// Checks one commit of a journal as documented (copy A salted with the epoch, zeros up
+/// to the next 4 KiB boundary, copy B with the same kind and payload salted with
+/// `!(epoch ^ position * 0x9e3779b97f4a7c15)`) and returns copy A.
+fn journal_commit(commit: &[u8], position: u64) -> Vec<u8> {
+    let a_len = 9 + u32::from_le_bytes(commit[0..4].try_into().unwrap()) as usize;
+    let b_at = (position as usize + a_len).next_multiple_of(4096) - position as usize;
+    let (a, rest) = commit.split_at(a_len);
+    let (pad, b) = rest.split_at(b_at - a_len);
+    check_frame_crc(a, EPOCH);
+    assert!(pad.iter().all(|x| *x == 0), "zeros between the copies");
+    check_frame_crc(b, !(EPOCH ^ position.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+    assert_eq!((&a[0..5], &a[9..]), (&b[0..5], &b[9..]), "copy B holds copy A's kind and payload");
+    a.to_vec()
+}
+
 fn journal_frame(rec: &JournalRecord) -> Vec<u8> {
-    let mut out = Vec::new();
-    rec.encode(EPOCH, &mut out);
-    check_frame_crc(&out, EPOCH);
-    out
+    let position = JOURNAL_FIRST_FRAME as u64;
+    journal_commit(&JournalRecord::encode_commit(std::slice::from_ref(rec), EPOCH, position), position)
 }
 
 #[test]
 fn journal_header() {
-    let header = encode_header(EPOCH);
+    let start = encode_header(EPOCH);
+    assert_eq!(start.len(), 4096 + 18, "the header, zeros to 4 KiB, the header again");
+    let header = &start[..18];
     assert_eq!(crc32c::crc32c(&header[..14]).to_le_bytes(), header[14..18], "header crc covers the first 14 bytes");
-    let dump = annotate(&header, &[("magic", F::Magic(4)), ("version", F::U16), ("epoch", F::U64), ("crc32c", F::Crc)]);
+    assert!(start[18..4096].iter().all(|x| *x == 0));
+    assert_eq!(&start[4096..], header, "the second copy at 4096");
+    let dump = annotate(header, &[("magic", F::Magic(4)), ("version", F::U16), ("epoch", F::U64), ("crc32c", F::Crc)]);
     insta::assert_snapshot!(dump);
 }
 
@@ -237,9 +257,8 @@ fn journal_group_commit_batch() {
         JournalRecord::TopicDeleted { id: TopicId(3), remove_after: Time(5_000) },
         JournalRecord::DeletionCompleted { id: TopicId(3) },
     ];
-    let mut f = Vec::new();
-    JournalRecord::encode_batch(&recs, EPOCH, &mut f);
-    check_frame_crc(&f, EPOCH);
+    let position = 5000;
+    let f = journal_commit(&JournalRecord::encode_commit(&recs, EPOCH, position), position);
     let l = layout(&[
         &FRAME,
         &[("[0].kind", F::U8), ("[0].len", F::U32), ("[0].id", F::U64), ("[0].remove_after_us", F::U64)],
@@ -412,7 +431,11 @@ fn error_messages_clients_get() {
     d.request(create("later", 1, 0)).unwrap();
     let mut disk = d.crash();
     let journal = disk.file_mut(JOURNAL_FILE).unwrap();
-    journal[18 + 12] ^= 0x01; // inside the first record, with valid records after it
+    // Inside both copies of the first commit, with valid commits after it.
+    let first = JOURNAL_FIRST_FRAME;
+    let len = u32::from_le_bytes(journal[first..first + 4].try_into().unwrap()) as usize;
+    journal[first + 12] ^= 0x01;
+    journal[(first + 9 + len).next_multiple_of(JOURNAL_COPY_ALIGN) + 12] ^= 0x01;
     let d = SyncDriver::start(small_config(), disk);
     writeln!(out, "start on a journal corrupt in its middle\n  {}", d.halted().expect("halts")).unwrap();
 

@@ -4,7 +4,9 @@
 mod common;
 
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, MAX_JOURNAL_BACKUPS};
-use broker_core::journal::{decode_journal, encode_header, JournalRecord, JOURNAL_FILE};
+use broker_core::journal::{
+    decode_journal, encode_header, JournalRecord, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
+};
 use broker_core::logcodec::encode_log_header;
 use broker_core::{
     BrokerError, Command, Config, FileSystem, HaltReason, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, Time,
@@ -383,14 +385,45 @@ fn only_the_newest_copies_of_torn_journals_are_kept() {
     assert_eq!(fs.file(&newest), Some(&last_torn[..]), "the newest copy holds the last torn journal");
 }
 
+/// Where copy B of the commit whose copy A starts at `position` begins.
+fn copy_b(journal: &[u8], position: u64) -> usize {
+    let p = position as usize;
+    let len = u32::from_le_bytes(journal[p..p + 4].try_into().unwrap()) as usize;
+    (p + 9 + len).next_multiple_of(JOURNAL_COPY_ALIGN)
+}
+
+#[test]
+fn one_damaged_copy_of_any_commit_loses_nothing() {
+    let (clean, positions) = journal_with_two_topics();
+    let names = |d: &SyncDriver<MemFs>| d.broker().live_topics().into_iter().map(|t| t.name).collect::<Vec<_>>();
+    for (i, &position) in positions.iter().enumerate() {
+        for copy in ["A", "B"] {
+            let mut fs = clean.clone();
+            let j = fs.file_mut(JOURNAL_FILE).unwrap();
+            let at = if copy == "A" { position as usize } else { copy_b(j, position) };
+            j[at + 11] ^= 0x20;
+            let damaged = j.clone();
+            let mut d = start(fs);
+            assert_eq!(names(&d), vec!["a", "b"], "commit {i} copy {copy}");
+            assert_eq!(values(&fetched(d.request(fetch("a", 0, 0, 10))).0), vec!["x", "y"]);
+            // The journal was rewritten whole; the damaged one is kept.
+            assert!(decode_journal(d.fs().file(JOURNAL_FILE).unwrap()).unwrap().repaired.is_empty());
+            assert_eq!(d.fs().file(&format!("{JOURNAL_BACKUP_PREFIX}0")), Some(&damaged[..]), "commit {i} copy {copy}");
+        }
+    }
+}
+
 #[test]
 fn corrupt_middle_record_halts_naming_file_and_offset() {
     let (clean, positions) = journal_with_two_topics();
-    // Flip a payload byte of each record that has a valid record after it.
+    // Flip a byte of both copies of each commit that has a valid commit after it.
     for (i, &position) in positions[..positions.len() - 1].iter().enumerate() {
         for delta in [0usize, 4, 9 + 2] {
             let mut fs = clean.clone();
-            fs.file_mut(JOURNAL_FILE).unwrap()[position as usize + delta] ^= 0x20;
+            let j = fs.file_mut(JOURNAL_FILE).unwrap();
+            let b = copy_b(j, position);
+            j[position as usize + delta] ^= 0x20;
+            j[b + delta] ^= 0x20;
             let before = fs.clone();
             let mut d = SyncDriver::start(Config::default(), fs);
             assert_eq!(d.phase(), Phase::Halted, "record {i} byte +{delta}");
@@ -414,6 +447,9 @@ fn corrupt_middle_record_halts_naming_file_and_offset() {
 fn corrupt_journal_header_halts_at_offset_zero() {
     let (mut fs, _) = journal_with_two_topics();
     fs.file_mut(JOURNAL_FILE).unwrap()[8] ^= 1;
+    let d = SyncDriver::start(Config::default(), fs.clone());
+    assert_eq!(d.broker().live_topics().len(), 2, "the header's second copy serves");
+    fs.file_mut(JOURNAL_FILE).unwrap()[JOURNAL_COPY_ALIGN + 8] ^= 1;
     let d = SyncDriver::start(Config::default(), fs);
     assert!(matches!(d.halted(), Some(HaltReason::CorruptJournal { offset: 0, .. })), "{:?}", d.halted());
 }
@@ -502,7 +538,9 @@ fn journal_compaction_keeps_the_journal_small_and_recovers_the_same_topics() {
     }
     // 60 cycles of about four records each, yet the journal stays bounded.
     assert!(max_records <= 20, "the journal grew to {max_records} records");
-    assert!(max_len < 2048, "the journal grew to {max_len} bytes");
+    // Each commit takes two copies a block apart: unbounded, 240 commits would take
+    // about 2 MB.
+    assert!(max_len < 2 * (max_records + 2) * JOURNAL_COPY_ALIGN, "the journal grew to {max_len} bytes");
     assert!(d.broker().journal_epoch() > 5, "compaction replaced the journal several times");
     let before = d.broker().live_topics();
     assert!(d.broker().pending_deletions().is_empty());
@@ -635,7 +673,7 @@ fn a_journal_naming_an_absurd_partition_count_is_refused_not_allocated() {
     let d = SyncDriver::start(Config::default(), fs);
     match d.halted() {
         Some(HaltReason::CorruptJournal { offset, detail, .. }) => {
-            assert_eq!(*offset, 18, "the snapshot record, right after the header");
+            assert_eq!(*offset, JOURNAL_FIRST_FRAME as u64, "the snapshot record, right after the header");
             assert!(detail.contains("partitions"), "{detail}");
         }
         other => panic!("expected a corrupt-journal halt, got {other:?}"),

@@ -87,12 +87,11 @@ fn crc(bytes: &[u8]) -> u32 {
 
 /// Renders the journal records in an append, decoded with the journal's epoch.
 pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
-    let scan = broker_core::frame::scan(bytes, 0, epoch, usize::MAX);
     let mut out = String::new();
-    let decoded = scan.frames.iter().flat_map(|f| match JournalRecord::decode_frame(f.kind, f.payload, f.position) {
+    let decoded: Vec<Result<JournalRecord, String>> = match broker_core::journal::decode_commit(bytes, epoch) {
         Ok(recs) => recs.into_iter().map(Ok).collect(),
         Err(e) => vec![Err(e)],
-    });
+    };
     for rec in decoded {
         if !out.is_empty() {
             out.push_str(", ");
@@ -121,9 +120,6 @@ pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
                 let _ = write!(out, "undecodable: {e}");
             }
         }
-    }
-    if scan.torn_tail.is_some() || !scan.corrupt.is_empty() {
-        out.push_str(" (+undecodable bytes)");
     }
     out
 }

@@ -11,9 +11,9 @@ use crate::journal::{encode_compacted, JournalRecord, Snapshot};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Flight {
     /// An append and a sync; `ops_left` of the two are outstanding.
-    AppendSync { upto: u64, records: u64, ops_left: u8 },
-    /// An atomic replace with a snapshot, creating journal `epoch`.
-    Replace { upto: u64, epoch: u64 },
+    AppendSync { upto: u64, records: u64, bytes: u64, ops_left: u8 },
+    /// An atomic replace with a snapshot, creating journal `epoch` of `bytes` bytes.
+    Replace { upto: u64, epoch: u64, bytes: u64 },
 }
 
 /// The next journal operation(s) to issue.
@@ -32,14 +32,18 @@ pub(crate) struct JournalWriter {
     pub flight: Option<Flight>,
     /// Records in the current journal file (snapshot included).
     records_in_file: u64,
+    /// The current journal file's length: where the next commit starts, which places
+    /// its second copy (see [`crate::journal`]).
+    file_len: u64,
     /// A replace is required before anything else (first start, torn tail).
     forced_replace: Option<bool>,
 }
 
 impl JournalWriter {
-    /// A writer continuing journal `epoch` that already holds `records`.
-    pub fn resume(epoch: u64, records: u64) -> JournalWriter {
-        JournalWriter { epoch, records_in_file: records, ..JournalWriter::default() }
+    /// A writer continuing journal `epoch`, `file_len` bytes long, that already holds
+    /// `records`.
+    pub fn resume(epoch: u64, records: u64, file_len: u64) -> JournalWriter {
+        JournalWriter { epoch, records_in_file: records, file_len, ..JournalWriter::default() }
     }
 
     /// Requires a replace before the next append (`keep_old`: back up the old file).
@@ -90,18 +94,18 @@ impl JournalWriter {
             let epoch = self.epoch + 1;
             self.queue.clear();
             self.forced_replace = None;
-            self.flight = Some(Flight::Replace { upto: self.last_seq, epoch });
             let contents = encode_compacted(epoch, snapshot());
+            self.flight = Some(Flight::Replace { upto: self.last_seq, epoch, bytes: contents.len() as u64 });
             return Some(JournalIo::Replace { contents, keep_old: keep_old.unwrap_or(false) });
         }
         if self.queue.is_empty() {
             return None;
         }
-        let mut bytes = Vec::new();
-        JournalRecord::encode_batch(&self.queue, self.epoch, &mut bytes);
+        let bytes = JournalRecord::encode_commit(&self.queue, self.epoch, self.file_len);
         let records = self.queue.len() as u64;
         self.queue.clear();
-        self.flight = Some(Flight::AppendSync { upto: self.last_seq, records, ops_left: 2 });
+        let len = bytes.len() as u64;
+        self.flight = Some(Flight::AppendSync { upto: self.last_seq, records, bytes: len, ops_left: 2 });
         Some(JournalIo::AppendSync { bytes })
     }
 
@@ -109,19 +113,21 @@ impl JournalWriter {
     /// work is now durable (and `durable_seq` advanced).
     pub fn op_done(&mut self) -> bool {
         match self.flight.take() {
-            Some(Flight::AppendSync { upto, records, ops_left }) if ops_left > 1 => {
-                self.flight = Some(Flight::AppendSync { upto, records, ops_left: ops_left - 1 });
+            Some(Flight::AppendSync { upto, records, bytes, ops_left }) if ops_left > 1 => {
+                self.flight = Some(Flight::AppendSync { upto, records, bytes, ops_left: ops_left - 1 });
                 false
             }
-            Some(Flight::AppendSync { upto, records, .. }) => {
+            Some(Flight::AppendSync { upto, records, bytes, .. }) => {
                 self.durable_seq = upto;
                 self.records_in_file += records;
+                self.file_len += bytes;
                 true
             }
-            Some(Flight::Replace { upto, epoch }) => {
+            Some(Flight::Replace { upto, epoch, bytes }) => {
                 self.durable_seq = upto;
                 self.epoch = epoch;
                 self.records_in_file = 1;
+                self.file_len = bytes;
                 true
             }
             None => false,

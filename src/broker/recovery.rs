@@ -53,7 +53,7 @@ impl Broker {
     pub(super) fn journal_read(&mut self, image: Option<Vec<u8>>) {
         let meta = match image {
             None => {
-                self.journal = super::JournalWriter::resume(0, 0);
+                self.journal = super::JournalWriter::resume(0, 0, 0);
                 if !self.config.read_only {
                     self.journal.force_replace(false);
                 }
@@ -86,7 +86,7 @@ impl Broker {
                     let detail = d.torn_tail.map_or_else(|| "no record".to_string(), |(_, why)| why);
                     return self.halt(HaltReason::CorruptJournal {
                         file: JOURNAL_FILE.to_string(),
-                        offset: crate::journal::JOURNAL_HEADER_LEN as u64,
+                        offset: crate::journal::JOURNAL_FIRST_FRAME as u64,
                         detail: format!(
                             "the snapshot that begins the file is damaged ({detail}); it was written \
                              atomically, so this is not a torn write"
@@ -94,10 +94,11 @@ impl Broker {
                     });
                 }
                 Ok(d) => {
-                    self.journal = super::JournalWriter::resume(d.epoch, d.records.len() as u64);
+                    self.journal = super::JournalWriter::resume(d.epoch, d.records.len() as u64, bytes.len() as u64);
                     // Read-only, nothing is rewritten: nothing acts on what was read either.
+                    // A torn tail or a repaired copy: the old file is kept for inspection.
                     if !self.config.read_only {
-                        self.journal.force_replace(d.torn_tail.is_some());
+                        self.journal.force_replace(d.torn_tail.is_some() || !d.repaired.is_empty());
                     }
                     MetaState::replay(d.records.iter().map(|(_, r)| r))
                 }
@@ -276,7 +277,7 @@ impl Broker {
 
 #[cfg(test)]
 mod tests {
-    use crate::journal::{decode_journal, encode_compacted, MetaState, JOURNAL_FILE, JOURNAL_HEADER_LEN};
+    use crate::journal::{decode_journal, encode_compacted, MetaState, JOURNAL_FILE, JOURNAL_FIRST_FRAME};
     use crate::{Command, Config, HaltReason, MemFs, Phase, SyncDriver, TopicSettings};
 
     fn disk_with_one_topic() -> MemFs {
@@ -296,13 +297,20 @@ mod tests {
         let compacted = encode_compacted(decoded.epoch + 1, meta.snapshot());
         *disk.file_mut(JOURNAL_FILE).unwrap() = compacted;
         assert_eq!(SyncDriver::start(Config::default(), disk.clone()).broker().live_topics().len(), 1);
+        // One flipped byte in one copy: the other copy serves, and the journal is
+        // rewritten whole.
         let j = disk.file_mut(JOURNAL_FILE).unwrap();
         let last = j.len() - 1;
         j[last] ^= 0x40;
+        let d = SyncDriver::start(Config::default(), disk.clone());
+        assert_eq!(d.broker().live_topics().len(), 1);
+        assert!(decode_journal(d.fs().file(JOURNAL_FILE).unwrap()).unwrap().repaired.is_empty());
+        // Both copies damaged: corruption.
+        disk.file_mut(JOURNAL_FILE).unwrap()[JOURNAL_FIRST_FRAME + 12] ^= 0x40;
         let d = SyncDriver::start(Config::default(), disk);
         assert_eq!(d.phase(), Phase::Halted);
         let Some(HaltReason::CorruptJournal { offset, detail, .. }) = d.halted() else { panic!("{:?}", d.halted()) };
-        assert_eq!(*offset, JOURNAL_HEADER_LEN as u64);
+        assert_eq!(*offset, JOURNAL_FIRST_FRAME as u64);
         assert!(detail.contains("snapshot"), "{detail}");
         // Nothing was removed: the logs are still there for an operator to rescue.
         assert_eq!(d.fs().names().iter().filter(|n| n.ends_with(".log")).count(), 2);

@@ -5,8 +5,7 @@
 #![allow(dead_code)]
 
 use broker_core::command::StoredRecord;
-use broker_core::frame::scan;
-use broker_core::journal::{decode_journal, JournalRecord, TopicMeta, JOURNAL_FILE, MAX_JOURNAL_FRAME};
+use broker_core::journal::{decode_journal, JournalRecord, TopicMeta, JOURNAL_FILE};
 use broker_core::{
     AppendRecord, Broker, BrokerError, Command, Config, Effect, Executor, FileSystem, HaltReason, LogId, MemFs, OpId,
     OpOutput, OpResult, ProduceRecord, Reply, RequestId, StorageError, StorageOp, Time, TimerId, TopicSettings,
@@ -144,17 +143,9 @@ pub fn record_text(r: &JournalRecord) -> String {
     }
 }
 
-/// Decodes the frames of one `AppendJournal` (no header; salted with `epoch`).
+/// Decodes the records of one `AppendJournal` (one commit, salted with `epoch`).
 pub fn decode_appended(bytes: &[u8], epoch: u64) -> Result<Vec<JournalRecord>, String> {
-    let s = scan(bytes, 0, epoch, MAX_JOURNAL_FRAME);
-    if let Some(bad) = s.corrupt.first().or(s.torn_tail.as_ref()) {
-        return Err(format!("undecodable at byte {}: {}", bad.start, bad.detail));
-    }
-    let mut out = Vec::new();
-    for f in &s.frames {
-        out.extend(JournalRecord::decode_frame(f.kind, f.payload, f.position).map_err(|e| e.to_string())?);
-    }
-    Ok(out)
+    broker_core::journal::decode_commit(bytes, epoch)
 }
 
 fn append_records_text(records: &[AppendRecord]) -> String {

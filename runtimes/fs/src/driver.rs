@@ -138,6 +138,16 @@ pub enum Notice {
         /// The backup file holding the old journal, once written.
         backup: Option<String>,
     },
+    /// One copy of a journal commit (or of its header) was damaged; the other copy was
+    /// intact and used, and the journal rewritten whole. The medium may be failing.
+    JournalCopyRepaired {
+        /// Where the damaged copy begins.
+        offset: u64,
+        /// What was wrong with it.
+        detail: String,
+        /// The backup file holding the old journal, once written.
+        backup: Option<String>,
+    },
     /// A log file that no topic names was removed.
     StrayLogRemoved {
         /// Its file name.
@@ -172,6 +182,17 @@ impl std::fmt::Display for Notice {
             Notice::NewJournal => write!(f, "no journal found: started a new, empty one"),
             Notice::TornJournalTail { offset, detail, backup } => {
                 write!(f, "the journal had a torn tail at byte {offset} ({detail}): truncated it")?;
+                match backup {
+                    Some(b) => write!(f, "; the old journal is kept as {b}"),
+                    None => Ok(()),
+                }
+            }
+            Notice::JournalCopyRepaired { offset, detail, backup } => {
+                write!(
+                    f,
+                    "the journal had a damaged copy at byte {offset} ({detail}): used its other copy and \
+                     rewrote the journal; check the disk"
+                )?;
                 match backup {
                     Some(b) => write!(f, "; the old journal is kept as {b}"),
                     None => Ok(()),
@@ -600,6 +621,9 @@ impl<M: Send + 'static> Driver<M> {
             (Watch::ReadJournal, Ok(OpOutput::Journal(None))) => self.notices.push(Notice::NewJournal),
             (Watch::ReadJournal, Ok(OpOutput::Journal(Some(bytes)))) => {
                 if let Ok(d) = decode_journal(bytes) {
+                    for (offset, detail) in d.repaired {
+                        self.notices.push(Notice::JournalCopyRepaired { offset, detail, backup: None });
+                    }
                     if let Some((offset, detail)) = d.torn_tail {
                         self.notices.push(Notice::TornJournalTail { offset, detail, backup: None });
                     }
@@ -608,7 +632,9 @@ impl<M: Send + 'static> Driver<M> {
             (Watch::BackUpJournal, Ok(_)) => {
                 let backup = newest_backup(&self.dir);
                 for n in self.notices.iter_mut() {
-                    if let Notice::TornJournalTail { backup: b @ None, .. } = n {
+                    if let Notice::TornJournalTail { backup: b @ None, .. }
+                    | Notice::JournalCopyRepaired { backup: b @ None, .. } = n
+                    {
                         *b = backup.clone();
                     }
                 }

@@ -111,9 +111,15 @@ fn a_corrupt_journal_middle_refuses_to_start_naming_file_and_offset() {
     cli_ok(d, &["create", "c", "--partitions", "2"]);
     let journal = d.join("journal");
     let mut bytes = std::fs::read(&journal).unwrap();
-    // Damage a record in the middle (the journal holds a snapshot and three creations).
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0x5a;
+    // Damage both copies of a commit with one after it (the journal holds the snapshot
+    // each start writes, then the last creation).
+    let decoded = broker_core::journal::decode_journal(&bytes).unwrap();
+    assert_eq!(decoded.records.len(), 2);
+    let middle = decoded.records[0].0 as usize;
+    let len = u32::from_le_bytes(bytes[middle..middle + 4].try_into().unwrap()) as usize;
+    let copy_b = (middle + 9 + len).next_multiple_of(broker_core::journal::JOURNAL_COPY_ALIGN);
+    bytes[middle + 10] ^= 0x5a;
+    bytes[copy_b + 10] ^= 0x5a;
     std::fs::write(&journal, &bytes).unwrap();
     for cmd in [&["list"][..], &["status"], &["recover"]] {
         let out = cli(d, cmd, "");
@@ -154,6 +160,34 @@ fn a_torn_journal_tail_is_truncated_with_a_warning_and_a_backup() {
     // The next start finds a clean journal: no warning.
     let out = cli(d, &["list"], "");
     assert!(!stderr(&out).contains("torn"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_damaged_journal_copy_is_repaired_from_the_other_with_a_warning_and_a_backup() {
+    let tmp = TempDir::new("rot");
+    let d = tmp.path();
+    cli_ok(d, &["create", "a", "--partitions", "1"]);
+    cli_ok(d, &["produce", "a", "x"]);
+    let journal = d.join("journal");
+    // Rot in the header's first copy and in the last commit (the produce's acknowledged
+    // end), where a single copy would look like a torn write and be cut.
+    let mut rotten = std::fs::read(&journal).unwrap();
+    rotten[8] ^= 0x10;
+    let last = rotten.len() - 1;
+    rotten[last] ^= 0x10;
+    std::fs::write(&journal, &rotten).unwrap();
+    let out = cli(d, &["recover"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("the journal had a damaged copy at byte 0 (header: header checksum mismatch)"), "{report}");
+    assert!(report.contains("used its other copy"), "{report}");
+    assert!(report.contains("journal.torn.0"), "{report}");
+    assert_eq!(std::fs::read(d.join("journal.torn.0")).unwrap(), rotten, "the old bytes are kept");
+    let fetched = lines_json(&cli_ok(d, &["fetch", "a", "--partition", "0", "--offset", "0", "--json"]));
+    assert_eq!(fetched.len(), 1, "the acknowledged record is still served");
+    assert_eq!(lines_json(&cli_ok(d, &["produce", "a", "y", "--json"]))[0]["offset"], 1, "its offset is not reused");
+    let out = cli(d, &["list"], "");
+    assert!(!stderr(&out).contains("damaged"), "the rewritten journal is whole: {}", stderr(&out));
 }
 
 #[test]
