@@ -51,6 +51,11 @@ pub struct Summary {
     pub faults: BTreeMap<&'static str, u64>,
     /// Violations, by checker.
     pub violations: BTreeMap<Checker, u64>,
+    /// Seeds in which rot struck both copies of a journal commit (beyond what the
+    /// journal's redundancy covers), and the violations after it, reported apart.
+    pub journal_lost_seeds: Vec<u64>,
+    /// Violations excused in those seeds.
+    pub excused: u64,
     /// The failing seeds, ascending, with their first violation.
     pub failures: Vec<(u64, Violation)>,
     /// Each seed's trace hash, ascending by seed.
@@ -75,6 +80,10 @@ impl Summary {
         }
         for v in &r.violations {
             *self.violations.entry(v.checker).or_default() += 1;
+        }
+        if r.journal_lost_to_rot.is_some() {
+            self.journal_lost_seeds.push(r.seed);
+            self.excused += r.excused.len() as u64;
         }
         if let Some(v) = r.violations.first() {
             self.failures.push((r.seed, v.clone()));
@@ -109,6 +118,7 @@ pub fn fault_kinds(r: &RunReport) -> Vec<(&'static str, u64)> {
         ("disk full", f.disk_full),
         ("disk at capacity", f.out_of_space),
         ("rot in a last sector", f.rot_last_sectors),
+        ("rot in the journal", f.rot_journal_sectors),
         ("produces over a sector", r.stats.large_batches),
         ("produces over the limit", r.stats.batches_over_limit),
         ("failed fsyncs", f.fsync_failures),
@@ -150,6 +160,7 @@ pub fn run_campaign(opts: &CampaignOptions, progress: &(dyn Fn(u64) + Sync)) -> 
     });
     let mut summary = summary.into_inner().unwrap_or_default();
     summary.failures.sort_by_key(|(seed, _)| *seed);
+    summary.journal_lost_seeds.sort_unstable();
     summary.trace_hashes.sort_unstable();
     summary
 }

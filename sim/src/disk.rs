@@ -48,8 +48,9 @@
 //!   catches it. Only a write covering the whole sector (or all of it up to the end
 //!   of the file) rewrites it: reads are clean at once, the medium once that write is
 //!   durable. A partial rewrite leaves the sector bad. Cutting the file below the
-//!   sector also drops it. Rot is injected only on syncs of files named `*.log`, in any of
-//!   their durable sectors (the header and the last, partly filled sector included).
+//!   sector also drops it. Rot is injected on syncs of any file (logs, the journal and
+//!   its temporary file, backups, the reserve), in any of its durable sectors (headers
+//!   and the last, partly filled sector included).
 //! - A torn write that grows the file persists its new size half of the time; the
 //!   non-persisted parts of the new range are all zeros or all random garbage.
 //! - Renaming onto another name of the same file does nothing (POSIX); only a broken
@@ -131,6 +132,8 @@ pub struct FaultCounters {
     pub bit_rot_sectors: u64,
     /// Of those, the last sector of their file (where rot looks like a torn write).
     pub rot_last_sectors: u64,
+    /// Of those, sectors of the journal and its temporary file and backups.
+    pub rot_journal_sectors: u64,
     /// Writes applied torn by crashes.
     pub torn_writes: u64,
     /// Renames a crash left half done (both names or neither).
@@ -349,6 +352,14 @@ impl SimDisk {
         Some(out)
     }
 
+    /// The bytes a read of `name` would return now if no rot had been injected (the
+    /// simulator's knowledge, for telling damage the broker must survive from damage no
+    /// redundancy can), or `None` if the live directory has no such entry.
+    pub fn live_file_unrotted(&self, name: &str) -> Option<Vec<u8>> {
+        let id = *self.live_dir.get(name)?;
+        Some(self.files.get(&id)?.live.clone())
+    }
+
     /// The names (as named when it happened) of every file that has had bit rot
     /// injected, sorted. Only names ending in `.log` ever appear.
     pub fn rotted_files(&self) -> Vec<String> {
@@ -409,6 +420,7 @@ impl SimDisk {
             c.disk_full,
             c.out_of_space,
             c.rot_last_sectors,
+            c.rot_journal_sectors,
             c.fsync_failures,
             c.ops_dropped_by_fsync,
             c.bit_rot_sectors,
@@ -694,8 +706,8 @@ impl FileSystem for SimDisk {
     }
 
     /// On an injected I/O error, a write of two or more sector pieces applies, half of
-    /// the time, a random proper prefix of its pieces to the live image (as an unsynced
-    /// write) before failing.
+    /// the time, a random proper subset of its pieces to the live image (as unsynced
+    /// writes, in order) before failing: a write torn without a crash.
     fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StorageError> {
         let id = self.id_of(name)?;
         let end = offset
@@ -706,9 +718,13 @@ impl FileSystem for SimDisk {
             self.counters.io_errors += 1;
             let pieces = pieces(offset, end);
             if pieces.len() >= 2 && self.rng.chance(0.5) {
-                let k = self.rng.between(1, pieces.len() as u64 - 1) as usize;
-                let upto = (pieces[k - 1].1 - offset) as usize;
-                self.live_write(id, offset, &data[..upto])?;
+                let skip = self.rng.below(pieces.len() as u64) as usize;
+                for (i, (lo, hi)) in pieces.iter().enumerate() {
+                    if i != skip && (i < skip || self.rng.chance(0.5)) {
+                        let part = &data[(lo - offset) as usize..(hi - offset) as usize];
+                        self.live_write(id, *lo, part)?;
+                    }
+                }
                 self.counters.partial_writes += 1;
             }
             return Err(StorageError::Io(format!("injected I/O error: write {name} at {offset}")));
@@ -789,9 +805,10 @@ impl FileSystem for SimDisk {
         for op in mine {
             self.apply(op);
         }
-        // Rot lands in any durable sector of the log, its header and its last, partly
-        // filled sector included: the broker must report it, never take it for a torn write.
-        if made_durable && name.ends_with(".log") && self.inject(self.faults.bit_rot) {
+        // Rot lands in any durable sector of any file, headers and last, partly filled
+        // sectors included: the broker must repair or report it, never take it for a
+        // torn write.
+        if made_durable && self.inject(self.faults.bit_rot) {
             let sectors = self.files.get(&id).map_or(0, |f| (f.durable.len() as u64).div_ceil(SECTOR_SIZE));
             if sectors >= 1 {
                 let s = self.rng.below(sectors);
@@ -800,6 +817,7 @@ impl FileSystem for SimDisk {
                 if f.rot.insert(s) {
                     self.counters.bit_rot_sectors += 1;
                     self.counters.rot_last_sectors += u64::from(s + 1 == sectors);
+                    self.counters.rot_journal_sectors += u64::from(name.starts_with("journal"));
                     self.rotted.insert(name.to_string());
                 }
             }
@@ -1363,22 +1381,35 @@ mod tests {
         assert_eq!(d.live_file("a"), before.live_file("a"));
         assert_eq!(d.live_names(), before.live_names());
         assert_eq!(d.unsynced_ops(), 0);
-        // A failed multi-sector write applies a proper prefix of its sectors, or nothing.
+        // A failed multi-sector write applies a proper subset of its sectors (any, not
+        // only a prefix; the file grows to the last one applied), or nothing.
         let data = pattern(4 * SS, 5);
-        let mut partial = 0;
+        let (mut partial, mut with_gap) = (0, 0);
         for seed in 0..30 {
             let mut d = SimDisk::new(seed);
             durable(&mut d, "a", b"");
             d.set_faults(faults(|f| f.io_error = 1.0));
             assert!(d.write_at("a", 0, &data).is_err());
             let got = d.live_file("a").unwrap();
-            assert!(got.len().is_multiple_of(SS) && got.len() < data.len() && got[..] == data[..got.len()]);
+            assert!(got.len().is_multiple_of(SS) && got.len() <= data.len());
+            let sectors: Vec<bool> =
+                got.chunks(SS).enumerate().map(|(i, c)| c == &data[i * SS..(i + 1) * SS]).collect();
+            for (i, c) in got.chunks(SS).enumerate() {
+                assert!(
+                    sectors[i] || c.iter().all(|b| *b == 0),
+                    "seed {seed}: sector {i} is the data's or never written"
+                );
+            }
+            let applied = sectors.iter().filter(|s| **s).count();
+            assert!(applied < 4, "seed {seed}: a proper subset");
             if !got.is_empty() {
                 partial += 1;
-                assert_eq!(d.unsynced_ops(), 1, "the prefix is an ordinary unsynced write");
+                with_gap += usize::from(sectors.contains(&false));
+                assert_eq!(d.unsynced_ops(), applied, "each applied sector is an ordinary unsynced write");
             }
             assert_eq!(d.counters().partial_writes, u64::from(!got.is_empty()));
         }
+        assert!(with_gap > 0, "not only prefixes");
         assert!(partial > 0 && partial < 30);
     }
 
@@ -1469,9 +1500,9 @@ mod tests {
     }
 
     #[test]
-    fn bit_rot_never_hits_files_not_named_log() {
+    fn bit_rot_hits_any_synced_file_in_any_sector() {
         let mut d = SimDisk::with_faults(9, faults(|f| f.bit_rot = 1.0));
-        for name in ["journal", "journal.tmp", "journal.torn.0", "x.log.bak", "log"] {
+        for name in ["journal", "journal.tmp", "journal.torn.0", "a.log"] {
             d.create(name).unwrap();
             for i in 0..20u64 {
                 d.write_at(name, i * 100, &pattern(100, i as u8)).unwrap();
@@ -1479,15 +1510,19 @@ mod tests {
             }
         }
         d.sync_dir().unwrap();
-        assert_eq!(d.counters().bit_rot_sectors, 0);
-        assert!(d.rotted_files().is_empty());
-        assert!(d.files.values().all(|f| f.rot.is_empty()));
-        // In a log, any durable sector may rot, a lone, partly filled last one included.
-        d.create("a.log").unwrap();
-        d.write_at("a.log", 0, b"x").unwrap();
-        d.sync_file("a.log").unwrap();
-        assert_eq!(d.rotted_files(), vec!["a.log".to_string()]);
-        assert!(d.files.values().all(|f| f.rot.iter().all(|s| *s == 0)), "its only sector");
+        assert_eq!(d.rotted_files(), vec!["a.log", "journal", "journal.tmp", "journal.torn.0"]);
+        assert!(d.counters().rot_journal_sectors > 0);
+        assert!(d.counters().rot_journal_sectors < d.counters().bit_rot_sectors, "a.log's are not the journal's");
+        // Any durable sector may rot, a lone, partly filled last one included.
+        d.create("b.log").unwrap();
+        d.write_at("b.log", 0, b"x").unwrap();
+        d.sync_file("b.log").unwrap();
+        assert!(d.rotted_files().contains(&"b.log".to_string()));
+        let id = d.live_dir["b.log"];
+        assert_eq!(d.files[&id].rot.iter().copied().collect::<Vec<_>>(), vec![0], "its only sector");
+        // What a read returns differs from the bytes without rot exactly there.
+        assert_ne!(d.live_file("b.log"), d.live_file_unrotted("b.log"));
+        assert_eq!(d.live_file_unrotted("b.log").unwrap(), b"x");
     }
 
     #[test]

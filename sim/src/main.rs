@@ -187,6 +187,17 @@ fn print_summary(s: &Summary, wall: f64, jobs: usize) {
     for c in broker_sim::Checker::ALL {
         row(&format!("  {c}"), s.violations.get(&c).copied().unwrap_or(0).to_string());
     }
+    if !s.journal_lost_seeds.is_empty() {
+        let seeds: Vec<String> = s.journal_lost_seeds.iter().take(10).map(u64::to_string).collect();
+        say!(
+            "  rot struck both copies of a journal commit in {} seeds ({}{}): beyond what two copies cover; \
+             {} violations after it reported apart",
+            s.journal_lost_seeds.len(),
+            seeds.join(", "),
+            if s.journal_lost_seeds.len() > 10 { ", ..." } else { "" },
+            s.excused
+        );
+    }
 }
 
 fn cmd_replay(seed: u64, plant: Option<String>, trace: Option<std::path::PathBuf>) -> Result<ExitCode, String> {
@@ -214,6 +225,12 @@ fn cmd_replay(seed: u64, plant: Option<String>, trace: Option<std::path::PathBuf
         say!("trace: {} lines written to {}", report.trace.len(), path.display());
     }
     say!("trace hash: {:016x}", report.trace_hash);
+    if let Some(at) = report.journal_lost_to_rot {
+        say!("at {at} rot had struck both copies of a journal commit: beyond what two copies cover");
+        for v in &report.excused {
+            say!("after it (reported apart): {v}");
+        }
+    }
     if report.violations.is_empty() {
         say!("no violations");
         return Ok(ExitCode::SUCCESS);

@@ -14,6 +14,7 @@ use crate::trace::{render_command, render_effect, render_op, render_result, Trac
 use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
+use broker_core::journal::{decode_journal, DecodedJournal, JOURNAL_FILE};
 use broker_core::{
     Broker, BrokerError, Command, Config, Effect, Executor, LogId, OpId, OpResult, Phase, Reply, RequestId, StorageOp,
     Time, TimerId, TopicId,
@@ -131,6 +132,12 @@ pub struct RunReport {
     pub faults: crate::disk::FaultCounters,
     /// Broken invariants.
     pub violations: Vec<Violation>,
+    /// When the broker read a journal in which rot had struck both copies of a commit
+    /// (or of the header): damage beyond what the journal's redundancy covers.
+    pub journal_lost_to_rot: Option<Time>,
+    /// Violations found at or after that moment: expected consequences of that damage,
+    /// reported apart from `violations` and never counted as passing checks.
+    pub excused: Vec<Violation>,
     /// The trace lines, if kept.
     pub trace: Vec<TraceLine>,
     /// The parameters the seed drew.
@@ -194,6 +201,8 @@ struct Sim {
     last_completed: OpId,
     /// Restarts since the broker last reached serving.
     failed_starts: u32,
+    /// See [`RunReport::journal_lost_to_rot`].
+    journal_lost_to_rot: Option<Time>,
 }
 
 /// Runs one seed to the end and checks it.
@@ -256,6 +265,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         completed: BTreeSet::new(),
         last_completed: OpId(0),
         failed_starts: 0,
+        journal_lost_to_rot: None,
     };
     sim.start_node();
     for c in 0..clients {
@@ -270,11 +280,12 @@ pub fn run(opts: &RunOptions) -> RunReport {
     sim.final_checks();
     sim.stats.deletions_started = sim.model.deleted.len() as u64;
     let faults = sim.disk().counters();
-    let violations = {
+    let (violations, excused) = {
         let mut v = std::mem::take(&mut sim.violations);
         v.extend(sim.model.take_violations());
         v.extend(sim.checkers.take_violations());
-        v
+        let lost = sim.journal_lost_to_rot;
+        v.into_iter().partition(|v| lost.is_none_or(|at| v.at < at))
     };
     RunReport {
         seed: opts.seed,
@@ -284,6 +295,8 @@ pub fn run(opts: &RunOptions) -> RunReport {
         stats: sim.stats.clone(),
         faults,
         violations,
+        journal_lost_to_rot: sim.journal_lost_to_rot,
+        excused,
         params: sim.params.clone(),
         trace: sim.trace.into_lines(),
     }
@@ -311,7 +324,33 @@ impl Sim {
         self.disk().rotted_files().into_iter().collect()
     }
 
+    /// Whether rot made the journal the broker is about to read lose a commit (both
+    /// copies bad) that the same bytes without rot hold.
+    fn journal_lost_a_commit_to_rot(disk: &SimDisk) -> bool {
+        let (Some(seen), Some(clean)) = (disk.live_file(JOURNAL_FILE), disk.live_file_unrotted(JOURNAL_FILE)) else {
+            return false;
+        };
+        let records = |d: DecodedJournal| d.records.into_iter().map(|(_, r)| r).collect::<Vec<_>>();
+        match (decode_journal(&seen), decode_journal(&clean)) {
+            (_, Err(_)) => false,
+            (Err(_), Ok(_)) => true,
+            (Ok(seen), Ok(clean)) => records(seen) != records(clean),
+        }
+    }
+
+    /// Notes the first moment the journal on disk has lost a commit to rot.
+    fn note_journal_rot(&mut self) {
+        if self.journal_lost_to_rot.is_none() && Self::journal_lost_a_commit_to_rot(self.disk()) {
+            self.journal_lost_to_rot = Some(self.now);
+            self.trace.record(self.now, "journal-lost", "rot struck both copies of a journal commit".into());
+        }
+    }
+
     fn start_node(&mut self) {
+        if self.idle_disk.is_none() {
+            return;
+        }
+        self.note_journal_rot();
         let Some(disk) = self.idle_disk.take() else { return };
         self.life += 1;
         self.last_completed = OpId(0);
@@ -630,6 +669,7 @@ impl Sim {
     /// No orphans at a crash point: every log that survived belongs to a topic the
     /// durable journal names (live or pending deletion).
     fn check_no_orphans(&mut self) {
+        self.note_journal_rot();
         for detail in no_orphans::at_crash(self.disk()) {
             self.flag(Checker::NoOrphans, detail);
         }

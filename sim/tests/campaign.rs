@@ -71,6 +71,8 @@ fn default_swarm_passes_and_injects_every_fault_kind() {
         "ops lost in crashes",
         "disk at capacity",
         "rot in a last sector",
+        "rot in the journal",
+        "partial writes",
         "produces over a sector",
         "produces over the limit",
     ] {
@@ -88,7 +90,7 @@ fn default_swarm_passes_and_injects_every_fault_kind() {
 fn fault_kinds_name_every_counter() {
     let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
     let kinds = fault_kinds(&r);
-    assert_eq!(kinds.len(), 14);
+    assert_eq!(kinds.len(), 15);
 }
 
 #[test]
