@@ -594,6 +594,29 @@ fn ids_of_logs_left_by_a_torn_journal_are_not_reused_even_if_listing_completes_l
 }
 
 #[test]
+fn stray_removals_keep_to_the_removal_concurrency() {
+    let mut fs = MemFs::new();
+    for topic in 0..10 {
+        let log = LogId { topic: TopicId(100 + topic), partition: 0 };
+        fs.create(&log.file_name()).unwrap();
+        fs.write_at(&log.file_name(), 0, &encode_log_header(log)).unwrap();
+    }
+    let config = Config { removal_concurrency: 2, ..Default::default() };
+    let mut h = Hand::new(config, fs);
+    let mut most = 0;
+    loop {
+        h.run_holding(|op| matches!(op, StorageOp::RemoveLog { .. }));
+        let removing = h.pending_where(|op| matches!(op, StorageOp::RemoveLog { .. }));
+        most = most.max(removing.len());
+        let Some(first) = removing.first() else { break };
+        h.complete(*first);
+    }
+    assert_eq!(most, 2, "ten strays, removed two at a time");
+    assert_eq!(h.broker.phase(), Phase::Serving);
+    assert!(log_files(&h.crash()).is_empty(), "every stray is removed");
+}
+
+#[test]
 fn ids_of_logs_left_by_a_torn_journal_are_not_reused_when_their_removal_fails() {
     let fs = FlakyRemoveFs { inner: torn_topic_with_records(), fail_removes: 1, ..Default::default() };
     let mut h = Hand::start_on(Config::default(), fs);

@@ -85,11 +85,9 @@ impl Broker {
                 Err(_) => self.removal_failed(log),
             },
             PendingOp::RemoveStray(log) => match result {
-                Ok(OpOutput::Done) => {
-                    self.retries.remove(&log);
-                }
+                Ok(OpOutput::Done) => self.stray_removal_done(log, true),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
-                Err(_) => self.retry_later(log, TimerPurpose::RetryStray(log)),
+                Err(_) => self.stray_removal_done(log, false),
             },
         }
     }
@@ -101,7 +99,7 @@ impl Broker {
             TimerPurpose::RetryCreate(log) => self.retry_create(log),
             TimerPurpose::RetryOpen(log) => self.open(log),
             TimerPurpose::RetryStray(log) => {
-                self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveStray(log));
+                self.strays.insert(log);
             }
             TimerPurpose::RetryReadJournal => {
                 self.op(StorageOp::ReadJournal, PendingOp::ReadJournal);

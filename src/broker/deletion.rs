@@ -80,12 +80,17 @@ impl Broker {
         let ignore_reads = self.bug(Bug::RemoveBeforeReadsFinish);
         let mut completed = Vec::new();
         let mut issue = Vec::new();
+        let bound = self.config.removal_concurrency + usize::from(self.bug(Bug::RemovalConcurrencyOffByOne));
+        while self.removals_in_flight < bound {
+            let Some(log) = self.strays.pop_first() else { break };
+            self.removals_in_flight += 1;
+            self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveStray(log));
+        }
         for &id in &self.removing {
             let Some(t) = self.topics.get(&id) else { continue };
             let Some(d) = t.deletion.as_ref() else { continue };
             for (p, part) in t.partitions.iter().enumerate() {
                 let p = p as u32;
-                let bound = self.config.removal_concurrency + usize::from(self.bug(Bug::RemovalConcurrencyOffByOne));
                 if self.removals_in_flight + issue.len() >= bound {
                     break;
                 }
@@ -155,6 +160,16 @@ impl Broker {
             d.backing_off.insert(log.partition);
         }
         self.retry_later(log, TimerPurpose::RetryRemove(log));
+    }
+
+    /// A stray log's removal finished: its slot is free; a failure is retried later.
+    pub(super) fn stray_removal_done(&mut self, log: LogId, ok: bool) {
+        self.removals_in_flight = self.removals_in_flight.saturating_sub(1);
+        if ok {
+            self.retries.remove(&log);
+        } else {
+            self.retry_later(log, TimerPurpose::RetryStray(log));
+        }
     }
 
     pub(super) fn retry_removal(&mut self, log: LogId) {

@@ -150,7 +150,11 @@ pub struct Broker {
     /// Client requests not yet answered; a produce's with how many partition writes it
     /// still waits for.
     requests: BTreeMap<RequestId, Option<ProduceProgress>>,
+    /// Log removals issued and not yet completed, strays included: at most
+    /// `Config::removal_concurrency`.
     removals_in_flight: usize,
+    /// Stray logs (named by no topic) found at recovery, waiting for a removal slot.
+    strays: BTreeSet<LogId>,
     /// Deletions whose tombstone is durable, waiting for their incarnation's storage
     /// operations to drain before they are acknowledged: every reply owed for the
     /// incarnation (produce, fetch, create) goes out before `DeleteAccepted`.
@@ -203,6 +207,7 @@ impl Broker {
             journal_waiters: BTreeMap::new(),
             requests: BTreeMap::new(),
             removals_in_flight: 0,
+            strays: BTreeSet::new(),
             draining: BTreeSet::new(),
             removing: BTreeSet::new(),
             completed: VecDeque::new(),

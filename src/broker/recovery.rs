@@ -199,9 +199,10 @@ impl Broker {
                 if self.owner_of(log).is_none() {
                     self.next_topic_id = self.next_topic_id.max(log.topic.0.saturating_add(1));
                 }
-                self.op(StorageOp::RemoveLog { log }, PendingOp::RemoveStray(log));
+                self.strays.insert(log);
             }
         }
+        self.pump_removals();
         if let Some(r) = self.recovery.as_mut() {
             r.listed = true;
         }
