@@ -6,6 +6,7 @@ use crate::violation::{Checker, Violation};
 use broker_core::partitioner::partition_for_key;
 use broker_core::{BrokerError, Command, LogId, Reply, RequestId, Time, TopicId};
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 /// A record as a client produced it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -14,6 +15,24 @@ pub struct RecordBytes {
     pub key: Option<Vec<u8>>,
     /// The value (unique across a run).
     pub value: Vec<u8>,
+}
+
+/// A value as the model's indexes know it: its unique label (`v123-`, at most 24
+/// bytes), its length and its CRC32C, never megabytes of padding. Two values of a run
+/// share one only if they share label, length and checksum.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ValueId {
+    label: Vec<u8>,
+    len: usize,
+    crc: u32,
+}
+
+impl ValueId {
+    /// The id of `value`.
+    pub fn of(value: &[u8]) -> ValueId {
+        let end = value.iter().position(|b| *b == b'-').map_or(value.len(), |i| i + 1).min(24);
+        ValueId { label: value[..end].to_vec(), len: value.len(), crc: crc32c::crc32c(value) }
+    }
 }
 
 /// Names a value in a violation: its unique prefix (`v123-`) and its length, never
@@ -50,11 +69,11 @@ pub struct Model {
     /// committed, and must read back the same for the rest of the run.
     pub served: BTreeMap<(TopicId, u32, u64), RecordBytes>,
     /// Where each acknowledged value landed.
-    value_home: BTreeMap<Vec<u8>, (TopicId, u32, u64)>,
+    value_home: BTreeMap<ValueId, (TopicId, u32, u64)>,
     /// Every value ever sent, with the topic name it was sent to.
-    produced: BTreeMap<Vec<u8>, String>,
+    produced: BTreeMap<ValueId, String>,
     /// Requests in flight: the command and when it was issued.
-    inflight: BTreeMap<RequestId, (Command, Time)>,
+    inflight: BTreeMap<RequestId, (Rc<Command>, Time)>,
     names: BTreeMap<String, NameState>,
     /// Names with a delete whose outcome is unknown (cut off by a crash or halt).
     pub uncertain_deletes: BTreeSet<String>,
@@ -69,8 +88,8 @@ pub struct Model {
 
 impl Model {
     /// Records an issued request.
-    pub fn issued(&mut self, now: Time, request: RequestId, command: &Command) {
-        match command {
+    pub fn issued(&mut self, now: Time, request: RequestId, command: &Rc<Command>) {
+        match &**command {
             Command::DeleteTopic { name } => {
                 let st = self.names.entry(name.clone()).or_default();
                 st.definitely_live = None;
@@ -79,12 +98,12 @@ impl Model {
             }
             Command::Produce { topic, records } => {
                 for r in records {
-                    self.produced.insert(r.value.clone(), topic.clone());
+                    self.produced.insert(ValueId::of(&r.value), topic.clone());
                 }
             }
             _ => {}
         }
-        self.inflight.insert(request, (command.clone(), now));
+        self.inflight.insert(request, (Rc::clone(command), now));
     }
 
     /// Every request in flight was cut off by a crash: their outcomes are unknown.
@@ -144,7 +163,7 @@ impl Model {
         let Some((cmd, issued_at)) = self.inflight.remove(&request) else {
             return self.flag(now, Checker::ModelAgreement, format!("reply to unknown request {}", request.0));
         };
-        match (reply, &cmd) {
+        match (reply, &*cmd) {
             (Ok(Reply::Produced { topic: id, .. }), Command::Produce { topic: name, .. })
             | (Ok(Reply::Fetched { topic: id, .. }), Command::Fetch { topic: name, .. })
             | (Ok(Reply::Created { topic: id }), Command::CreateTopic { name, .. })
@@ -161,7 +180,7 @@ impl Model {
             }
             _ => {}
         }
-        match (reply, &cmd) {
+        match (reply, &*cmd) {
             (Err(BrokerError::Halted(_)), _) => self.cut_off(&cmd),
             (Ok(Reply::Created { topic }), Command::CreateTopic { name, partitions, .. }) => {
                 if self.topics.contains_key(topic) {
@@ -209,7 +228,7 @@ impl Model {
             (Err(BrokerError::TopicNotFound { name }), _) => {
                 let live = self.names.get(name).and_then(|s| s.definitely_live);
                 if let Some((id, acked_at)) = live {
-                    if acked_at <= issued_at && !matches!(cmd, Command::CreateTopic { .. }) {
+                    if acked_at <= issued_at && !matches!(*cmd, Command::CreateTopic { .. }) {
                         let detail = format!(
                             "{name} ({id}) is live since {acked_at}, but a request issued at {issued_at} got not-found"
                         );
@@ -277,7 +296,7 @@ impl Model {
                 );
                 self.flag(now, Checker::ModelAgreement, detail);
             }
-            self.value_home.insert(rec.value.clone(), at);
+            self.value_home.insert(ValueId::of(&rec.value), at);
         }
     }
 
@@ -308,7 +327,7 @@ impl Model {
             return;
         }
         self.served.insert(at, got.clone());
-        if let Some(home) = self.value_home.get(&got.value) {
+        if let Some(home) = self.value_home.get(&ValueId::of(&got.value)) {
             if *home != at {
                 let detail = format!(
                     "{topic}/p{partition}@{offset} holds {}, acknowledged at {}/p{}@{}",
@@ -322,7 +341,7 @@ impl Model {
             return;
         }
         let name = self.topics.get(&topic).map(|t| t.0.clone());
-        match self.produced.get(&got.value) {
+        match self.produced.get(&ValueId::of(&got.value)) {
             None => {
                 let detail =
                     format!("{topic}/p{partition}@{offset} holds {}, which no client produced", label(&got.value));
@@ -377,14 +396,14 @@ mod tests {
         let mut m = Model::default();
         let clean = |_: LogId| false;
         let (t, name) = (Time::ZERO, "a".to_string());
-        m.issued(t, RequestId(1), &Command::DeleteTopic { name: name.clone() });
+        m.issued(t, RequestId(1), &Rc::new(Command::DeleteTopic { name: name.clone() }));
         m.replied(t, RequestId(1), &Err(BrokerError::TopicNotFound { name: name.clone() }), &clean);
         let create = Command::CreateTopic { name: name.clone(), partitions: 1, settings: TopicSettings::default() };
-        m.issued(t, RequestId(2), &create);
+        m.issued(t, RequestId(2), &Rc::new(create));
         m.replied(t, RequestId(2), &Ok(Reply::Created { topic: TopicId(0) }), &clean);
         assert!(!m.may_be_deleted(TopicId(0)), "the delete came before the create");
         // A later delete, cut off by a crash: it may have happened.
-        m.issued(t, RequestId(3), &Command::DeleteTopic { name });
+        m.issued(t, RequestId(3), &Rc::new(Command::DeleteTopic { name }));
         m.crashed();
         assert!(m.may_be_deleted(TopicId(0)));
     }

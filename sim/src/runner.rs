@@ -20,6 +20,7 @@ use broker_core::{
     Time, TimerId, TopicId,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 /// How long, in simulated time, pending work may take to finish once faults stop.
 pub const LIVENESS_BOUND_MS: u64 = 120_000;
@@ -501,8 +502,9 @@ impl Sim {
                 self.stats.batches_over_limit +=
                     u64::from(bytes > self.config.batch_bytes_limit() || largest > Some(self.config.max_record_bytes));
             }
-            self.checkers.issued(self.now, &self.model, request, &cmd);
-            self.model.issued(self.now, request, &cmd);
+            let shared = Rc::new(cmd.clone());
+            self.checkers.issued(self.now, &self.model, request, &shared);
+            self.model.issued(self.now, request, &shared);
             self.trace.record(self.now, "command", format!("req{} c{c} {}", request.0, render_command(&cmd)));
             if let Some(n) = self.node.as_mut() {
                 n.requests.insert(request, c);
@@ -679,8 +681,9 @@ impl Sim {
     fn sync_request(&mut self, cmd: Command) -> Option<Result<Reply, BrokerError>> {
         let request = RequestId(self.next_request);
         self.next_request += 1;
-        self.checkers.issued(self.now, &self.model, request, &cmd);
-        self.model.issued(self.now, request, &cmd);
+        let shared = Rc::new(cmd.clone());
+        self.checkers.issued(self.now, &self.model, request, &shared);
+        self.model.issued(self.now, request, &shared);
         let n = self.node.as_mut()?;
         n.broker.handle_command(self.now, request, cmd);
         let mut answer = None;

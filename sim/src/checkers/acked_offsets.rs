@@ -9,7 +9,7 @@
 //! when the model knows which incarnation the name led to when the fetch was issued.
 
 use super::{Flags, Request};
-use crate::model::Model;
+use crate::model::{label, Model};
 use crate::violation::Checker;
 use broker_core::{BrokerError, Command, LogId, Reply, RequestId, TopicId};
 use std::collections::BTreeMap;
@@ -76,7 +76,7 @@ impl AckedOffsets {
             }
             return;
         }
-        let Command::Fetch { topic: name, partition, offset, .. } = &req.command else { return };
+        let Command::Fetch { topic: name, partition, offset, .. } = &*req.command else { return };
         let Some(issued) = self.fetches.remove(&request) else { return };
         let (partition, offset) = (*partition, *offset);
         let what = format!("a fetch of {name}/p{partition} from {offset} issued at {}", req.at);
@@ -101,8 +101,12 @@ impl AckedOffsets {
                 for r in records {
                     let Some(want) = model.acked.get(&(*topic, partition, r.offset)) else { continue };
                     if want.key != r.key || want.value != r.value {
-                        let detail =
-                            format!("{what} read {:?} at {log}@{}, acknowledged {:?}", r.value, r.offset, want.value);
+                        let detail = format!(
+                            "{what} read {} at {log}@{}, acknowledged {}",
+                            label(&r.value),
+                            r.offset,
+                            label(&want.value)
+                        );
                         flags.flag(Checker::AckedOffsetsServed, detail);
                     }
                 }

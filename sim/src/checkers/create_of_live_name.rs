@@ -38,7 +38,7 @@ impl CreateOfLiveName {
                 }
                 let last_delete = self.last_delete.get(name).copied().unwrap_or(RequestId(0));
                 for (r, q) in open.range(last_delete..) {
-                    if matches!(&q.command, Command::CreateTopic { name: n, .. } if n == name) && *r > last_delete {
+                    if matches!(&*q.command, Command::CreateTopic { name: n, .. } if n == name) && *r > last_delete {
                         why.push(format!("create req{} is in flight", r.0));
                     }
                 }
@@ -64,7 +64,7 @@ impl CreateOfLiveName {
         reply: &Result<Reply, BrokerError>,
     ) {
         let Some(why) = self.must_refuse.remove(&request) else { return };
-        if let (Ok(Reply::Created { topic }), Command::CreateTopic { name, .. }) = (reply, &req.command) {
+        if let (Ok(Reply::Created { topic }), Command::CreateTopic { name, .. }) = (reply, &*req.command) {
             let detail = format!("a create of {name} issued at {} was answered created ({topic}), but {why}", req.at);
             flags.flag(Checker::CreateOfLiveName, detail);
         }

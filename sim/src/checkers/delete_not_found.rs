@@ -46,7 +46,7 @@ impl DeleteNotFound {
             }
         }
         for (r, q) in open {
-            match &q.command {
+            match &*q.command {
                 Command::CreateTopic { name: n, .. } if n == name => {
                     why.push(format!("create req{} is in flight", r.0))
                 }
@@ -75,11 +75,11 @@ impl DeleteNotFound {
         req: &Request,
         reply: &Result<Reply, BrokerError>,
     ) {
-        if let (Ok(Reply::Created { topic }), Command::CreateTopic { settings, .. }) = (reply, &req.command) {
+        if let (Ok(Reply::Created { topic }), Command::CreateTopic { settings, .. }) = (reply, &*req.command) {
             self.grace_ms.insert(*topic, settings.deletion_grace_ms);
         }
         let Some(why) = self.must_find.remove(&request) else { return };
-        if let (Err(BrokerError::TopicNotFound { name }), Command::DeleteTopic { .. }) = (reply, &req.command) {
+        if let (Err(BrokerError::TopicNotFound { name }), Command::DeleteTopic { .. }) = (reply, &*req.command) {
             let detail = format!("a delete of {name} issued at {} got not-found, but when it was issued {why}", req.at);
             flags.flag(Checker::DeleteNotFound, detail);
         }

@@ -9,6 +9,7 @@
 //! topic }` cannot have either (the name no longer led to it).
 
 use super::{Flags, Request};
+use crate::model::{label, ValueId};
 use crate::violation::Checker;
 use broker_core::{BrokerError, Command, Reply, RequestId, TopicId};
 use std::collections::BTreeMap;
@@ -16,7 +17,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Default)]
 pub(super) struct FetchIncarnation {
     /// The produce that sent each value (values are unique in a run).
-    produced_by: BTreeMap<Vec<u8>, RequestId>,
+    produced_by: BTreeMap<ValueId, RequestId>,
     /// The create request that answered `Created` for each incarnation.
     created_by: BTreeMap<TopicId, RequestId>,
     /// The earliest-issued delete request that answered `DeleteAccepted` for each incarnation.
@@ -27,7 +28,7 @@ impl FetchIncarnation {
     pub(super) fn issued(&mut self, request: RequestId, command: &Command) {
         if let Command::Produce { records, .. } = command {
             for r in records {
-                self.produced_by.insert(r.value.clone(), request);
+                self.produced_by.insert(ValueId::of(&r.value), request);
             }
         }
     }
@@ -39,7 +40,7 @@ impl FetchIncarnation {
         req: &Request,
         reply: &Result<Reply, BrokerError>,
     ) {
-        match (reply, &req.command) {
+        match (reply, &*req.command) {
             (Ok(Reply::Created { topic }), Command::CreateTopic { .. }) => {
                 self.created_by.insert(*topic, request);
             }
@@ -57,18 +58,24 @@ impl FetchIncarnation {
                     flags.flag(Checker::FetchIncarnation, detail);
                 }
                 for r in records {
-                    let Some(by) = self.produced_by.get(&r.value) else { continue };
+                    let Some(by) = self.produced_by.get(&ValueId::of(&r.value)) else { continue };
                     if let Some(created) = self.created_by.get(topic).filter(|c| by < *c) {
                         let detail = format!(
-                            "{topic}/p{partition}@{} holds {:?}, produced by req{} before {topic} was created by req{}",
-                            r.offset, r.value, by.0, created.0
+                            "{topic}/p{partition}@{} holds {}, produced by req{} before {topic} was created by req{}",
+                            r.offset,
+                            label(&r.value),
+                            by.0,
+                            created.0
                         );
                         flags.flag(Checker::FetchIncarnation, detail);
                     }
                     if let Some(deleted) = self.deleted_by.get(topic).filter(|d| by > *d) {
                         let detail = format!(
-                            "{topic}/p{partition}@{} holds {:?}, produced by req{} after req{} deleted {topic}",
-                            r.offset, r.value, by.0, deleted.0
+                            "{topic}/p{partition}@{} holds {}, produced by req{} after req{} deleted {topic}",
+                            r.offset,
+                            label(&r.value),
+                            by.0,
+                            deleted.0
                         );
                         flags.flag(Checker::FetchIncarnation, detail);
                     }

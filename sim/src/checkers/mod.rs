@@ -27,12 +27,13 @@ use crate::model::Model;
 use crate::violation::{Checker, Violation};
 use broker_core::{BrokerError, Command, LogId, OpId, Reply, RequestId, StorageOp, Time};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// A request in flight: what was asked and when.
 #[derive(Clone, Debug)]
 pub struct Request {
-    /// The command.
-    pub command: Command,
+    /// The command, shared with the model (a produce may carry megabytes).
+    pub command: Rc<Command>,
     /// When it was issued.
     pub at: Time,
 }
@@ -79,13 +80,13 @@ impl Checkers {
     }
 
     /// A request is issued (call before the model sees it).
-    pub fn issued(&mut self, now: Time, model: &Model, request: RequestId, command: &Command) {
+    pub fn issued(&mut self, now: Time, model: &Model, request: RequestId, command: &Rc<Command>) {
         let open = &self.open;
         self.fetch_incarnation.issued(request, command);
         self.acked_offsets.issued(model, request, command);
         self.delete_not_found.issued(now, model, open, request, command);
         self.create_of_live_name.issued(model, open, request, command);
-        self.open.insert(request, Request { command: command.clone(), at: now });
+        self.open.insert(request, Request { command: Rc::clone(command), at: now });
     }
 
     /// A reply arrives (call before the model sees it). `rotted` tells the logs that
