@@ -91,8 +91,13 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
     JournalRecord::TopicCreated(meta(2, "c", 1, 0)).encode(2, &mut compacted_then_appended);
     // A topic with the largest id: creating another one once overflowed the next id.
     let largest_id = journal(3, &[JournalRecord::TopicCreated(meta(u64::MAX, "last", 1, 0))]);
+    // Rot in copy A of the second commit: decoded from copy B.
+    let mut one_copy_rotted = journal(1, &history);
+    let second = journal(1, &history[..1]).len();
+    one_copy_rotted[second + 12] ^= 0x40;
     vec![
         ("header-only", encode_header(0)),
+        ("one-copy-rotted", one_copy_rotted),
         ("largest-topic-id", largest_id),
         ("history", journal(1, &history)),
         ("torn-tail", torn),
