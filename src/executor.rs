@@ -360,9 +360,15 @@ impl<F: FileSystem> Executor<F> {
             } else {
                 self.scan_log(log, &name, file_len, acked)?
             };
+            // With nothing acknowledged, the header may never have become durable: its
+            // creation may have failed at the fsync, leaving it in the page cache only,
+            // where a restarted process reads it back. Only writing it again lets an
+            // fsync make it durable, so it is rewritten before anything is appended (one
+            // write and fsync per start for each log without acknowledged records).
+            let unproven_header = acked == Some(0);
             let len = if self.read_only {
                 img.valid_len // what follows is neither cut nor served
-            } else if img.needs_header {
+            } else if img.needs_header || unproven_header {
                 self.fs.truncate(&name, 0)?;
                 self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
                 self.fs.sync_file(&name)?;

@@ -150,6 +150,8 @@ fn cmd_run(seeds: u64, from: u64, jobs: usize, plant: Option<String>, quiet: boo
         say!();
         say!("FAILED: {} of {} seeds broke an invariant.", summary.failures.len(), summary.seeds);
         say!("first failing seed {seed}: {v}");
+        let seeds: Vec<String> = summary.failures.iter().take(20).map(|(s, _)| s.to_string()).collect();
+        say!("failing seeds: {}{}", seeds.join(", "), if summary.failures.len() > 20 { ", ..." } else { "" });
         say!("replay it with:\n  {}", replay_command(*seed, &plant));
         return Ok(ExitCode::from(1));
     }
