@@ -519,6 +519,30 @@ fn recovery_recreates_a_missing_log_of_a_live_topic() {
 }
 
 #[test]
+fn journal_compaction_by_size_bounds_the_journal_in_bytes() {
+    // Too few records for compaction by count (fifty live topics, ratio 4: 200 records),
+    // yet every produce's acknowledged end is a commit of about 4 KiB.
+    let config = Config { compaction_min_bytes: 64 << 10, ..Default::default() };
+    let mut d = SyncDriver::start(config.clone(), MemFs::new());
+    for i in 0..50 {
+        created(d.request(create(&format!("t{i}"), 1)));
+    }
+    let epoch = d.broker().journal_epoch();
+    let mut max_len = 0;
+    for i in 0..150 {
+        produced(d.request(produce(&format!("t{}", i % 50), &["x"])));
+        max_len = max_len.max(d.fs().file(JOURNAL_FILE).unwrap().len());
+    }
+    assert!(journal_records(d.fs()).len() < 200, "not compacted by count");
+    assert!(d.broker().journal_epoch() > epoch, "compacted by size");
+    assert!(max_len < (64 << 10) + 3 * JOURNAL_COPY_ALIGN, "the journal grew to {max_len} bytes");
+    let d = SyncDriver::start(config, d.crash());
+    let topics = d.broker().live_topics();
+    assert_eq!(topics.len(), 50);
+    assert!(topics.iter().all(|t| t.high_watermarks == vec![3]), "every acknowledged record is still there");
+}
+
+#[test]
 fn journal_compaction_keeps_the_journal_small_and_recovers_the_same_topics() {
     let config = Config { compaction_min_records: 10, compaction_ratio: 2, ..Default::default() };
     let mut d = SyncDriver::start(config.clone(), MemFs::new());

@@ -29,7 +29,13 @@ pub struct Config {
     /// Compact once the journal holds at least this many records since the last compaction...
     pub compaction_min_records: u64,
     /// ...and more than this many times the live metadata (topics plus pending deletions).
+    /// Also compact once the journal file holds at least `compaction_min_bytes` and more
+    /// than this many times the size of the last snapshot written: every commit takes
+    /// about 4 KiB (two copies a block apart), so counting records alone would let a
+    /// journal of many live topics grow large between compactions.
     pub compaction_ratio: u64,
+    /// The least journal size, in bytes, at which compaction by size is considered.
+    pub compaction_min_bytes: u64,
     /// Start without writing anything: recovery reads the journal and opens the logs
     /// but rewrites, cuts, creates and removes nothing, pending deletions stay pending,
     /// and only list, describe and fetch are served (others get
@@ -56,6 +62,7 @@ impl Default for Config {
             retry_max_ms: 5_000,
             compaction_min_records: 1_000,
             compaction_ratio: 4,
+            compaction_min_bytes: 4 << 20,
             read_only: false,
             #[cfg(feature = "planted-bugs")]
             bugs: crate::planted::PlantedBugs::default(),

@@ -7,6 +7,14 @@
 
 use crate::journal::{encode_compacted, JournalRecord, Snapshot};
 
+/// When compaction is due (from [`crate::Config`]).
+#[derive(Debug, Clone)]
+pub(crate) struct CompactionLimits {
+    pub min_records: u64,
+    pub ratio: u64,
+    pub min_bytes: u64,
+}
+
 /// What the in-flight journal work makes durable once it completes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Flight {
@@ -35,6 +43,9 @@ pub(crate) struct JournalWriter {
     /// The current journal file's length: where the next commit starts, which places
     /// its second copy (see [`crate::journal`]).
     file_len: u64,
+    /// The size of the last journal file written whole (a snapshot): the measure of the
+    /// live metadata in bytes.
+    snapshot_len: u64,
     /// A replace is required before anything else (first start, torn tail).
     forced_replace: Option<bool>,
 }
@@ -71,10 +82,14 @@ impl JournalWriter {
         seq <= self.durable_seq
     }
 
-    /// Whether compaction is due given the live metadata size.
-    fn compaction_due(&self, live_entries: u64, min_records: u64, ratio: u64) -> bool {
+    /// Whether compaction is due: by records against the live metadata, or by bytes
+    /// against the last snapshot written.
+    fn compaction_due(&self, live_entries: u64, limits: &CompactionLimits) -> bool {
         let file = self.records_in_file + self.queue.len() as u64;
-        file >= min_records && file > ratio.saturating_mul(live_entries.max(1))
+        let by_records = file >= limits.min_records && file > limits.ratio.saturating_mul(live_entries.max(1));
+        let by_bytes =
+            self.file_len >= limits.min_bytes && self.file_len > limits.ratio.saturating_mul(self.snapshot_len.max(1));
+        by_records || by_bytes
     }
 
     /// The next I/O to issue, if nothing is in flight and there is work.
@@ -82,15 +97,14 @@ impl JournalWriter {
     pub fn next_io(
         &mut self,
         live_entries: u64,
-        min_records: u64,
-        ratio: u64,
+        limits: &CompactionLimits,
         snapshot: impl FnOnce() -> Snapshot,
     ) -> Option<JournalIo> {
         if self.flight.is_some() {
             return None;
         }
         let keep_old = self.forced_replace;
-        if keep_old.is_some() || (!self.queue.is_empty() && self.compaction_due(live_entries, min_records, ratio)) {
+        if keep_old.is_some() || (!self.queue.is_empty() && self.compaction_due(live_entries, limits)) {
             let epoch = self.epoch + 1;
             self.queue.clear();
             self.forced_replace = None;
@@ -128,6 +142,7 @@ impl JournalWriter {
                 self.epoch = epoch;
                 self.records_in_file = 1;
                 self.file_len = bytes;
+                self.snapshot_len = bytes;
                 true
             }
             None => false,

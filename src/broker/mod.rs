@@ -26,7 +26,7 @@ use crate::error::{BrokerError, HaltReason};
 use crate::ids::{LogId, OpId, RequestId, TimerId, TopicId};
 use crate::journal::{MetaState, MetaTopic};
 use crate::time::Time;
-use journal_writer::{JournalIo, JournalWriter};
+use journal_writer::{CompactionLimits, JournalIo, JournalWriter};
 use state::Topic;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -459,9 +459,13 @@ impl Broker {
             self.pump_removals();
         }
         let live = self.topics.len() as u64;
-        let (min, ratio) = (self.config.compaction_min_records, self.config.compaction_ratio);
+        let limits = CompactionLimits {
+            min_records: self.config.compaction_min_records,
+            ratio: self.config.compaction_ratio,
+            min_bytes: self.config.compaction_min_bytes,
+        };
         let (topics, next_id) = (&self.topics, self.next_topic_id);
-        match self.journal.next_io(live, min, ratio, || meta_state_of(topics, next_id).snapshot()) {
+        match self.journal.next_io(live, &limits, || meta_state_of(topics, next_id).snapshot()) {
             Some(JournalIo::AppendSync { bytes }) => {
                 self.op(StorageOp::AppendJournal { bytes }, PendingOp::JournalWrite);
                 self.op(StorageOp::SyncJournal, PendingOp::JournalWrite);
