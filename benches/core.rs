@@ -123,7 +123,7 @@ impl ZeroCost {
                     self.broker.handle_completion(Time::ZERO, id, result);
                 }
                 Effect::Reply { reply, .. } => self.ok += usize::from(reply.is_ok()),
-                Effect::SetTimer { .. } => {}
+                Effect::Notice(_) => {}
                 Effect::Halt(reason) => panic!("halted: {reason}"),
             }
         }

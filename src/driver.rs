@@ -8,9 +8,10 @@ use crate::effect::Effect;
 use crate::error::{BrokerError, HaltReason};
 use crate::executor::Executor;
 use crate::fs::FileSystem;
-use crate::ids::{RequestId, TimerId};
+use crate::ids::RequestId;
+use crate::notice::Notice;
 use crate::time::Time;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// Runs a [`Broker`] over an [`Executor`] in one thread, deterministically.
 #[derive(Debug)]
@@ -18,10 +19,10 @@ pub struct SyncDriver<F> {
     broker: Broker,
     executor: Executor<F>,
     now: Time,
-    timers: BTreeSet<(Time, TimerId)>,
     replies: BTreeMap<RequestId, Result<Reply, BrokerError>>,
     next_request: u64,
     halted: Option<HaltReason>,
+    notices: Vec<Notice>,
     trace: Option<Vec<Effect>>,
     backlog: VecDeque<Effect>,
 }
@@ -40,10 +41,10 @@ impl<F: FileSystem> SyncDriver<F> {
             broker: Broker::start(config, now),
             executor,
             now,
-            timers: BTreeSet::new(),
             replies: BTreeMap::new(),
             next_request: 1,
             halted: None,
+            notices: Vec::new(),
             trace: None,
             backlog: VecDeque::new(),
         };
@@ -98,9 +99,7 @@ impl<F: FileSystem> SyncDriver<F> {
                 Effect::Reply { request, reply } => {
                     self.replies.insert(request, reply);
                 }
-                Effect::SetTimer { id, at } => {
-                    self.timers.insert((at, id));
-                }
+                Effect::Notice(notice) => self.notices.push(notice),
                 Effect::Halt(reason) => {
                     self.halted = Some(reason);
                 }
@@ -108,11 +107,12 @@ impl<F: FileSystem> SyncDriver<F> {
         }
     }
 
-    /// Moves the clock to the earliest armed timer and fires it. False if none is armed.
+    /// Moves the clock to the broker's next deadline and lets the time pass. False if no
+    /// timer is armed.
     pub fn fire_next_timer(&mut self) -> bool {
-        let Some((at, id)) = self.timers.pop_first() else { return false };
+        let Some(at) = self.broker.poll_timeout() else { return false };
         self.now = self.now.max(at);
-        self.broker.handle_timer(self.now, id);
+        self.broker.handle_timeout(self.now);
         self.run_until_idle();
         true
     }
@@ -120,7 +120,7 @@ impl<F: FileSystem> SyncDriver<F> {
     /// Moves the clock forward by `ms`, firing every timer that falls due.
     pub fn advance_millis(&mut self, ms: u64) {
         let until = self.now.plus_millis(ms);
-        while self.timers.first().is_some_and(|(at, _)| *at <= until) {
+        while self.broker.poll_timeout().is_some_and(|at| at <= until) {
             self.fire_next_timer();
         }
         self.now = until;
@@ -149,6 +149,11 @@ impl<F: FileSystem> SyncDriver<F> {
     /// The effects recorded since the last call.
     pub fn take_trace(&mut self) -> Vec<Effect> {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The notices the broker gave since the last call, oldest first.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
     }
 
     /// Why the broker halted, if it did.

@@ -23,8 +23,8 @@
 
 use crate::command::{ProduceRecord, Reply, StoredRecord};
 use crate::error::{BrokerError, HaltReason, StorageError};
-use crate::ids::{LogId, OpId, RequestId, TimerId};
-use crate::time::Time;
+use crate::ids::{LogId, OpId, RequestId};
+use crate::notice::Notice;
 use serde::{Deserialize, Serialize};
 
 /// A record to append, with the offset the core assigned it.
@@ -53,7 +53,7 @@ pub enum StorageOp {
     /// rename it over the journal, sync the directory). Once complete, the new journal
     /// is durable and the old one is gone; a crash before leaves the old one whole.
     /// With `keep_old`, the old journal's bytes are first copied to a durable backup
-    /// file (recovery keeps a copy of a torn journal; the executor keeps at most
+    /// file, whose name the output reports (recovery keeps a copy of a torn journal; the executor keeps at most
     /// [`crate::executor::MAX_JOURNAL_BACKUPS`] of them, removing the oldest). A failed fsync of the directory
     /// is [`StorageError::DirSyncFailed`]. Output: [`OpOutput::Done`].
     ReplaceJournal {
@@ -158,6 +158,10 @@ pub enum OpOutput {
     },
     /// Records read, offsets dense from the requested one.
     Records(Vec<StoredRecord>),
+    /// The journal was replaced and its old contents kept in this file first (the
+    /// output of a [`StorageOp::ReplaceJournal`] with `keep_old`; [`OpOutput::Done`]
+    /// there is accepted too, from a runtime that does not name its copies).
+    BackedUp(String),
 }
 
 /// Offsets `from..to` of a log whose records cannot be read back (damage found on open).
@@ -191,13 +195,8 @@ pub enum Effect {
         /// The answer.
         reply: Result<Reply, BrokerError>,
     },
-    /// Fire timer `id` once virtual time reaches `at`.
-    SetTimer {
-        /// Echo this when firing.
-        id: TimerId,
-        /// When.
-        at: Time,
-    },
+    /// Something an operator should hear about; nothing waits for it.
+    Notice(Notice),
     /// The broker stopped; drop it and start a new one, which recovers from storage.
     Halt(HaltReason),
 }

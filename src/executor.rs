@@ -272,9 +272,7 @@ impl<F: FileSystem> Executor<F> {
 
     fn replace_journal(&mut self, contents: &[u8], keep_old: bool) -> OpResult {
         self.journal_len = None;
-        if keep_old {
-            self.back_up_journal()?;
-        }
+        let backup = if keep_old { self.back_up_journal()? } else { None };
         self.fs.create(JOURNAL_TMP_FILE)?;
         self.fs.truncate(JOURNAL_TMP_FILE, 0)?;
         self.fs.write_at(JOURNAL_TMP_FILE, 0, contents)?;
@@ -282,7 +280,7 @@ impl<F: FileSystem> Executor<F> {
         self.fs.rename(JOURNAL_TMP_FILE, JOURNAL_FILE)?;
         self.sync_new_entry(&format!("renaming {JOURNAL_TMP_FILE} over {JOURNAL_FILE}"))?;
         self.journal_len = Some(contents.len() as u64);
-        Ok(OpOutput::Done)
+        Ok(backup.map_or(OpOutput::Done, OpOutput::BackedUp))
     }
 
     /// Copies the current journal to `journal.torn.N`, durably, numbered one past the
@@ -292,10 +290,11 @@ impl<F: FileSystem> Executor<F> {
     /// backup tries again), and they need no directory fsync of their own (the journal
     /// rename that follows syncs the directory; a copy that comes back after a crash is
     /// only a spare copy).
-    fn back_up_journal(&mut self) -> Result<(), StorageError> {
+    /// The copy's name, or `None` if there was no journal to copy.
+    fn back_up_journal(&mut self) -> Result<Option<String>, StorageError> {
         let old = match self.fs.read_all(JOURNAL_FILE) {
             Ok(old) => old,
-            Err(StorageError::NotFound(_)) => return Ok(()),
+            Err(StorageError::NotFound(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
         let mut copies: Vec<u64> = self
@@ -319,7 +318,7 @@ impl<F: FileSystem> Executor<F> {
         for oldest in &copies[..excess] {
             let _ = self.fs.remove(&format!("{JOURNAL_BACKUP_PREFIX}{oldest}"));
         }
-        Ok(())
+        Ok(Some(name))
     }
 
     fn list_logs(&mut self) -> OpResult {

@@ -59,7 +59,3 @@ pub struct RequestId(pub u64);
 /// A storage operation issued by the core; its completion must echo this id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct OpId(pub u64);
-
-/// A timer armed by the core; the runtime fires it back with this id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct TimerId(pub u64);

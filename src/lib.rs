@@ -18,6 +18,7 @@ pub mod journal;
 pub mod logcodec;
 pub mod memfs;
 pub mod name;
+pub mod notice;
 pub mod partitioner;
 pub mod planted;
 pub mod time;
@@ -29,6 +30,7 @@ pub use effect::{AppendRecord, DamagedRange, Effect, OpOutput, OpResult, Storage
 pub use error::{BrokerError, HaltReason, StorageError};
 pub use executor::Executor;
 pub use fs::FileSystem;
-pub use ids::{LogId, OpId, RequestId, TimerId, TopicId};
+pub use ids::{LogId, OpId, RequestId, TopicId};
 pub use memfs::MemFs;
+pub use notice::{Notice, Operation};
 pub use time::Time;

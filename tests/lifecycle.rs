@@ -356,6 +356,18 @@ fn create_of_an_existing_name_is_refused() {
 // Removal retries
 // ---------------------------------------------------------------------------------
 
+/// Lets time pass from deadline to deadline until no timer is armed: the time of each, in
+/// milliseconds.
+fn deadlines<F: broker_core::FileSystem>(d: &mut SyncDriver<F>) -> Vec<u64> {
+    let mut fired = Vec::new();
+    for _ in 0..100 {
+        let Some(at) = d.broker().poll_timeout() else { break };
+        fired.push(at.as_micros() / 1000);
+        d.fire_next_timer();
+    }
+    fired
+}
+
 #[test]
 fn failed_removals_are_retried_with_backoff_until_they_succeed() {
     let fs = FlakyRemoveFs { fail_removes: 4, ..Default::default() };
@@ -364,17 +376,9 @@ fn failed_removals_are_retried_with_backoff_until_they_succeed() {
     produced(d.request(produce("t", &["a"])));
     d.record_trace();
     assert_eq!(d.request(delete("t")), Ok(Reply::DeleteAccepted { topic: t }));
-    d.settle(100);
-    let trace = d.take_trace();
     // Exponential backoff from retry_base_ms = 10: 10, 20, 40, 80 ms after each failure.
-    let timers: Vec<u64> = trace
-        .iter()
-        .filter_map(|e| match e {
-            Effect::SetTimer { at, .. } => Some(at.as_micros() / 1000),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(timers, vec![10, 30, 70, 150]);
+    assert_eq!(deadlines(&mut d), vec![10, 30, 70, 150]);
+    let trace = d.take_trace();
     assert_eq!(storage_ops(&trace).iter().filter(|op| is_remove(op)).count(), 5);
     assert_eq!((d.fs().failed, d.fs().removes), (4, 5));
     assert!(log_files(&d.fs().inner).is_empty());
@@ -391,19 +395,13 @@ fn backoff_is_capped() {
     created(d.request(create("t", 1)));
     d.record_trace();
     d.request(delete("t")).unwrap();
-    d.settle(100);
     let mut previous = 0;
-    let delays: Vec<u64> = d
-        .take_trace()
-        .iter()
-        .filter_map(|e| match e {
-            Effect::SetTimer { at, .. } => {
-                let ms = at.as_micros() / 1000;
-                let delay = ms - previous;
-                previous = ms;
-                Some(delay)
-            }
-            _ => None,
+    let delays: Vec<u64> = deadlines(&mut d)
+        .into_iter()
+        .map(|ms| {
+            let delay = ms - previous;
+            previous = ms;
+            delay
         })
         .collect();
     assert_eq!(delays, vec![10, 20, 40, 50, 50, 50]);

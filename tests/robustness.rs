@@ -8,7 +8,7 @@ use broker_core::command::StoredRecord;
 use broker_core::journal::JOURNAL_FILE;
 use broker_core::{
     BrokerError, Command, Config, Effect, HaltReason, LogId, MemFs, OpId, OpOutput, Phase, Reply, RequestId,
-    StorageError, StorageOp, SyncDriver, TimerId, TopicId, TopicSettings,
+    StorageError, StorageOp, SyncDriver, Time, TopicId, TopicSettings,
 };
 use common::*;
 use proptest::prelude::*;
@@ -162,8 +162,9 @@ fn assert_stays_halted(h: &mut Hand) {
         h.complete_with(id, done());
     }
     h.complete_with(OpId(9_999), done());
-    let now = h.now;
-    h.broker.handle_timer(now, TimerId(1));
+    let later = h.now.plus_millis(3_600_000);
+    assert_eq!(h.broker.poll_timeout(), None, "a halted broker arms no timer");
+    h.broker.handle_timeout(later);
     h.collect();
     assert_eq!(h.trace.len(), mark, "a halted broker emits nothing: {:?}", &h.trace[mark..]);
     assert_eq!(h.halts.len(), 1);
@@ -277,14 +278,17 @@ fn a_log_record_claiming_the_last_offset_does_not_panic_recovery() {
 }
 
 #[test]
-fn unknown_timers_are_ignored() {
+fn time_passing_with_no_timer_due_does_nothing() {
     let mut h = Hand::start(Config::default(), MemFs::new());
     created(h.request(create("t", 1)));
+    assert_eq!(h.broker.poll_timeout(), None);
     let mark = h.trace.len();
-    let now = h.now;
-    for id in [0, 1, 2, 99, u64::MAX] {
-        h.broker.handle_timer(now, TimerId(id));
+    for ms in [0, 1, 2, 99, 86_400_000] {
+        let at = h.now.plus_millis(ms);
+        h.broker.handle_timeout(at);
     }
+    // And time going back is taken as no time passing.
+    h.broker.handle_timeout(Time::ZERO);
     h.collect();
     assert_eq!(h.trace.len(), mark);
     assert_eq!(h.broker.phase(), Phase::Serving);
@@ -292,16 +296,21 @@ fn unknown_timers_are_ignored() {
 }
 
 #[test]
-fn a_fired_timer_firing_again_is_ignored() {
+fn a_timer_fires_once_at_its_deadline() {
     let fs = FlakyRemoveFs { fail_removes: 1, ..Default::default() };
     let mut h = Hand::start_on(Config::default(), fs);
     created(h.request(create("t", 1)));
     h.request(delete("t")).unwrap();
-    let (&timer, _) = h.timers.iter().next().expect("a retry is armed");
+    let deadline = h.broker.poll_timeout().expect("a retry is armed");
+    assert!(deadline > h.now, "the retry backs off");
+    // Just before the deadline: nothing fires.
+    let mark = h.trace.len();
+    h.broker.handle_timeout(Time(deadline.0 - 1));
+    h.collect();
+    assert_eq!(h.trace.len(), mark);
     assert!(h.fire_next_timer());
     let mark = h.trace.len();
-    let now = h.now;
-    h.broker.handle_timer(now, timer);
+    h.broker.handle_timeout(deadline);
     h.collect();
     assert_eq!(h.trace.len(), mark);
     assert!(h.broker.pending_deletions().is_empty());
@@ -519,7 +528,7 @@ fn every_error_of_every_operation_kind_is_handled() {
                     continue;
                 }
                 // Background work (recovery reads, log creation, opening, removal): retried later.
-                _ => assert_eq!(h.timers.len(), 1, "{what}: a retry is armed"),
+                _ => assert_eq!(h.broker.timers_armed(), 1, "{what}: a retry is armed"),
             }
             // Everything else recovers: let the retries run and check the broker serves.
             h.settle(20);
@@ -563,7 +572,7 @@ enum Step {
     Unknown(u64),
     /// A second completion of the n-th completed operation.
     Duplicate(usize),
-    /// A timer id, armed or not.
+    /// Time passes by this many milliseconds (a timer may or may not fall due).
     Timer(u64),
     /// Fire the earliest armed timer.
     FireDue,
@@ -653,9 +662,10 @@ fn run_steps(steps: &[Step]) {
                     h.complete_with(id, done());
                 }
             }
-            Step::Timer(id) => {
+            Step::Timer(ms) => {
+                h.now = h.now.plus_millis(*ms * 25);
                 let now = h.now;
-                h.broker.handle_timer(now, TimerId(*id));
+                h.broker.handle_timeout(now);
                 h.collect();
             }
             Step::FireDue => {

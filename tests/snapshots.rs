@@ -115,12 +115,14 @@ fn delete_trace() {
 fn delete_with_grace_trace() {
     let mut d = driver();
     created(d.request(create_grace("orders", 1, 10)));
-    let text = traced(&mut d, |d| {
+    let mut text = traced(&mut d, |d| {
         d.request(delete("orders")).unwrap();
-        d.settle(100);
     });
+    let deadline = d.broker().poll_timeout().expect("the grace delay is a timer");
+    text += &format!("time passes to {deadline}\n");
+    text += &traced(&mut d, |d| d.settle(100));
     let accepted = line_of(&text, "Ok(DeleteAccepted t0)");
-    let timer = line_of(&text, "timer #1 at 0.010000s");
+    let timer = line_of(&text, "time passes to 0.010000s");
     let remove = line_of(&text, "RemoveLog t0/p0");
     assert!(accepted < timer && timer < remove, "{text}");
     insta::assert_snapshot!(text);
@@ -137,11 +139,16 @@ fn recovery_resuming_a_deletion_trace() {
     let epoch = d.broker().journal_epoch();
     let disk = d.crash();
     let mut h = Hand::new(Config::default(), disk);
+    h.run();
+    let mut text = render(&h.trace, epoch);
+    let mark = h.trace.len();
+    let deadline = h.broker.poll_timeout().expect("the rest of the grace delay is a timer");
+    text += &format!("time passes to {deadline}\n");
     h.settle(100);
     assert_eq!(h.broker.journal_epoch(), epoch + 1, "recovery rewrites the journal once, as a snapshot");
-    let text = render(&h.trace, epoch);
+    text += &render(&h.trace[mark..], epoch + 1);
     let open = line_of(&text, "OpenLog t0/p0");
-    let timer = line_of(&text, "timer #1 at 0.050000s");
+    let timer = line_of(&text, "time passes to 0.050000s");
     let removes = lines_of(&text, "RemoveLog t1/");
     assert_eq!(removes.len(), 2, "{text}");
     assert!(open < timer && removes.iter().all(|&r| timer < r), "{text}");

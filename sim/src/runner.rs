@@ -17,7 +17,7 @@ use crate::workload::Workload;
 use broker_core::journal::{decode_journal, DecodedJournal, JOURNAL_FILE};
 use broker_core::{
     Broker, BrokerError, Command, Config, Effect, Executor, LogId, OpId, OpResult, Phase, Reply, RequestId, StorageOp,
-    Time, TimerId, TopicId,
+    Time, TopicId,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -148,9 +148,20 @@ pub struct RunReport {
 #[derive(Debug, Clone)]
 enum Event {
     ClientWake(usize),
-    Execute { life: u32, id: OpId },
-    Complete { life: u32, id: OpId, result: OpResult },
-    Timer { life: u32, id: TimerId },
+    Execute {
+        life: u32,
+        id: OpId,
+    },
+    Complete {
+        life: u32,
+        id: OpId,
+        result: OpResult,
+    },
+    /// The broker's clock reaches a deadline it asked for.
+    Timeout {
+        life: u32,
+        at: Time,
+    },
     RandomCrash,
     Restart,
     EndChaos,
@@ -173,6 +184,8 @@ struct Node {
     /// Requests in flight, by the client that sent them.
     requests: BTreeMap<RequestId, usize>,
     serving: bool,
+    /// Deadlines of the broker's timers with a `Timeout` event scheduled.
+    wakes: BTreeSet<Time>,
 }
 
 struct Sim {
@@ -369,6 +382,7 @@ impl Sim {
             lanes: BTreeMap::new(),
             requests: BTreeMap::new(),
             serving: false,
+            wakes: BTreeSet::new(),
         });
         self.drain_effects();
     }
@@ -448,14 +462,17 @@ impl Sim {
                 }
                 self.drain_effects();
             }
-            Event::Timer { life, id } if life == self.life => {
-                self.trace.record(self.now, "timer", format!("timer{}", id.0));
+            Event::Timeout { life, at } if life == self.life => {
                 if let Some(n) = self.node.as_mut() {
-                    n.broker.handle_timer(self.now, id);
+                    n.wakes.remove(&at);
+                    if n.broker.poll_timeout().is_some_and(|due| due <= self.now) {
+                        self.trace.record(self.now, "timeout", String::new());
+                        n.broker.handle_timeout(self.now);
+                    }
                 }
                 self.drain_effects();
             }
-            Event::Execute { .. } | Event::Complete { .. } | Event::Timer { .. } => {} // a dead process's
+            Event::Execute { .. } | Event::Complete { .. } | Event::Timeout { .. } => {} // a dead process's
             Event::RandomCrash => {
                 if self.chaos {
                     self.kill("random crash", true);
@@ -594,16 +611,21 @@ impl Sim {
             match effect {
                 Effect::Storage { id, op } => self.issue(id, op),
                 Effect::Reply { request, reply } => self.reply(request, reply),
-                Effect::SetTimer { id, at } => {
-                    let life = self.life;
-                    self.schedule(at, Event::Timer { life, id });
-                }
+                // Recorded in the trace above; an operator's concern, not a client's.
+                Effect::Notice(_) => {}
                 Effect::Halt(reason) => {
                     self.stats.halts += 1;
                     let lose_cache = self.rng.chance(self.params.halt_loses_cache);
                     self.kill(&format!("halt: {reason}"), lose_cache);
                     return;
                 }
+            }
+        }
+        let Some(n) = self.node.as_mut() else { return };
+        if let Some(at) = n.broker.poll_timeout() {
+            if n.wakes.insert(at) {
+                let life = self.life;
+                self.schedule(at, Event::Timeout { life, at });
             }
         }
         let Some(n) = self.node.as_mut() else { return };

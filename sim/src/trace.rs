@@ -159,6 +159,7 @@ pub fn render_result(r: &OpResult) -> String {
         Ok(OpOutput::Journal(None)) => "no journal".into(),
         Ok(OpOutput::Journal(Some(b))) => format!("journal len={} crc={:08x}", b.len(), crc(b)),
         Ok(OpOutput::Logs(logs)) => format!("{} logs", logs.len()),
+        Ok(OpOutput::BackedUp(file)) => format!("ok, old journal kept as {file}"),
         Ok(OpOutput::Opened { next_offset, damaged }) => format!("opened next={next_offset} damaged={}", damaged.len()),
         Ok(OpOutput::Records(rs)) => {
             let mut c = 0u32;
@@ -208,7 +209,7 @@ pub fn render_effect(e: &Effect, epoch: u64) -> String {
     match e {
         Effect::Storage { id, op } => format!("#{} {}", id.0, render_op(op, epoch)),
         Effect::Reply { request, reply } => format!("req{} {}", request.0, render_reply(reply)),
-        Effect::SetTimer { id, at } => format!("timer{} at {at}", id.0),
+        Effect::Notice(notice) => format!("notice: {notice}"),
         Effect::Halt(reason) => format!("HALT {reason}"),
     }
 }

@@ -5,10 +5,10 @@
 
 use broker_core::{
     Broker, BrokerError, Command, Config, Effect, Executor, FileSystem, LogId, Phase, ProduceRecord, Reply, RequestId,
-    StorageError, SyncDriver, Time, TimerId, TopicId, TopicSettings,
+    StorageError, SyncDriver, Time, TopicId, TopicSettings,
 };
 use broker_sim::disk::{CrashMode, DiskFaults, SimDisk};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A disk that keeps a snapshot of itself after every operation: `snaps[k]` is the
 /// state after `k` operations, so a test can crash at any of them afterwards.
@@ -110,7 +110,6 @@ struct Harness {
     broker: Broker,
     executor: Executor<Recording>,
     now: Time,
-    timers: BTreeSet<(Time, TimerId)>,
     replies: BTreeMap<RequestId, (Result<Reply, BrokerError>, usize)>,
     next_request: u64,
 }
@@ -121,7 +120,6 @@ impl Harness {
             broker: Broker::start(config.clone(), Time::ZERO),
             executor: Executor::new(Recording::new(disk)),
             now: Time::ZERO,
-            timers: BTreeSet::new(),
             replies: BTreeMap::new(),
             next_request: 1,
         };
@@ -144,9 +142,7 @@ impl Harness {
                 Effect::Reply { request, reply } => {
                     self.replies.insert(request, (reply, self.ops()));
                 }
-                Effect::SetTimer { id, at } => {
-                    self.timers.insert((at, id));
-                }
+                Effect::Notice(_) => {}
                 Effect::Halt(reason) => panic!("the workload halted: {reason}"),
             }
         }
@@ -168,9 +164,9 @@ impl Harness {
     }
 
     fn fire_timer(&mut self) -> bool {
-        let Some((at, id)) = self.timers.pop_first() else { return false };
+        let Some(at) = self.broker.poll_timeout() else { return false };
         self.now = self.now.max(at);
-        self.broker.handle_timer(self.now, id);
+        self.broker.handle_timeout(self.now);
         self.run();
         true
     }

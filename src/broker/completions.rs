@@ -6,6 +6,7 @@ use crate::effect::{Effect, OpOutput, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason, StorageError};
 use crate::ids::{LogId, OpId, TopicId};
 use crate::journal::JournalRecord;
+use crate::notice::{Notice, Operation};
 
 impl Broker {
     pub(super) fn completion(&mut self, op: OpId, pending: PendingOp, result: OpResult) {
@@ -18,10 +19,13 @@ impl Broker {
             PendingOp::ReadJournal => match result {
                 Ok(OpOutput::Journal(image)) => self.journal_read(image),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "a journal image")),
-                Err(_) => self.retry_recovery_read(TimerPurpose::RetryReadJournal),
+                Err(e) => self.retry_recovery_read(TimerPurpose::RetryReadJournal, e),
             },
-            PendingOp::JournalWrite => match result {
-                Ok(OpOutput::Done) => {
+            PendingOp::JournalWrite { backs_up } => match result {
+                Ok(output @ (OpOutput::Done | OpOutput::BackedUp(_))) => {
+                    if backs_up {
+                        self.journal_backed_up(output);
+                    }
                     if self.journal.op_done() {
                         self.journal_durable();
                     }
@@ -32,7 +36,7 @@ impl Broker {
             PendingOp::ListLogs => match result {
                 Ok(OpOutput::Logs(logs)) => self.logs_listed(logs),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "a log list")),
-                Err(_) => self.retry_recovery_read(TimerPurpose::RetryListLogs),
+                Err(e) => self.retry_recovery_read(TimerPurpose::RetryListLogs, e),
             },
             PendingOp::OpenLog(log) => match result {
                 Ok(OpOutput::Opened { next_offset, damaged }) => self.log_opened(log, Ok((next_offset, damaged))),
@@ -42,7 +46,7 @@ impl Broker {
             PendingOp::CreateLog(log) => match result {
                 Ok(OpOutput::Done) => self.log_created(log),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
-                Err(_) => self.create_failed(log),
+                Err(e) => self.create_failed(log, e),
             },
             PendingOp::SyncLog { log, end } if result.is_err() && self.bug(crate::planted::Bug::RetryFailedFsync) => {
                 self.op(StorageOp::SyncLog { log }, PendingOp::SyncLog { log, end });
@@ -69,6 +73,13 @@ impl Broker {
                     }
                     Ok(_) => Err(BrokerError::Storage(format!("read of {log} returned something other than records"))),
                     Err(StorageError::Corrupt { position, record_offset, detail, .. }) => {
+                        let at = record_offset.unwrap_or(offset);
+                        self.notice(Notice::Corruption {
+                            log,
+                            from: at,
+                            to: at + 1,
+                            detail: format!("{detail} (byte {position})"),
+                        });
                         Err(BrokerError::CorruptRecord {
                             log: log.file_name(),
                             offset: record_offset.unwrap_or(offset),
@@ -82,12 +93,12 @@ impl Broker {
             PendingOp::RemoveLog(log) => match result {
                 Ok(OpOutput::Done) => self.log_removed(log),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
-                Err(_) => self.removal_failed(log),
+                Err(e) => self.removal_failed(log, e),
             },
             PendingOp::RemoveStray(log) => match result {
-                Ok(OpOutput::Done) => self.stray_removal_done(log, true),
+                Ok(OpOutput::Done) => self.stray_removal_done(log, Ok(())),
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
-                Err(_) => self.stray_removal_done(log, false),
+                Err(e) => self.stray_removal_done(log, Err(e)),
             },
         }
     }
@@ -111,18 +122,51 @@ impl Broker {
     }
 
     /// Arms a retry of a recovery read (journal or log list), with exponential backoff.
-    fn retry_recovery_read(&mut self, purpose: TimerPurpose) {
+    fn retry_recovery_read(&mut self, purpose: TimerPurpose, error: StorageError) {
         let delay = self.config.backoff_ms(self.journal_retries);
         self.journal_retries += 1;
+        self.retrying(purpose, error, self.journal_retries, delay);
         self.timer_in(delay, purpose);
     }
 
     /// Arms a retry of a background operation on `log`, with exponential backoff.
-    pub(super) fn retry_later(&mut self, log: LogId, purpose: TimerPurpose) {
+    pub(super) fn retry_later(&mut self, log: LogId, purpose: TimerPurpose, error: StorageError) {
         let attempt = self.retries.entry(log).or_insert(0);
         let delay = self.config.backoff_ms(*attempt);
         *attempt += 1;
+        let failures = *attempt;
+        self.retrying(purpose, error, failures, delay);
         self.timer_in(delay, purpose);
+    }
+
+    /// Tells the operator that the operation behind `purpose` failed and waits for a retry.
+    fn retrying(&mut self, purpose: TimerPurpose, error: StorageError, failures: u32, retry_in_ms: u64) {
+        let operation = match purpose {
+            TimerPurpose::RetryReadJournal => Operation::ReadJournal,
+            TimerPurpose::RetryListLogs => Operation::ListLogs,
+            TimerPurpose::RetryOpen(log) => Operation::OpenLog(log),
+            TimerPurpose::RetryCreate(log) => Operation::CreateLog(log),
+            TimerPurpose::RetryRemove(log) => Operation::RemoveLog(log),
+            TimerPurpose::RetryStray(log) => Operation::RemoveStray(log),
+            TimerPurpose::Grace(_) => return,
+        };
+        self.notice(Notice::Retrying { operation, error, failures, retry_in_ms });
+    }
+
+    /// The journal rewrite that keeps the old journal completed: report what was wrong
+    /// with the old one, naming the copy.
+    fn journal_backed_up(&mut self, output: OpOutput) {
+        let copy = match output {
+            OpOutput::BackedUp(file) => Some(file),
+            _ => None,
+        };
+        let damage = self.recovery.as_mut().map(|r| std::mem::take(&mut r.journal_damage)).unwrap_or_default();
+        for mut n in damage {
+            if let Notice::TornJournalTail { backup, .. } | Notice::JournalCopyRepaired { backup, .. } = &mut n {
+                backup.clone_from(&copy);
+            }
+            self.notice(n);
+        }
     }
 
     /// One storage operation on `log` finished; a deletion may now proceed.

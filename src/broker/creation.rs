@@ -68,7 +68,7 @@ impl Broker {
     }
 
     /// A failed log creation: try again later (the log stays counted as busy).
-    pub(super) fn create_failed(&mut self, log: LogId) {
-        self.retry_later(log, TimerPurpose::RetryCreate(log));
+    pub(super) fn create_failed(&mut self, log: LogId, error: crate::error::StorageError) {
+        self.retry_later(log, TimerPurpose::RetryCreate(log), error);
     }
 }

@@ -116,7 +116,9 @@ impl Broker {
                 self.acknowledge_deletion(id);
             }
             self.removing.remove(&id);
+            let mut finished_name = None;
             if let Some(t) = self.topics.remove(&id) {
+                finished_name = Some(t.meta.name.clone());
                 // Older incarnations of the name may still be being deleted.
                 if let Some(ids) = self.deleting_names.get_mut(&t.meta.name) {
                     ids.remove(&id);
@@ -126,6 +128,9 @@ impl Broker {
                 }
             }
             self.journal.push(JournalRecord::DeletionCompleted { id });
+            if let Some(name) = finished_name {
+                self.notice(crate::notice::Notice::DeletionFinished { topic: id, name });
+            }
             if self.completed.len() == super::COMPLETED_KEPT {
                 self.completed.pop_front();
             }
@@ -153,22 +158,24 @@ impl Broker {
         }
     }
 
-    pub(super) fn removal_failed(&mut self, log: LogId) {
+    pub(super) fn removal_failed(&mut self, log: LogId, error: crate::error::StorageError) {
         self.removals_in_flight = self.removals_in_flight.saturating_sub(1);
         if let Some(d) = self.deleting_owner(log) {
             d.removing.remove(&log.partition);
             d.backing_off.insert(log.partition);
         }
-        self.retry_later(log, TimerPurpose::RetryRemove(log));
+        self.retry_later(log, TimerPurpose::RetryRemove(log), error);
     }
 
     /// A stray log's removal finished: its slot is free; a failure is retried later.
-    pub(super) fn stray_removal_done(&mut self, log: LogId, ok: bool) {
+    pub(super) fn stray_removal_done(&mut self, log: LogId, result: Result<(), crate::error::StorageError>) {
         self.removals_in_flight = self.removals_in_flight.saturating_sub(1);
-        if ok {
-            self.retries.remove(&log);
-        } else {
-            self.retry_later(log, TimerPurpose::RetryStray(log));
+        match result {
+            Ok(()) => {
+                self.retries.remove(&log);
+                self.notice(crate::notice::Notice::StrayLogRemoved { log });
+            }
+            Err(e) => self.retry_later(log, TimerPurpose::RetryStray(log), e),
         }
     }
 

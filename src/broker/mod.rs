@@ -3,11 +3,14 @@
 //! ```text
 //!  client ──Command──▶ ┌────────┐ ──Storage op──▶ runtime (executor, disk)
 //!  runtime ─Completion▶│ Broker │ ──Reply───────▶ client
-//!  runtime ─Timer─────▶└────────┘ ──SetTimer/Halt▶ runtime
+//!  runtime ─Timeout───▶└────────┘ ──Halt──────────▶ runtime
 //! ```
 //!
 //! Every entry point takes the current virtual time. Effects queue up inside the
-//! broker; the runtime drains them with [`Broker::poll_effect`].
+//! broker; the runtime drains them with [`Broker::poll_effect`]. The broker keeps its
+//! own timers (grace delays, retry backoffs): after every input the runtime asks
+//! [`Broker::poll_timeout`] for the next deadline and calls [`Broker::handle_timeout`]
+//! once its clock reaches it, as quinn-proto's and str0m's sans-I/O cores do.
 
 mod commands;
 mod completions;
@@ -23,7 +26,7 @@ pub use config::Config;
 use crate::command::{Command, Reply, TopicDescription};
 use crate::effect::{Effect, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason};
-use crate::ids::{LogId, OpId, RequestId, TimerId, TopicId};
+use crate::ids::{LogId, OpId, RequestId, TopicId};
 use crate::journal::{MetaState, MetaTopic};
 use crate::time::Time;
 use journal_writer::{CompactionLimits, JournalIo, JournalWriter};
@@ -82,13 +85,28 @@ pub struct DamagedRecords {
 #[derive(Debug, Clone)]
 enum PendingOp {
     ReadJournal,
-    JournalWrite,
+    /// A journal write; `backs_up` if it keeps the old journal (recovery found damage).
+    JournalWrite {
+        backs_up: bool,
+    },
     ListLogs,
     OpenLog(LogId),
     CreateLog(LogId),
-    Append { log: LogId, end: u64 },
-    SyncLog { log: LogId, end: u64 },
-    Read { request: RequestId, log: LogId, offset: u64, count: u32, high_watermark: u64 },
+    Append {
+        log: LogId,
+        end: u64,
+    },
+    SyncLog {
+        log: LogId,
+        end: u64,
+    },
+    Read {
+        request: RequestId,
+        log: LogId,
+        offset: u64,
+        count: u32,
+        high_watermark: u64,
+    },
     RemoveLog(LogId),
     RemoveStray(LogId),
 }
@@ -132,12 +150,14 @@ pub struct Broker {
     phase: Phase,
     effects: VecDeque<Effect>,
     next_op: u64,
+    /// Sequence number of the next timer armed: it orders timers with equal deadlines.
     next_timer: u64,
     /// Operations in flight. Never iterated (only looked up, counted and cleared), so a
     /// hash map with a fixed hasher keeps the core deterministic; it is the hottest map
     /// (two inserts and two removals per produce).
     ops: HashMap<OpId, PendingOp, BuildHasherDefault<IdHasher>>,
-    timers: BTreeMap<TimerId, TimerPurpose>,
+    /// Armed timers by deadline, then by the order they were armed in.
+    timers: BTreeMap<(Time, u64), TimerPurpose>,
     topics: BTreeMap<TopicId, Topic>,
     /// Names of live topics (and topics being created).
     live_names: BTreeMap<String, TopicId>,
@@ -254,14 +274,32 @@ impl Broker {
         self.pump();
     }
 
-    /// Handles a timer firing. Unknown (stale) timers are ignored.
-    pub fn handle_timer(&mut self, now: Time, timer: TimerId) {
+    /// The earliest deadline of an armed timer: the runtime calls
+    /// [`Broker::handle_timeout`] once its clock reaches it. `None` when no timer is
+    /// armed (after a halt, never). Ask again after every input: any input may arm an
+    /// earlier timer.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.timers.keys().next().map(|&(at, _)| at)
+    }
+
+    /// Time has passed: fires, in deadline order, every timer due at `now` (armed before
+    /// this call). Calling it early, late or more than once is harmless: a timer fires
+    /// once, at the first call at or after its deadline.
+    pub fn handle_timeout(&mut self, now: Time) {
         self.tick(now);
         if self.phase == Phase::Halted {
             return;
         }
-        if let Some(purpose) = self.timers.remove(&timer) {
+        let due_end = (self.now, self.next_timer);
+        while let Some(entry) = self.timers.first_entry() {
+            if *entry.key() >= due_end {
+                break;
+            }
+            let purpose = entry.remove();
             self.timer(purpose);
+            if self.phase == Phase::Halted {
+                return;
+            }
         }
         self.pump();
     }
@@ -363,6 +401,14 @@ impl Broker {
         self.completed_count
     }
 
+    /// Whether the start's sweep for stray logs is still running: the logs are being
+    /// listed, or a log no topic names waits for its removal (or its retry).
+    pub fn sweeping_strays(&self) -> bool {
+        !self.strays.is_empty()
+            || self.ops.values().any(|op| matches!(op, PendingOp::ListLogs | PendingOp::RemoveStray(_)))
+            || self.timers.values().any(|t| matches!(t, TimerPurpose::RetryListLogs | TimerPurpose::RetryStray(_)))
+    }
+
     /// The epoch of the journal file being written.
     pub fn journal_epoch(&self) -> u64 {
         self.journal.epoch
@@ -381,10 +427,13 @@ impl Broker {
     }
 
     fn timer_in(&mut self, ms: u64, purpose: TimerPurpose) {
-        let id = TimerId(self.next_timer);
+        let seq = self.next_timer;
         self.next_timer += 1;
-        self.timers.insert(id, purpose);
-        self.effects.push_back(Effect::SetTimer { id, at: self.now.plus_millis(ms) });
+        self.timers.insert((self.now.plus_millis(ms), seq), purpose);
+    }
+
+    fn notice(&mut self, notice: crate::notice::Notice) {
+        self.effects.push_back(Effect::Notice(notice));
     }
 
     /// Replies to a request that was never admitted (it is not tracked).
@@ -467,11 +516,14 @@ impl Broker {
         let (topics, next_id) = (&self.topics, self.next_topic_id);
         match self.journal.next_io(live, &limits, || meta_state_of(topics, next_id).snapshot()) {
             Some(JournalIo::AppendSync { bytes }) => {
-                self.op(StorageOp::AppendJournal { bytes }, PendingOp::JournalWrite);
-                self.op(StorageOp::SyncJournal, PendingOp::JournalWrite);
+                self.op(StorageOp::AppendJournal { bytes }, PendingOp::JournalWrite { backs_up: false });
+                self.op(StorageOp::SyncJournal, PendingOp::JournalWrite { backs_up: false });
             }
             Some(JournalIo::Replace { contents, keep_old }) => {
-                self.op(StorageOp::ReplaceJournal { contents, keep_old }, PendingOp::JournalWrite);
+                self.op(
+                    StorageOp::ReplaceJournal { contents, keep_old },
+                    PendingOp::JournalWrite { backs_up: keep_old },
+                );
             }
             None => {}
         }

@@ -14,6 +14,7 @@ use crate::effect::{DamagedRange, StorageOp};
 use crate::error::{HaltReason, StorageError};
 use crate::ids::LogId;
 use crate::journal::{decode_journal, JournalRecord, MetaState, JOURNAL_FILE, MAX_PARTITIONS_EVER};
+use crate::notice::Notice;
 use crate::planted::Bug;
 use std::collections::BTreeSet;
 
@@ -30,6 +31,9 @@ pub(super) struct Recovery {
     listed: bool,
     /// Live logs still being opened or created.
     pub opening: BTreeSet<LogId>,
+    /// What was wrong with the journal read (a torn tail, repaired copies): reported
+    /// once the rewrite that keeps the old journal completes, with the copy's name.
+    pub journal_damage: Vec<Notice>,
 }
 
 /// Whether a record names a topic with more partitions than any broker may create.
@@ -56,6 +60,7 @@ impl Broker {
                 self.journal = super::JournalWriter::resume(0, 0, 0);
                 if !self.config.read_only {
                     self.journal.force_replace(false);
+                    self.notice(Notice::NewJournal);
                 }
                 MetaState::default()
             }
@@ -97,8 +102,25 @@ impl Broker {
                     self.journal = super::JournalWriter::resume(d.epoch, d.records.len() as u64, bytes.len() as u64);
                     // Read-only, nothing is rewritten: nothing acts on what was read either.
                     // A torn tail or a repaired copy: the old file is kept for inspection.
-                    if !self.config.read_only {
-                        self.journal.force_replace(d.torn_tail.is_some() || !d.repaired.is_empty());
+                    let mut damage: Vec<Notice> = d
+                        .repaired
+                        .iter()
+                        .map(|(offset, detail)| Notice::JournalCopyRepaired {
+                            offset: *offset,
+                            detail: detail.clone(),
+                            backup: None,
+                        })
+                        .collect();
+                    if let Some((offset, detail)) = &d.torn_tail {
+                        damage.push(Notice::TornJournalTail { offset: *offset, detail: detail.clone(), backup: None });
+                    }
+                    if self.config.read_only {
+                        damage.into_iter().for_each(|n| self.notice(n));
+                    } else {
+                        self.journal.force_replace(!damage.is_empty());
+                        if let Some(r) = self.recovery.as_mut() {
+                            r.journal_damage = damage;
+                        }
                     }
                     MetaState::replay(d.records.iter().map(|(_, r)| r))
                 }
@@ -217,6 +239,15 @@ impl Broker {
         match result {
             Ok((next, damaged)) => {
                 if let Some(p) = part {
+                    for d in &damaged {
+                        let (from, to, detail) = (d.from, d.to, d.detail.clone());
+                        self.effects.push_back(crate::effect::Effect::Notice(Notice::Corruption {
+                            log,
+                            from,
+                            to,
+                            detail,
+                        }));
+                    }
                     p.damaged = damaged;
                     p.next_offset = next;
                     p.high_watermark = if forget_hw { 0 } else { next };
@@ -242,9 +273,11 @@ impl Broker {
                     p.failed = Some(e.to_string());
                     p.next_offset = p.journaled_end;
                     p.high_watermark = p.journaled_end;
+                    let to = p.journaled_end;
+                    self.notice(Notice::Corruption { log, from: 0, to, detail: e.to_string() });
                 }
             }
-            Err(_) => return self.retry_later(log, TimerPurpose::RetryOpen(log)),
+            Err(e) => return self.retry_later(log, TimerPurpose::RetryOpen(log), e),
         }
         self.io_finished(log);
         if let Some(r) = self.recovery.as_mut() {

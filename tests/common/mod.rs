@@ -8,7 +8,7 @@ use broker_core::command::StoredRecord;
 use broker_core::journal::{decode_journal, JournalRecord, TopicMeta, JOURNAL_FILE};
 use broker_core::{
     AppendRecord, Broker, BrokerError, Command, Config, Effect, Executor, FileSystem, HaltReason, LogId, MemFs, OpId,
-    OpOutput, OpResult, ProduceRecord, Reply, RequestId, StorageError, StorageOp, Time, TimerId, TopicSettings,
+    OpOutput, OpResult, ProduceRecord, Reply, RequestId, StorageError, StorageOp, Time, TopicSettings,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -229,7 +229,7 @@ pub fn render(effects: &[Effect], mut epoch: u64) -> String {
         let line = match e {
             Effect::Storage { id, op } => format!("storage #{} {}", id.0, op_text(op, &mut epoch)),
             Effect::Reply { request, reply } => format!("reply req#{} {}", request.0, reply_text(reply)),
-            Effect::SetTimer { id, at } => format!("timer #{} at {at}", id.0),
+            Effect::Notice(notice) => format!("notice {notice}"),
             Effect::Halt(reason) => format!("halt {reason:?}"),
         };
         let _ = writeln!(out, "{line}");
@@ -250,14 +250,14 @@ pub struct Hand<F: FileSystem = MemFs> {
     pub pending: BTreeMap<OpId, StorageOp>,
     /// Completed operations, for duplicate completions.
     pub done: BTreeMap<OpId, StorageOp>,
-    /// Armed timers.
-    pub timers: BTreeMap<TimerId, Time>,
     /// Replies received and not yet taken.
     pub replies: BTreeMap<RequestId, Result<Reply, BrokerError>>,
     /// Every reply ever received, in order (a request must be answered at most once).
     pub answered: Vec<RequestId>,
     /// Halt effects received.
     pub halts: Vec<HaltReason>,
+    /// Notices received.
+    pub notices: Vec<broker_core::Notice>,
     /// Every effect, in the order the broker emitted it.
     pub trace: Vec<Effect>,
     next_request: u64,
@@ -279,10 +279,10 @@ impl<F: FileSystem> Hand<F> {
             now: Time::ZERO,
             pending: BTreeMap::new(),
             done: BTreeMap::new(),
-            timers: BTreeMap::new(),
             replies: BTreeMap::new(),
             answered: Vec::new(),
             halts: Vec::new(),
+            notices: Vec::new(),
             trace: Vec::new(),
             next_request: 1,
         };
@@ -314,9 +314,7 @@ impl<F: FileSystem> Hand<F> {
                     self.answered.push(request);
                     self.replies.insert(request, reply);
                 }
-                Effect::SetTimer { id, at } => {
-                    self.timers.insert(id, at);
-                }
+                Effect::Notice(notice) => self.notices.push(notice),
                 Effect::Halt(reason) => self.halts.push(reason),
             }
         }
@@ -392,13 +390,12 @@ impl<F: FileSystem> Hand<F> {
         self.run_holding(|_| false);
     }
 
-    /// Moves the clock to the earliest armed timer and fires it, completing nothing.
-    /// False if none is armed.
+    /// Moves the clock to the broker's next deadline and lets the time pass, completing
+    /// nothing. False if no timer is armed.
     pub fn fire_next_timer_only(&mut self) -> bool {
-        let Some((&id, &at)) = self.timers.iter().min_by_key(|(id, at)| (**at, **id)) else { return false };
-        self.timers.remove(&id);
+        let Some(at) = self.broker.poll_timeout() else { return false };
         self.now = self.now.max(at);
-        self.broker.handle_timer(self.now, id);
+        self.broker.handle_timeout(self.now);
         self.collect();
         true
     }

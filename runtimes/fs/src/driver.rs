@@ -15,12 +15,12 @@
 use crate::pool::Pool;
 use crate::realfs::{is_symlink, no_follow, sync_directory, RealFs};
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_RESERVE_FILE, JOURNAL_TMP_FILE};
-use broker_core::journal::{decode_journal, JOURNAL_FILE};
+use broker_core::journal::JOURNAL_FILE;
 use broker_core::{
-    Broker, BrokerError, Command, Config, DeletionStatus, Effect, HaltReason, LogId, OpId, OpOutput, OpResult, Phase,
-    Reply, RequestId, StorageError, StorageOp, Time, TimerId, TopicDescription,
+    Broker, BrokerError, Command, Config, DeletionStatus, Effect, HaltReason, LogId, OpId, OpResult, Phase, Reply,
+    RequestId, StorageOp, Time, TopicDescription,
 };
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -123,36 +123,12 @@ pub enum DriverError {
     Broker(#[from] BrokerError),
 }
 
-/// Something the driver noticed that an operator should hear about.
+/// Something an operator should hear about: what the broker reported, or what the
+/// driver found in the data directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Notice {
-    /// No journal existed: a new, empty one was written.
-    NewJournal,
-    /// The journal ended in a torn record (a write cut off by a crash): it was
-    /// truncated, and the old bytes kept in a backup file.
-    TornJournalTail {
-        /// The byte offset the journal was cut at.
-        offset: u64,
-        /// What was wrong with the tail.
-        detail: String,
-        /// The backup file holding the old journal, once written.
-        backup: Option<String>,
-    },
-    /// One copy of a journal commit (or of its header) was damaged; the other copy was
-    /// intact and used, and the journal rewritten whole. The medium may be failing.
-    JournalCopyRepaired {
-        /// Where the damaged copy begins.
-        offset: u64,
-        /// What was wrong with it.
-        detail: String,
-        /// The backup file holding the old journal, once written.
-        backup: Option<String>,
-    },
-    /// A log file that no topic names was removed.
-    StrayLogRemoved {
-        /// Its file name.
-        file: String,
-    },
+    /// A notice of the broker core (a torn journal tail, a stray log removed, a retry...).
+    Broker(broker_core::Notice),
     /// A file or directory that is none of the broker's; left alone.
     UnknownEntry {
         /// Its name in the data directory.
@@ -160,50 +136,26 @@ pub enum Notice {
         /// Whether it is a directory.
         is_dir: bool,
     },
-    /// A storage operation failed and the core will retry it.
-    Retrying {
-        /// What failed.
-        what: String,
-        /// The failure.
-        error: StorageError,
-    },
 }
 
 impl Notice {
-    /// Whether an operator should be warned (everything but a new journal).
+    /// Whether an operator should be warned (not for news such as a new journal).
     pub fn is_warning(&self) -> bool {
-        !matches!(self, Notice::NewJournal)
+        match self {
+            Notice::Broker(n) => n.is_warning(),
+            Notice::UnknownEntry { .. } => true,
+        }
     }
 }
 
 impl std::fmt::Display for Notice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Notice::NewJournal => write!(f, "no journal found: started a new, empty one"),
-            Notice::TornJournalTail { offset, detail, backup } => {
-                write!(f, "the journal had a torn tail at byte {offset} ({detail}): truncated it")?;
-                match backup {
-                    Some(b) => write!(f, "; the old journal is kept as {b}"),
-                    None => Ok(()),
-                }
-            }
-            Notice::JournalCopyRepaired { offset, detail, backup } => {
-                write!(
-                    f,
-                    "the journal had a damaged copy at byte {offset} ({detail}): used its other copy and \
-                     rewrote the journal; check the disk"
-                )?;
-                match backup {
-                    Some(b) => write!(f, "; the old journal is kept as {b}"),
-                    None => Ok(()),
-                }
-            }
-            Notice::StrayLogRemoved { file } => write!(f, "removed stray log {file}: no topic names it"),
+            Notice::Broker(n) => n.fmt(f),
             Notice::UnknownEntry { name, is_dir } => {
                 let kind = if *is_dir { "directory" } else { "file" };
                 write!(f, "unknown entry, left alone: {kind} {name}")
             }
-            Notice::Retrying { what, error } => write!(f, "{what} failed ({error}); retrying"),
         }
     }
 }
@@ -253,18 +205,6 @@ fn completion<M>(id: OpId, result: OpResult) -> Event<M> {
     Event::Completion(id, result)
 }
 
-/// What the driver watches an in-flight operation for (to report notices).
-#[derive(Debug)]
-enum Watch {
-    ReadJournal,
-    ListLogs,
-    OpenLog(LogId),
-    BackUpJournal,
-    RemoveStray(LogId),
-    RemoveLog(LogId),
-    CreateLog(LogId),
-}
-
 /// The broker on a real data directory. `M` is the type of messages other threads may
 /// send into the event loop through a [`Mailbox`]; use `()` if there are none.
 pub struct Driver<M = ()> {
@@ -274,8 +214,6 @@ pub struct Driver<M = ()> {
     pool: Pool,
     events: Receiver<Event<M>>,
     sender: Sender<Event<M>>,
-    timers: BTreeSet<(Time, TimerId)>,
-    watching: BTreeMap<OpId, Watch>,
     ready: VecDeque<DriverEvent<M>>,
     /// Storage operations that came out with a reply, dispatched once the caller has had
     /// the chance to take the reply (see [`Driver::pump`]).
@@ -320,8 +258,6 @@ impl<M: Send + 'static> Driver<M> {
             pool,
             events,
             sender,
-            timers: BTreeSet::new(),
-            watching: BTreeMap::new(),
             ready: VecDeque::new(),
             deferred: Vec::new(),
             stashed: BTreeMap::new(),
@@ -455,7 +391,9 @@ impl<M: Send + 'static> Driver<M> {
 
     /// Whether no deletion is pending and no storage operation or timer is outstanding.
     pub fn is_quiescent(&self) -> bool {
-        self.broker.pending_deletions().is_empty() && self.broker.ops_in_flight() == 0 && self.timers.is_empty()
+        self.broker.pending_deletions().is_empty()
+            && self.broker.ops_in_flight() == 0
+            && self.broker.poll_timeout().is_none()
     }
 
     /// Runs until the deletion of topic incarnation `topic` is finished and durable.
@@ -503,8 +441,9 @@ impl<M: Send + 'static> Driver<M> {
     /// leaving the others for [`Driver::take_notices`]: for a caller that reports
     /// retries while it waits and everything else at the end.
     pub fn take_retrying(&mut self) -> Vec<Notice> {
-        let (retrying, rest) =
-            std::mem::take(&mut self.notices).into_iter().partition(|n| matches!(n, Notice::Retrying { .. }));
+        let (retrying, rest) = std::mem::take(&mut self.notices)
+            .into_iter()
+            .partition(|n| matches!(n, Notice::Broker(broker_core::Notice::Retrying { .. })));
         self.notices = rest;
         retrying
     }
@@ -524,9 +463,9 @@ impl<M: Send + 'static> Driver<M> {
         self.halted.as_ref()
     }
 
-    /// Whether the recovery listing, or a stray removal it started, is in flight.
+    /// Whether the recovery listing, or a stray removal it started, is still running.
     fn cleaning_up(&self) -> bool {
-        self.watching.values().any(|w| matches!(w, Watch::ListLogs | Watch::RemoveStray(_)))
+        self.broker.sweeping_strays()
     }
 
     /// The broker's clock: wall-clock microseconds since the Unix epoch at the start,
@@ -549,8 +488,8 @@ impl<M: Send + 'static> Driver<M> {
         }
     }
 
-    /// Drains the broker's effects: storage operations go to the workers, timers are
-    /// armed, replies and a halt become events for the caller.
+    /// Drains the broker's effects: storage operations go to the workers, replies and a
+    /// halt become events for the caller.
     ///
     /// Storage operations that come out together with a reply are held back until the
     /// next turn of the event loop, after the caller has taken the reply: a delete's
@@ -571,16 +510,10 @@ impl<M: Send + 'static> Driver<M> {
                     // queued in the same batch. Recovery starts from what is durable.
                     Effect::Storage { .. } if halting || self.halted.is_some() => {}
                     Effect::Storage { id, op } if replying => self.deferred.push((id, op)),
-                    Effect::Storage { id, op } => {
-                        self.watch(id, &op);
-                        self.pool.dispatch(id, op);
-                    }
+                    Effect::Storage { id, op } => self.pool.dispatch(id, op),
                     Effect::Reply { request, reply } => self.ready.push_back(DriverEvent::Reply { request, reply }),
-                    Effect::SetTimer { id, at } => {
-                        self.timers.insert((at, id));
-                    }
+                    Effect::Notice(notice) => self.notice(notice),
                     Effect::Halt(reason) => {
-                        self.timers.clear();
                         if self.halted.is_none() {
                             self.halted = Some(reason);
                         }
@@ -590,81 +523,14 @@ impl<M: Send + 'static> Driver<M> {
         }
     }
 
-    /// Notes what an operation is for, when its outcome is worth reporting.
-    fn watch(&mut self, id: OpId, op: &StorageOp) {
-        let watch = match op {
-            StorageOp::ReadJournal => Watch::ReadJournal,
-            StorageOp::ListLogs => Watch::ListLogs,
-            StorageOp::OpenLog { log, .. } => Watch::OpenLog(*log),
-            StorageOp::CreateLog { log } => Watch::CreateLog(*log),
-            StorageOp::ReplaceJournal { keep_old: true, .. } => Watch::BackUpJournal,
-            StorageOp::RemoveLog { log } => {
-                // A removal the core issues for a log that neither a live topic nor a
-                // pending deletion names is the removal of a stray.
-                let live = self.broker.live_topics().iter().any(|t| t.id == log.topic && log.partition < t.partitions);
-                let deleting = self.broker.pending_deletions().iter().any(|d| d.topic == log.topic);
-                if live || deleting {
-                    Watch::RemoveLog(*log)
-                } else {
-                    Watch::RemoveStray(*log)
-                }
-            }
-            _ => return,
-        };
-        self.watching.insert(id, watch);
-    }
-
-    /// Reports what a finished operation means to an operator.
-    fn observe(&mut self, id: OpId, result: &OpResult) {
-        let Some(watch) = self.watching.remove(&id) else { return };
-        match (watch, result) {
-            (Watch::ReadJournal, Ok(OpOutput::Journal(None))) => self.notices.push(Notice::NewJournal),
-            (Watch::ReadJournal, Ok(OpOutput::Journal(Some(bytes)))) => {
-                if let Ok(d) = decode_journal(bytes) {
-                    for (offset, detail) in d.repaired {
-                        self.notices.push(Notice::JournalCopyRepaired { offset, detail, backup: None });
-                    }
-                    if let Some((offset, detail)) = d.torn_tail {
-                        self.notices.push(Notice::TornJournalTail { offset, detail, backup: None });
-                    }
-                }
-            }
-            (Watch::BackUpJournal, Ok(_)) => {
-                let backup = newest_backup(&self.dir);
-                for n in self.notices.iter_mut() {
-                    if let Notice::TornJournalTail { backup: b @ None, .. }
-                    | Notice::JournalCopyRepaired { backup: b @ None, .. } = n
-                    {
-                        *b = backup.clone();
-                    }
-                }
-            }
-            (Watch::RemoveStray(log), Ok(_)) => self.notices.push(Notice::StrayLogRemoved { file: log.file_name() }),
-            (w, Err(error)) => {
-                let what = match &w {
-                    Watch::ReadJournal => format!("reading the journal {}", self.dir.join(JOURNAL_FILE).display()),
-                    Watch::ListLogs => format!("listing {}", self.dir.display()),
-                    Watch::OpenLog(log) => format!("opening log {}", log.file_name()),
-                    Watch::CreateLog(log) => format!("creating log {}", log.file_name()),
-                    Watch::RemoveStray(log) => format!("removing stray log {}", log.file_name()),
-                    Watch::RemoveLog(log) => format!("removing log {}", log.file_name()),
-                    // A failed journal write halts the broker; the halt says why.
-                    Watch::BackUpJournal => return,
-                };
-                // A corrupt log is not retried (fetch reports it), and a live log that
-                // is missing is created: neither is a failure to report.
-                let missing = matches!((&w, error), (Watch::OpenLog(_), StorageError::NotFound(_)));
-                if missing || matches!(error, StorageError::Corrupt { .. }) {
-                    return;
-                }
-                if self.opening {
-                    self.recovery_failures += 1;
-                    self.last_recovery_error = Some(format!("{what} failed: {error}"));
-                }
-                self.notices.push(Notice::Retrying { what, error: error.clone() });
-            }
-            _ => {}
+    /// Keeps a notice of the broker for the caller; while opening, a retry also counts
+    /// as a failed recovery attempt.
+    fn notice(&mut self, notice: broker_core::Notice) {
+        if let (true, broker_core::Notice::Retrying { operation, error, .. }) = (self.opening, &notice) {
+            self.recovery_failures += 1;
+            self.last_recovery_error = Some(format!("{operation} failed: {error}"));
         }
+        self.notices.push(Notice::Broker(notice));
     }
 
     /// One turn of the event loop: fire due timers, else wait for one event (up to the
@@ -672,7 +538,6 @@ impl<M: Send + 'static> Driver<M> {
     fn turn(&mut self, deadline: Option<Instant>) -> bool {
         if self.halted.is_none() {
             for (id, op) in std::mem::take(&mut self.deferred) {
-                self.watch(id, &op);
                 self.pool.dispatch(id, op);
             }
         }
@@ -688,15 +553,13 @@ impl<M: Send + 'static> Driver<M> {
             };
         }
         let now = self.now();
-        if let Some(&(at, id)) = self.timers.first() {
-            if at <= now {
-                self.timers.pop_first();
-                self.broker.handle_timer(now, id);
-                self.pump();
-                return true;
-            }
+        let timeout = self.broker.poll_timeout();
+        if timeout.is_some_and(|at| at <= now) {
+            self.broker.handle_timeout(now);
+            self.pump();
+            return true;
         }
-        let wake = match (self.timers.first().map(|&(at, _)| self.instant_of(at)), deadline) {
+        let wake = match (timeout.map(|at| self.instant_of(at)), deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -706,7 +569,6 @@ impl<M: Send + 'static> Driver<M> {
         };
         match event {
             Ok(Event::Completion(id, result)) => {
-                self.observe(id, &result);
                 let now = self.now();
                 self.broker.handle_completion(now, id, result);
                 self.pump();
@@ -836,14 +698,4 @@ pub fn is_broker_file(name: &str) -> bool {
             .strip_prefix(JOURNAL_BACKUP_PREFIX)
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         || LogId::parse_file_name(name).is_some()
-}
-
-/// The highest-numbered journal backup, if any.
-fn newest_backup(dir: &Path) -> Option<String> {
-    let entries = std::fs::read_dir(dir).ok()?;
-    entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|n| n.strip_prefix(JOURNAL_BACKUP_PREFIX)?.parse::<u64>().ok())
-        .max()
-        .map(|n| format!("{JOURNAL_BACKUP_PREFIX}{n}"))
 }

@@ -6,6 +6,7 @@
 //! 0 on success, 1 when a command fails, 2 on bad usage, 3 when the broker halts or
 //! refuses to start (a corrupt journal), 4 when another process holds the directory.
 
+use broker_core::Notice as CoreNotice;
 use broker_core::{BrokerError, Command, HaltReason, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
 use broker_fs::driver::{Driver, DriverError, DriverOptions, Notice};
 use broker_fs::jsonbytes;
@@ -156,8 +157,8 @@ impl Patience {
                 return Ok(done);
             }
             for n in d.take_retrying() {
-                if let Notice::Retrying { what, error } = n {
-                    self.failed(what, error.to_string());
+                if let Notice::Broker(CoreNotice::Retrying { operation, error, .. }) = n {
+                    self.failed(operation.to_string(), error.to_string());
                 }
             }
             let now = Instant::now();
@@ -545,7 +546,7 @@ fn command(
             let strays: Vec<String> = notices
                 .iter()
                 .filter_map(|n| match n {
-                    Notice::StrayLogRemoved { file } => Some(file.clone()),
+                    Notice::Broker(CoreNotice::StrayLogRemoved { log }) => Some(log.file_name()),
                     _ => None,
                 })
                 .collect();

@@ -1,0 +1,149 @@
+//! What an operator should hear about: things the broker found or did on its own and
+//! carried on from. They leave the core as [`crate::Effect::Notice`], so a runtime prints
+//! or logs them as they come instead of working them out from storage operations.
+//!
+//! Client-facing outcomes are replies and fatal conditions are halts; a notice is neither:
+//! nothing waits for it, and a runtime that drops it loses only the message.
+
+use crate::error::StorageError;
+use crate::ids::{LogId, TopicId};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A background operation that failed and will be tried again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Operation {
+    /// Reading the journal at the start.
+    ReadJournal,
+    /// Listing the logs at the start (to find strays).
+    ListLogs,
+    /// Opening a live log at the start.
+    OpenLog(LogId),
+    /// Creating a log of a new topic.
+    CreateLog(LogId),
+    /// Removing a log of a deleted topic.
+    RemoveLog(LogId),
+    /// Removing a log that no topic names.
+    RemoveStray(LogId),
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Operation::ReadJournal => write!(f, "reading the journal"),
+            Operation::ListLogs => write!(f, "listing the data directory"),
+            Operation::OpenLog(log) => write!(f, "opening log {}", log.file_name()),
+            Operation::CreateLog(log) => write!(f, "creating log {}", log.file_name()),
+            Operation::RemoveLog(log) => write!(f, "removing log {}", log.file_name()),
+            Operation::RemoveStray(log) => write!(f, "removing stray log {}", log.file_name()),
+        }
+    }
+}
+
+/// Something the broker noticed that an operator should hear about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Notice {
+    /// No journal existed: the broker started a new, empty one.
+    NewJournal,
+    /// The journal ended in a torn commit (a write cut off by a crash). The journal was
+    /// rewritten without it; the commit was never acknowledged.
+    TornJournalTail {
+        /// The byte offset the journal was cut at.
+        offset: u64,
+        /// What was wrong with the tail.
+        detail: String,
+        /// The file the runtime kept the old journal in, if it named one.
+        backup: Option<String>,
+    },
+    /// One copy of a journal commit (or of its header) was damaged; its other copy was
+    /// intact and used, and the journal rewritten whole. The medium may be failing.
+    JournalCopyRepaired {
+        /// Where the damaged copy begins.
+        offset: u64,
+        /// What was wrong with it.
+        detail: String,
+        /// The file the runtime kept the old journal in, if it named one.
+        backup: Option<String>,
+    },
+    /// A log that no topic names (left by a crash during a create or a removal) was
+    /// removed at the start.
+    StrayLogRemoved {
+        /// The log.
+        log: LogId,
+    },
+    /// A background operation failed; the broker tries it again after a backoff.
+    Retrying {
+        /// What failed.
+        operation: Operation,
+        /// How.
+        error: StorageError,
+        /// How many times it has failed in a row, this one included.
+        failures: u32,
+        /// When the broker tries again, in milliseconds from now.
+        retry_in_ms: u64,
+    },
+    /// Every log of a deleted topic is removed and the completion is durable.
+    DeletionFinished {
+        /// The incarnation.
+        topic: TopicId,
+        /// Its name.
+        name: String,
+    },
+    /// Acknowledged records that cannot be read back: damage found when a log was opened,
+    /// or a read that failed its checksum. Fetches of them report corruption.
+    Corruption {
+        /// The log.
+        log: LogId,
+        /// The offsets, `from..to`.
+        from: u64,
+        /// One past the last damaged offset.
+        to: u64,
+        /// What was found, and where.
+        detail: String,
+    },
+}
+
+impl Notice {
+    /// Whether an operator should be warned (a new journal and a finished deletion are
+    /// only news).
+    pub fn is_warning(&self) -> bool {
+        !matches!(self, Notice::NewJournal | Notice::DeletionFinished { .. })
+    }
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kept = |f: &mut fmt::Formatter<'_>, backup: &Option<String>| match backup {
+            Some(b) => write!(f, "; the old journal is kept as {b}"),
+            None => Ok(()),
+        };
+        match self {
+            Notice::NewJournal => write!(f, "no journal found: started a new, empty one"),
+            Notice::TornJournalTail { offset, detail, backup } => {
+                write!(f, "the journal had a torn tail at byte {offset} ({detail}): truncated it")?;
+                kept(f, backup)
+            }
+            Notice::JournalCopyRepaired { offset, detail, backup } => {
+                write!(
+                    f,
+                    "the journal had a damaged copy at byte {offset} ({detail}): used its other copy and \
+                     rewrote the journal; check the disk"
+                )?;
+                kept(f, backup)
+            }
+            Notice::StrayLogRemoved { log } => write!(f, "removed stray log {}: no topic names it", log.file_name()),
+            Notice::Retrying { operation, error, failures, retry_in_ms } => {
+                write!(f, "{operation} failed ({error}); retrying in {retry_in_ms} ms (failure {failures})")
+            }
+            Notice::DeletionFinished { topic, name } => {
+                write!(f, "the deletion of {name:?} (id {topic}) finished: its logs are removed")
+            }
+            Notice::Corruption { log, from, to, detail } => write!(
+                f,
+                "log {} offsets {from}..{to} cannot be read back ({detail}); fetches of them report \
+                 corruption: check the disk",
+                log.file_name()
+            ),
+        }
+    }
+}
