@@ -390,14 +390,14 @@ fn broker_fs_readme_sessions_are_real() {
 
 #[test]
 fn masking_and_placeholders() {
-    let t = "/tmp/x-1";
+    let t = "TEMP/broker-fs-test-transcript-1";
     assert_eq!(mask("waits in its grace delay, 2.9 s left", t), "waits in its grace delay, … s left");
     assert_eq!(mask("giving up in 60 s unless", t), "giving up in … s unless");
     assert_eq!(mask("3 partitions, 10 s.", t), "3 partitions, … s.");
     assert_eq!(mask("grace 3000 ms", t), "grace 3000 ms");
     assert_eq!(mask("v1.5 s", t), "v1.5 s");
     assert_eq!(mask("locked by another process (pid 4242)", t), "locked by another process (pid …)");
-    assert_eq!(mask("cannot open /tmp/x-1/data/journal", t), "cannot open ./data/journal");
+    assert_eq!(mask("cannot open TEMP/broker-fs-test-transcript-1/data/journal", t), "cannot open ./data/journal");
     assert!(matches("recovered data (journal epoch …)", "recovered data (journal epoch 12)"));
     assert!(matches("… of 3 logs …", "0 of 3 logs removed"));
     assert!(!matches("… of 3 logs", "0 of 4 logs"));
