@@ -322,3 +322,8 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 fn failed_call(call: fmt::Arguments<'_>, e: &StorageError) -> String {
     format!("{call} failed: {e}")
 }
+
+/// The README's examples, run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
