@@ -1,0 +1,171 @@
+//! The file-system conformance kit against the simulated disk: the disk keeps every
+//! rule (crashing in every crash mode in turn, with injected fsync and directory-fsync
+//! failures), and the kit catches a disk wrapped to skip directory syncs or to lie on a
+//! retried sync.
+
+use broker_conformance::{check_file_system, checks, Fault, Subject};
+use broker_core::{FileSystem, StorageError};
+use broker_sim::disk::{CrashMode, DiskFaults, SimDisk};
+use std::collections::BTreeSet;
+
+/// Fresh disks from successive seeds; crashes cycle through every crash mode.
+#[derive(Default)]
+struct Disks {
+    seed: u64,
+    crashes: usize,
+    /// Crash with this mode only (else every mode in turn).
+    mode: Option<CrashMode>,
+}
+
+impl Disks {
+    fn next_mode(&mut self) -> CrashMode {
+        self.crashes += 1;
+        self.mode.unwrap_or(CrashMode::ALL[self.crashes % CrashMode::ALL.len()])
+    }
+}
+
+/// The simulated disk's faults that make the next sync fail: an fsync failure (the
+/// file's unsynced data dropped, ext4 style), or an I/O error (the kit calls only
+/// `sync_dir` while it is armed).
+fn faults_for(fault: Option<Fault>) -> DiskFaults {
+    match fault {
+        Some(Fault::FileSync) => DiskFaults { fsync_failure: 1.0, ..DiskFaults::none() },
+        Some(Fault::DirSync) => DiskFaults { io_error: 1.0, ..DiskFaults::none() },
+        _ => DiskFaults::none(),
+    }
+}
+
+impl Subject for Disks {
+    type Fs = SimDisk;
+
+    fn fresh(&mut self) -> SimDisk {
+        self.seed += 1;
+        SimDisk::new(self.seed)
+    }
+
+    fn crash(&mut self, mut fs: SimDisk) -> Option<SimDisk> {
+        fs.crash_with(self.next_mode());
+        Some(fs)
+    }
+
+    fn set_fault(&mut self, fs: &mut SimDisk, fault: Option<Fault>) -> bool {
+        fs.set_faults(faults_for(fault));
+        true
+    }
+}
+
+#[test]
+fn the_simulated_disk_conforms_with_every_check_run() {
+    let mut disks = Disks::default();
+    let report = check_file_system(&mut disks);
+    report.assert_conforms();
+    assert_eq!(report.passed().len(), checks().len(), "nothing skipped:\n{report}");
+    assert!(disks.crashes >= CrashMode::ALL.len() * 4, "every crash mode, several times: {}", disks.crashes);
+}
+
+#[test]
+fn the_simulated_disk_conforms_in_each_crash_mode_alone() {
+    for mode in CrashMode::ALL {
+        let report = check_file_system(&mut Disks { mode: Some(mode), ..Disks::default() });
+        assert!(report.conforms(), "{mode:?}:\n{report}");
+    }
+}
+
+/// A simulated disk wrapped by a broken file system: `sync_dir` does nothing, or a
+/// sync retried after a failure says `Ok` without syncing.
+struct Broken {
+    disk: SimDisk,
+    skip_dir_sync: bool,
+    lie_on_retry: bool,
+    failed: BTreeSet<String>,
+}
+
+impl FileSystem for Broken {
+    fn create(&mut self, name: &str) -> Result<(), StorageError> {
+        self.disk.create(name)
+    }
+    fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StorageError> {
+        self.disk.write_at(name, offset, data)
+    }
+    fn read_at(&mut self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>, StorageError> {
+        self.disk.read_at(name, offset, len)
+    }
+    fn len(&mut self, name: &str) -> Result<u64, StorageError> {
+        self.disk.len(name)
+    }
+    fn truncate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        self.disk.truncate(name, len)
+    }
+    fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
+        if self.lie_on_retry && self.failed.contains(name) {
+            return Ok(()); // "it failed before, so the retry is surely fine"
+        }
+        let r = self.disk.sync_file(name);
+        if r.is_err() {
+            self.failed.insert(name.to_string());
+        }
+        r
+    }
+    fn sync_dir(&mut self) -> Result<(), StorageError> {
+        if self.skip_dir_sync {
+            return Ok(());
+        }
+        self.disk.sync_dir()
+    }
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), StorageError> {
+        self.disk.rename(from, to)
+    }
+    fn remove(&mut self, name: &str) -> Result<(), StorageError> {
+        self.disk.remove(name)
+    }
+    fn list(&mut self) -> Result<Vec<String>, StorageError> {
+        self.disk.list()
+    }
+}
+
+/// Broken disks; crashes keep only what is durable (a power loss with nothing lucky).
+struct BrokenDisks {
+    seed: u64,
+    skip_dir_sync: bool,
+    lie_on_retry: bool,
+}
+
+impl Subject for BrokenDisks {
+    type Fs = Broken;
+
+    fn fresh(&mut self) -> Broken {
+        self.seed += 1;
+        Broken {
+            disk: SimDisk::new(self.seed),
+            skip_dir_sync: self.skip_dir_sync,
+            lie_on_retry: self.lie_on_retry,
+            failed: BTreeSet::new(),
+        }
+    }
+
+    fn crash(&mut self, mut fs: Broken) -> Option<Broken> {
+        fs.disk.crash_with(CrashMode::DropAll);
+        fs.failed.clear();
+        Some(fs)
+    }
+
+    fn set_fault(&mut self, fs: &mut Broken, fault: Option<Fault>) -> bool {
+        fs.disk.set_faults(faults_for(fault));
+        true
+    }
+}
+
+#[test]
+fn a_disk_whose_directory_sync_does_nothing_fails_the_entry_durability_checks() {
+    let report = check_file_system(&mut BrokenDisks { seed: 0, skip_dir_sync: true, lie_on_retry: false });
+    for check in ["create-durable-after-sync-dir", "remove-durable-after-sync-dir", "rename-durable-after-sync-dir"] {
+        assert!(report.outcome(check).is_some_and(|o| o.is_failed()), "{check}:\n{report}");
+    }
+    assert!(report.passed().contains(&"rename-replaces"), "the plain checks still pass:\n{report}");
+}
+
+#[test]
+fn a_disk_that_says_ok_to_a_retried_sync_without_syncing_fails_the_rewrite_check() {
+    let report = check_file_system(&mut BrokenDisks { seed: 0, skip_dir_sync: false, lie_on_retry: true });
+    assert_eq!(report.failed(), ["rewrite-after-failed-sync-durable"], "{report}");
+}
