@@ -541,7 +541,9 @@ fn command(
             }
             let hint = "Fix the cause, then run `broker-fs recover` again";
             patience.wait(d, hint, |d, until| Ok(d.wait_quiescent(Some(until))?.then_some(())))?;
-            let notices = d.take_notices();
+            // The finished deletions are listed on their own below.
+            let mut notices = d.take_notices();
+            notices.retain(|n| !matches!(n, Notice::Broker(CoreNotice::DeletionFinished { .. })));
             let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
             let strays: Vec<String> = notices
                 .iter()
