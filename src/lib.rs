@@ -11,8 +11,6 @@ pub mod error;
 pub mod executor;
 pub mod frame;
 pub mod fs;
-#[cfg(feature = "fuzzing")]
-pub mod fuzzing;
 pub mod ids;
 pub mod journal;
 pub mod logcodec;

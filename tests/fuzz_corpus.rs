@@ -7,15 +7,15 @@
 
 use broker_core::command::{ProduceRecord, TopicSettings};
 use broker_core::effect::AppendRecord;
-use broker_core::fuzzing::{
-    describe_core_commands, fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode, run_core_commands,
-};
 use broker_core::ids::{LogId, TopicId};
 use broker_core::journal::{
     encode_compacted, encode_header, JournalRecord, MetaState, PendingDeletion, Snapshot, TopicMeta,
 };
 use broker_core::logcodec::{encode_log_header, encode_records};
 use broker_core::Time;
+use broker_testkit::fuzzing::{
+    describe_core_commands, fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode, run_core_commands,
+};
 use std::path::{Path, PathBuf};
 
 /// A fuzz target's body.
@@ -138,7 +138,7 @@ fn log_seeds() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// Writes the bytes that `broker_core::fuzzing::fuzz_core_commands` decodes into steps.
+/// Writes the bytes that `broker_testkit::fuzzing::fuzz_core_commands` decodes into steps.
 /// Every choice is one byte (`value % choices`), times and ids two.
 #[derive(Default)]
 struct Steps(Vec<u8>);

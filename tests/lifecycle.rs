@@ -2,14 +2,12 @@
 //! sync, deletion racing in-flight I/O, re-creation during deletion, repeated deletes
 //! and removal retries.
 
-mod common;
-
 use broker_core::journal::JournalRecord;
 use broker_core::partitioner::partition_for_key;
 use broker_core::{
     BrokerError, Command, Config, Effect, LogId, MemFs, Phase, ProduceRecord, Reply, StorageOp, SyncDriver, TopicId,
 };
-use common::*;
+use broker_testkit::*;
 
 fn start() -> SyncDriver<MemFs> {
     SyncDriver::start(Config::default(), MemFs::new())

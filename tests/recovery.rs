@@ -1,8 +1,6 @@
 //! Crash and recovery: crashes between the logical and physical deletion steps, torn
 //! and corrupted journals, restored offsets, stray logs, and journal compaction.
 
-mod common;
-
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, MAX_JOURNAL_BACKUPS};
 use broker_core::journal::{
     decode_journal, encode_header, JournalRecord, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
@@ -12,7 +10,7 @@ use broker_core::{
     BrokerError, Command, Config, FileSystem, HaltReason, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, Time,
     TopicId,
 };
-use common::*;
+use broker_testkit::*;
 
 fn start(fs: MemFs) -> SyncDriver<MemFs> {
     let d = SyncDriver::start(Config::default(), fs);

@@ -2,15 +2,13 @@
 //! malformed, failed, duplicate and unknown completions and timers never panic the
 //! broker, which answers with errors, retries, or halts.
 
-mod common;
-
 use broker_core::command::StoredRecord;
 use broker_core::journal::JOURNAL_FILE;
 use broker_core::{
     BrokerError, Command, Config, Effect, HaltReason, LogId, MemFs, OpId, OpOutput, Phase, Reply, RequestId,
     StorageError, StorageOp, SyncDriver, Time, TopicId, TopicSettings,
 };
-use common::*;
+use broker_testkit::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};
 

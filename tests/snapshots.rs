@@ -6,10 +6,8 @@
 //! To re-record after an intended change: `INSTA_UPDATE=always cargo test --test
 //! snapshots`, then read every changed `.snap` file before committing it.
 
-mod common;
-
 use broker_core::{Config, MemFs, SyncDriver};
-use common::*;
+use broker_testkit::*;
 
 fn driver() -> SyncDriver<MemFs> {
     SyncDriver::start(Config::default(), MemFs::new())

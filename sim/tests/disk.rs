@@ -4,10 +4,11 @@
 //! lost or undone. This proves the executor's fsync discipline against the disk model.
 
 use broker_core::{
-    Broker, BrokerError, Command, Config, Effect, Executor, FileSystem, LogId, Phase, ProduceRecord, Reply, RequestId,
-    StorageError, SyncDriver, Time, TopicId, TopicSettings,
+    BrokerError, Command, Config, FileSystem, LogId, Phase, ProduceRecord, Reply, StorageError, SyncDriver, TopicId,
+    TopicSettings,
 };
 use broker_sim::disk::{CrashMode, DiskFaults, SimDisk};
+use broker_testkit::Hand;
 use std::collections::BTreeMap;
 
 /// A disk that keeps a snapshot of itself after every operation: `snaps[k]` is the
@@ -101,74 +102,48 @@ fn always_compact_config() -> Config {
     Config { compaction_min_records: 1, compaction_ratio: 0, ..Config::default() }
 }
 
-/// The workload's driver: the real broker and executor, storage operations carried out
-/// the moment they are issued and effects handled in order, exactly as `SyncDriver`
-/// does, but noting how many file-system operations had run when each reply came out.
-/// (`SyncDriver::request` returns only once the request's follow-up work is done too,
-/// which would hide the window between a reply and, say, the next directory sync.)
+/// The workload's driver: the hold-back harness, completing the oldest pending operation
+/// one at a time (exactly the order `SyncDriver` carries them out in), so a reply is
+/// seen the moment it comes out and the number of file-system operations that had run
+/// by then is exact. (`SyncDriver::request` returns only once the request's follow-up
+/// work is done too, which would hide the window between a reply and, say, the next
+/// directory sync.)
 struct Harness {
-    broker: Broker,
-    executor: Executor<Recording>,
-    now: Time,
-    replies: BTreeMap<RequestId, (Result<Reply, BrokerError>, usize)>,
-    next_request: u64,
+    hand: Hand<Recording>,
 }
 
 impl Harness {
     fn start(config: &Config, disk: SimDisk) -> Harness {
-        let mut h = Harness {
-            broker: Broker::start(config.clone(), Time::ZERO),
-            executor: Executor::new(Recording::new(disk)),
-            now: Time::ZERO,
-            replies: BTreeMap::new(),
-            next_request: 1,
-        };
-        h.run();
-        assert_eq!(h.broker.phase(), Phase::Serving);
-        h
+        let hand = Hand::start_on(config.clone(), Recording::new(disk));
+        assert_eq!(hand.broker.phase(), Phase::Serving);
+        assert!(hand.halts.is_empty(), "the workload halted: {:?}", hand.halts);
+        Harness { hand }
     }
 
     fn ops(&self) -> usize {
-        self.executor.fs().ops()
+        self.hand.exec.fs().ops()
     }
 
-    fn run(&mut self) {
-        while let Some(effect) = self.broker.poll_effect() {
-            match effect {
-                Effect::Storage { id, op } => {
-                    let result = self.executor.execute(&op);
-                    self.broker.handle_completion(self.now, id, result);
-                }
-                Effect::Reply { request, reply } => {
-                    self.replies.insert(request, (reply, self.ops()));
-                }
-                Effect::Notice(_) => {}
-                Effect::Halt(reason) => panic!("the workload halted: {reason}"),
-            }
-        }
-    }
-
-    /// Sends a command and runs (firing timers) until it is answered: the reply and
+    /// Sends a command and runs (letting time pass) until it is answered: the reply and
     /// the number of file-system operations that had run when it came out.
     fn request(&mut self, command: Command) -> (Result<Reply, BrokerError>, usize) {
-        let request = RequestId(self.next_request);
-        self.next_request += 1;
-        self.broker.handle_command(self.now, request, command);
-        self.run();
+        let request = self.hand.submit(command);
         loop {
-            if let Some(r) = self.replies.remove(&request) {
-                return r;
+            assert!(self.hand.halts.is_empty(), "the workload halted: {:?}", self.hand.halts);
+            if let Some(reply) = self.hand.take_reply(request) {
+                return (reply, self.ops());
             }
-            self.fire_timer().then_some(()).expect("a request was never answered");
+            match self.hand.pending.keys().next().copied() {
+                Some(id) => self.hand.complete(id),
+                None => assert!(self.hand.fire_next_timer_only(), "a request was never answered"),
+            }
         }
     }
 
-    fn fire_timer(&mut self) -> bool {
-        let Some(at) = self.broker.poll_timeout() else { return false };
-        self.now = self.now.max(at);
-        self.broker.handle_timeout(self.now);
-        self.run();
-        true
+    /// Completes everything and lets time pass until no timer is armed.
+    fn settle(&mut self) {
+        self.hand.settle(usize::MAX);
+        assert!(self.hand.halts.is_empty(), "the workload halted: {:?}", self.hand.halts);
     }
 }
 
@@ -225,8 +200,8 @@ fn workload(config: &Config, seed: u64) -> (Recording, Acks) {
         produce(&mut h, &mut acks, "alpha", alpha, step);
     }
     produce(&mut h, &mut acks, "gamma", gamma2, 9);
-    while h.fire_timer() {}
-    (h.executor.into_fs(), acks)
+    h.settle();
+    (h.hand.crash(), acks)
 }
 
 /// Everything a recovered broker shows: visible topics and every record's read result.

@@ -1,4 +1,4 @@
-//! Fuzz-target bodies (feature `fuzzing`).
+//! Fuzz-target bodies.
 //!
 //! Each function takes the bytes a fuzzer produced and panics only when it finds a bug:
 //! a decoder that panics, a round trip that does not give back the same bytes, or a
@@ -15,23 +15,23 @@
 //! The simulator's target (`sim_seed`) belongs to `broker-sim`, which depends on this
 //! crate; it follows the same shape: a plain `pub fn(&[u8])` with a corpus directory.
 
-use crate::broker::{Broker, Config, Phase};
-use crate::command::{Command, ProduceRecord, Reply, StoredRecord, TopicSettings};
-use crate::effect::{AppendRecord, Effect, OpOutput, OpResult, StorageOp};
-use crate::error::{BrokerError, HaltReason, StorageError};
-use crate::executor::Executor;
-use crate::fs::FileSystem;
-use crate::ids::{LogId, OpId, RequestId, TopicId};
-use crate::journal::{
+use arbitrary::Unstructured;
+use broker_core::broker::{Broker, Config, Phase};
+use broker_core::command::{Command, ProduceRecord, Reply, StoredRecord, TopicSettings};
+use broker_core::effect::{AppendRecord, Effect, OpOutput, OpResult, StorageOp};
+use broker_core::error::{BrokerError, HaltReason, StorageError};
+use broker_core::executor::Executor;
+use broker_core::fs::FileSystem;
+use broker_core::ids::{LogId, OpId, RequestId, TopicId};
+use broker_core::journal::{
     decode_journal, encode_compacted, encode_header, JournalRecord, MetaState, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
 };
-use crate::logcodec::{
+use broker_core::logcodec::{
     damaged_ranges, decode_records, encode_log_header, encode_records, open_log, LogImage, LOG_HEADER_LEN,
 };
-use crate::memfs::MemFs;
-use crate::partitioner::partition_for_key;
-use crate::time::Time;
-use arbitrary::Unstructured;
+use broker_core::memfs::MemFs;
+use broker_core::partitioner::partition_for_key;
+use broker_core::time::Time;
 use std::collections::{BTreeMap, BTreeSet};
 
 // ---------------------------------------------------------------------------------------
@@ -61,7 +61,8 @@ pub fn fuzz_journal_decode(data: &[u8]) {
         JournalRecord::encode_batch(records, decoded.epoch, &mut again);
     }
     let redecoded = decode_journal(&again).expect("a re-encoded journal decodes");
-    let records = |d: &crate::journal::DecodedJournal| d.records.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>();
+    let records =
+        |d: &broker_core::journal::DecodedJournal| d.records.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>();
     assert_eq!(records(&redecoded), records(&decoded), "re-encoding keeps every record");
     assert!(redecoded.repaired.is_empty() && redecoded.torn_tail.is_none());
     let end = match &decoded.torn_tail {
@@ -102,8 +103,8 @@ fn refuses_to_recover(journal: &[u8]) {
     fs.create(JOURNAL_FILE).expect("memfs create");
     fs.write_at(JOURNAL_FILE, 0, journal).expect("memfs write");
     let before = fs.clone();
-    let d = crate::driver::SyncDriver::start(Config::default(), fs);
-    assert!(matches!(d.halted(), Some(crate::error::HaltReason::CorruptJournal { .. })), "{:?}", d.halted());
+    let d = broker_core::driver::SyncDriver::start(Config::default(), fs);
+    assert!(matches!(d.halted(), Some(broker_core::error::HaltReason::CorruptJournal { .. })), "{:?}", d.halted());
     assert_eq!(d.fs(), &before, "a refused start changes nothing");
 }
 
@@ -113,14 +114,14 @@ fn recover_from_journal(journal: &[u8], state: &MetaState) {
     let mut fs = MemFs::new();
     fs.create(JOURNAL_FILE).expect("memfs create");
     fs.write_at(JOURNAL_FILE, 0, journal).expect("memfs write");
-    let mut d = crate::driver::SyncDriver::start(Config::default(), fs);
+    let mut d = broker_core::driver::SyncDriver::start(Config::default(), fs);
     d.settle(10_000);
     assert_eq!(d.halted(), None, "a decodable journal recovers");
     assert_eq!(d.phase(), Phase::Serving);
     assert!(d.broker().pending_deletions().is_empty(), "deletions finish");
     let live: BTreeSet<TopicId> = d.broker().live_topics().iter().map(|t| t.id).collect();
     for (id, t) in &state.topics {
-        if !t.deleting && crate::name::validate_topic_name(&t.meta.name).is_ok() {
+        if !t.deleting && broker_core::name::validate_topic_name(&t.meta.name).is_ok() {
             // Several live incarnations may share a name; the newest answers for it.
             let newest = state.topics.values().rev().find(|o| !o.deleting && o.meta.name == t.meta.name);
             if newest.map(|o| o.meta.id) == Some(*id) {
@@ -145,11 +146,12 @@ fn recover_from_journal(journal: &[u8], state: &MetaState) {
         ),
     }
     let before = d.broker().live_topics();
-    let mut again = crate::driver::SyncDriver::start(Config::default(), d.crash());
+    let mut again = broker_core::driver::SyncDriver::start(Config::default(), d.crash());
     again.settle(10_000);
     assert_eq!(again.halted(), None, "the recovered journal recovers again");
     let after = again.broker().live_topics();
-    let ids = |v: &[crate::command::TopicDescription]| v.iter().map(|t| (t.id, t.name.clone())).collect::<Vec<_>>();
+    let ids =
+        |v: &[broker_core::command::TopicDescription]| v.iter().map(|t| (t.id, t.name.clone())).collect::<Vec<_>>();
     assert_eq!(ids(&before), ids(&after), "a restart keeps the live topics");
 }
 
@@ -716,7 +718,7 @@ impl Oracle {
         }
     }
 
-    fn check_described(&self, t: &crate::command::TopicDescription) {
+    fn check_described(&self, t: &broker_core::command::TopicDescription) {
         assert_eq!(t.high_watermarks.len(), t.partitions as usize);
         if let Some((name, partitions)) = self.created.get(&t.id) {
             assert_eq!((name, partitions), (&t.name, &t.partitions), "topic {} changed", t.id);

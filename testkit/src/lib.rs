@@ -1,0 +1,24 @@
+//! Test support for broker-core and its runtimes, kept out of the product crate so that
+//! `broker-core`'s API and dependencies are only what a runtime needs.
+//!
+//! - [`hand`]: the hold-back harness, [`Hand`]: the core's tests, the simulator's
+//!   executor tests and the fuzz bodies drive the broker through it.
+//! - [`commands`]: command builders and reply unwrappers.
+//! - [`render`]: effects, operations and journal records rendered one a line.
+//! - [`faulty_fs`]: a `MemFs` that fails removals, directory syncs or space on purpose.
+//! - [`fuzzing`]: the cargo-fuzz target bodies and their oracle (`fuzz/` wraps them;
+//!   `tests/fuzz_corpus.rs` of broker-core runs them over the checked-in corpora).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod commands;
+pub mod faulty_fs;
+pub mod fuzzing;
+pub mod hand;
+pub mod render;
+
+pub use commands::*;
+pub use faulty_fs::*;
+pub use hand::*;
+pub use render::*;
