@@ -15,11 +15,12 @@
 //! The simulator's target (`sim_seed`) belongs to `broker-sim`, which depends on this
 //! crate; it follows the same shape: a plain `pub fn(&[u8])` with a corpus directory.
 
+use crate::hand::Hand;
 use arbitrary::Unstructured;
-use broker_core::broker::{Broker, Config, Phase};
+use broker_core::broker::{Config, Phase};
 use broker_core::command::{Command, ProduceRecord, Reply, StoredRecord, TopicSettings};
-use broker_core::effect::{AppendRecord, Effect, OpOutput, OpResult, StorageOp};
-use broker_core::error::{BrokerError, HaltReason, StorageError};
+use broker_core::effect::{AppendRecord, Effect, OpOutput, StorageOp};
+use broker_core::error::{BrokerError, StorageError};
 use broker_core::executor::Executor;
 use broker_core::fs::FileSystem;
 use broker_core::ids::{LogId, OpId, RequestId, TopicId};
@@ -31,7 +32,6 @@ use broker_core::logcodec::{
 };
 use broker_core::memfs::MemFs;
 use broker_core::partitioner::partition_for_key;
-use broker_core::time::Time;
 use std::collections::{BTreeMap, BTreeSet};
 
 // ---------------------------------------------------------------------------------------
@@ -726,15 +726,12 @@ impl Oracle {
     }
 }
 
+/// The hold-back harness with the oracle fed every reply as it comes out.
 struct Harness {
     config: Config,
-    broker: Broker,
-    executor: Executor<MemFs>,
-    now: Time,
-    /// Storage operations issued and not completed, in issue order.
-    ops: Vec<(OpId, StorageOp)>,
-    halted: Option<HaltReason>,
-    next_request: u64,
+    hand: Hand<MemFs>,
+    /// How many of `hand.answered` the oracle has seen.
+    seen_replies: usize,
     /// A completion of this broker incarnation reported a log missing or corrupt that is
     /// not: its partitions may be unusable until the next restart.
     degraded: bool,
@@ -745,13 +742,9 @@ struct Harness {
 impl Harness {
     fn new(config: Config) -> Harness {
         let mut h = Harness {
-            broker: Broker::start(config.clone(), Time::ZERO),
+            hand: Hand::new(config.clone(), MemFs::new()),
             config,
-            executor: Executor::new(MemFs::new()),
-            now: Time::ZERO,
-            ops: Vec::new(),
-            halted: None,
-            next_request: 1,
+            seen_replies: 0,
             degraded: false,
             oracle: Oracle { trusted: true, ..Oracle::default() },
             run: CoreRun::default(),
@@ -767,8 +760,9 @@ impl Harness {
             }
             Step::Duplicate(i) => {
                 if let Some(&request) = self.oracle.inflight.keys().nth(i) {
-                    self.broker.handle_command(self.now, request, Command::ListTopics);
-                    match self.broker.poll_effect() {
+                    let now = self.hand.now;
+                    self.hand.broker.handle_command(now, request, Command::ListTopics);
+                    match self.hand.broker.poll_effect() {
                         Some(Effect::Reply { request: r, reply: Err(BrokerError::DuplicateRequestId(id)) }) => {
                             assert_eq!((r, id), (request, request.0));
                         }
@@ -778,57 +772,58 @@ impl Harness {
                 }
             }
             Step::Complete(p) => {
-                if let Some(i) = self.pick(p, true) {
-                    self.complete_honestly(i);
+                if let Some(id) = self.pick(p, true) {
+                    self.hand.complete(id);
+                    self.drain();
                 }
             }
             Step::CompleteAll => self.run_ops(),
             Step::FailUnrun(p, error) => {
-                if let Some(i) = self.pick(p, false) {
-                    let (id, op) = self.ops.remove(i);
-                    self.note_fake_error(&op, &error);
-                    self.broker.handle_completion(self.now, id, Err(error));
+                if let Some(id) = self.pick(p, false) {
+                    self.note_fake_error(&self.hand.pending[&id].clone(), &error);
+                    self.hand.complete_with(id, Err(error));
                     self.drain();
                 }
             }
             Step::RunThenFail(p, error) => {
-                if let Some(i) = self.pick(p, true) {
-                    let (id, op) = self.ops.remove(i);
-                    let _ = self.executor.execute(&op);
+                if let Some(id) = self.pick(p, true) {
+                    let op = self.hand.pending[&id].clone();
+                    let _ = self.hand.exec.execute(&op);
                     self.note_fake_error(&op, &error);
-                    self.broker.handle_completion(self.now, id, Err(error));
+                    self.hand.complete_with(id, Err(error));
                     self.drain();
                 }
             }
             Step::Output(p, output) => {
-                if let Some(i) = self.pick(p, false) {
-                    let (id, op) = self.ops.remove(i);
-                    if right_kind(&op, &output) {
+                if let Some(id) = self.pick(p, false) {
+                    if right_kind(&self.hand.pending[&id], &output) {
                         // Success without running: the core cannot tell; checks are off.
                         self.oracle.trusted = false;
                     }
-                    self.broker.handle_completion(self.now, id, Ok(output));
+                    self.hand.complete_with(id, Ok(output));
                     self.drain();
                 }
             }
             Step::UnknownOp(n) => {
-                let id = OpId(u64::MAX - n);
-                self.broker.handle_completion(self.now, id, Ok(OpOutput::Done));
+                self.hand.complete_with(OpId(u64::MAX - n), Ok(OpOutput::Done));
                 self.drain();
             }
-            Step::FireTimer(None) => self.fire_next(),
+            Step::FireTimer(None) => {
+                self.hand.fire_next_timer_only();
+                self.time_passes();
+            }
             // Time passes by a few milliseconds: a timer may or may not fall due.
             Step::FireTimer(Some(i)) => {
-                self.now = self.now.plus_millis(i as u64 * 7);
+                self.hand.now = self.hand.now.plus_millis(i as u64 * 7);
                 self.time_passes();
             }
             // No time passes: nothing may be due that was not due before.
             Step::TimeUnchanged => self.time_passes(),
-            Step::Advance(ms) => self.now = self.now.plus_millis(ms),
+            Step::Advance(ms) => self.hand.now = self.hand.now.plus_millis(ms),
             Step::Crash => self.crash(),
             Step::Settle => self.settle_and_check(),
         }
-        if let Some(reason) = self.halted.take() {
+        if let Some(reason) = self.hand.halts.first() {
             self.run.halts.push(reason.to_string());
             self.crash();
         }
@@ -837,12 +832,13 @@ impl Harness {
 
     /// Picks a pending operation: with `in_order`, only one that may run now (the
     /// oldest pending operation of its target).
-    fn pick(&self, p: Pick, in_order: bool) -> Option<usize> {
-        let candidates: Vec<usize> = if in_order {
+    fn pick(&self, p: Pick, in_order: bool) -> Option<OpId> {
+        let pending = self.hand.pending.iter();
+        let candidates: Vec<OpId> = if in_order {
             let mut seen = BTreeSet::new();
-            (0..self.ops.len()).filter(|&i| seen.insert(target(&self.ops[i].1))).collect()
+            pending.filter(|(_, op)| seen.insert(target(op))).map(|(id, _)| *id).collect()
         } else {
-            (0..self.ops.len()).collect()
+            pending.map(|(id, _)| *id).collect()
         };
         match p {
             Pick::Oldest => candidates.first().copied(),
@@ -860,9 +856,7 @@ impl Harness {
     }
 
     fn submit(&mut self, command: Command) -> RequestId {
-        let request = RequestId(self.next_request);
-        self.next_request += 1;
-        let visible = |name: &str| self.broker.live_topics().into_iter().find(|t| t.name == name);
+        let visible = |name: &str| self.hand.broker.live_topics().into_iter().find(|t| t.name == name);
         let sent = match &command {
             Command::CreateTopic { name, partitions, .. } => Sent::Create {
                 name: name.clone(),
@@ -890,70 +884,65 @@ impl Harness {
             Command::ListTopics => Sent::List,
             Command::DescribeTopic { name } => Sent::Describe { topic: visible(name).map(|t| t.id) },
         };
-        if self.broker.phase() == Phase::Serving {
-            self.oracle.inflight.insert(request, sent);
-        }
-        self.broker.handle_command(self.now, request, command);
+        let serving = self.hand.broker.phase() == Phase::Serving;
+        let request = self.hand.submit_with(command, |request| {
+            if serving {
+                self.oracle.inflight.insert(request, sent);
+            }
+        });
         self.drain();
         request
     }
 
-    /// Moves every queued effect out of the broker.
+    /// Feeds the oracle every reply the harness received since the last call, in the
+    /// order they came out; renders every notice, so its `Display` runs on whatever the
+    /// fuzzer led to.
     fn drain(&mut self) {
-        while let Some(effect) = self.broker.poll_effect() {
-            match effect {
-                Effect::Storage { id, op } => self.ops.push((id, op)),
-                Effect::Reply { request, reply } => self.oracle.reply(request, reply),
-                // Rendered, so its `Display` runs on whatever the fuzzer led to.
-                Effect::Notice(notice) => assert!(!notice.to_string().is_empty()),
-                Effect::Halt(reason) => {
-                    self.halted.get_or_insert(reason);
-                }
+        let new: Vec<RequestId> = self.hand.answered[self.seen_replies..].to_vec();
+        self.seen_replies = self.hand.answered.len();
+        for request in new {
+            if let Some(reply) = self.hand.take_reply(request) {
+                self.oracle.reply(request, reply);
             }
+        }
+        for notice in self.hand.notices.drain(..) {
+            assert!(!notice.to_string().is_empty());
         }
     }
 
-    fn complete_honestly(&mut self, i: usize) {
-        let (id, op) = self.ops.remove(i);
-        let result: OpResult = self.executor.execute(&op);
-        self.broker.handle_completion(self.now, id, result);
-        self.drain();
+    fn complete_oldest(&mut self) {
+        if let Some(&id) = self.hand.pending.keys().next() {
+            self.hand.complete(id);
+            self.drain();
+        }
     }
 
     /// Completes every pending operation in issue order (no timers).
     fn run_ops(&mut self) {
         let mut budget = 10_000;
-        while !self.ops.is_empty() && self.halted.is_none() && budget > 0 {
-            self.complete_honestly(0);
+        while !self.hand.pending.is_empty() && self.hand.halts.is_empty() && budget > 0 {
+            self.complete_oldest();
             budget -= 1;
         }
     }
 
-    /// Moves the clock to the broker's next deadline, if any, and lets the time pass.
-    fn fire_next(&mut self) {
-        if let Some(at) = self.broker.poll_timeout() {
-            self.now = self.now.max(at);
-            self.time_passes();
-        }
-    }
-
-    /// Tells the broker the time is `now`; every timer due by then fires.
+    /// Tells the broker the time is the harness's `now`; every timer due by then fires.
     fn time_passes(&mut self) {
-        self.broker.handle_timeout(self.now);
+        let now = self.hand.now;
+        self.hand.broker.handle_timeout(now);
+        self.hand.collect();
         self.drain();
-        if let Some(at) = self.broker.poll_timeout() {
-            assert!(at >= self.now, "a timer due at {at} is still armed at {}", self.now);
+        if let Some(at) = self.hand.broker.poll_timeout() {
+            assert!(at >= now, "a timer due at {at} is still armed at {now}");
         }
     }
 
     /// Drops the broker and the executor, keeps the disk, and starts a new broker.
     fn crash(&mut self) {
         self.run.restarts += 1;
-        let fs = std::mem::replace(&mut self.executor, Executor::new(MemFs::new())).into_fs();
-        self.executor = Executor::new(fs);
-        self.broker = Broker::start(self.config.clone(), self.now);
-        self.ops.clear();
-        self.halted = None;
+        let old = std::mem::replace(&mut self.hand, Hand::new(self.config.clone(), MemFs::new()));
+        self.hand = old.restart(self.config.clone());
+        self.seen_replies = 0;
         self.degraded = false;
         self.oracle.inflight.clear();
         self.drain();
@@ -968,18 +957,18 @@ impl Harness {
                 if budget == 0 {
                     break;
                 }
-                if !self.ops.is_empty() {
-                    self.complete_honestly(0);
-                } else if self.broker.poll_timeout().is_some() {
-                    self.fire_next();
+                if !self.hand.pending.is_empty() {
+                    self.complete_oldest();
+                } else if self.hand.fire_next_timer_only() {
+                    self.drain();
                 } else {
                     break;
                 }
-                if self.halted.is_some() {
+                if !self.hand.halts.is_empty() {
                     break;
                 }
             }
-            match self.halted.take() {
+            match self.hand.halts.first().cloned() {
                 Some(reason) => {
                     self.run.halts.push(reason.to_string());
                     assert!(!self.oracle.trusted, "the broker halted with honest storage: {reason}");
@@ -997,10 +986,10 @@ impl Harness {
             if let Some(reply) = self.oracle.replies.remove(&request) {
                 return reply;
             }
-            if self.ops.is_empty() || self.halted.is_some() {
+            if self.hand.pending.is_empty() || !self.hand.halts.is_empty() {
                 return Err(BrokerError::Unavailable("no reply".into()));
             }
-            self.complete_honestly(0);
+            self.complete_oldest();
         }
     }
 
@@ -1009,7 +998,7 @@ impl Harness {
         if !self.oracle.trusted {
             return;
         }
-        let fs = self.executor.fs();
+        let fs = self.hand.exec.fs();
         let logs: Vec<LogId> = fs.names().iter().filter_map(|n| LogId::parse_file_name(n)).collect();
         let Some(image) = fs.file(JOURNAL_FILE) else {
             assert!(logs.is_empty(), "logs {logs:?} exist without a journal");
@@ -1030,9 +1019,9 @@ impl Harness {
         if !self.oracle.trusted {
             return;
         }
-        assert_eq!(self.broker.phase(), Phase::Serving, "the broker serves once settled");
-        assert!(self.broker.pending_deletions().is_empty(), "deletions complete once settled");
-        let live = self.broker.live_topics();
+        assert_eq!(self.hand.broker.phase(), Phase::Serving, "the broker serves once settled");
+        assert!(self.hand.broker.pending_deletions().is_empty(), "deletions complete once settled");
+        let live = self.hand.broker.live_topics();
         let live_ids: BTreeSet<TopicId> = live.iter().map(|t| t.id).collect();
         for t in &live {
             assert!(!self.oracle.deleted.contains(&t.id), "deleted topic {} is live again", t.id);
@@ -1048,7 +1037,8 @@ impl Harness {
         let mut expected: Vec<LogId> =
             live.iter().flat_map(|t| (0..t.partitions).map(move |p| LogId { topic: t.id, partition: p })).collect();
         expected.sort();
-        let on_disk: Vec<LogId> = self.executor.fs().names().iter().filter_map(|n| LogId::parse_file_name(n)).collect();
+        let on_disk: Vec<LogId> =
+            self.hand.exec.fs().names().iter().filter_map(|n| LogId::parse_file_name(n)).collect();
         if self.degraded {
             // A log reported missing or corrupt (falsely) is left alone until a restart.
             assert!(on_disk.iter().all(|l| expected.contains(l)), "logs {on_disk:?} of no live topic");

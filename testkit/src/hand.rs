@@ -43,10 +43,17 @@ impl Hand<MemFs> {
 impl<F: FileSystem> Hand<F> {
     /// A broker over `fs`, nothing completed yet.
     pub fn new(config: Config, fs: F) -> Hand<F> {
+        Hand::new_at(config, fs, Time::ZERO)
+    }
+
+    /// A broker over `fs` started at `now`, nothing completed yet.
+    pub fn new_at(config: Config, fs: F, now: Time) -> Hand<F> {
+        let mut exec = Executor::new(fs);
+        exec.set_read_only(config.read_only);
         let mut h = Hand {
-            broker: Broker::start(config, Time::ZERO),
-            exec: Executor::new(fs),
-            now: Time::ZERO,
+            broker: Broker::start(config, now),
+            exec,
+            now,
             pending: BTreeMap::new(),
             done: BTreeMap::new(),
             replies: BTreeMap::new(),
@@ -92,8 +99,15 @@ impl<F: FileSystem> Hand<F> {
 
     /// Sends a command; returns its request id.
     pub fn submit(&mut self, command: Command) -> RequestId {
+        self.submit_with(command, |_| {})
+    }
+
+    /// Sends a command, first telling `before` the request id it will carry (a test's
+    /// model notes the request before any reply can come out).
+    pub fn submit_with(&mut self, command: Command, before: impl FnOnce(RequestId)) -> RequestId {
         let request = RequestId(self.next_request);
         self.next_request += 1;
+        before(request);
         self.broker.handle_command(self.now, request, command);
         self.collect();
         request
@@ -201,6 +215,16 @@ impl<F: FileSystem> Hand<F> {
                 _ => None,
             })
             .collect()
+    }
+
+    /// A crash, then a new broker over the same storage at the same time, nothing
+    /// completed yet. Request ids continue from the old broker's, so no two requests of
+    /// the two lives share one.
+    pub fn restart(self, config: Config) -> Hand<F> {
+        let (now, next_request) = (self.now, self.next_request);
+        let mut h = Hand::new_at(config, self.crash(), now);
+        h.next_request = next_request;
+        h
     }
 
     /// Drops the broker (a crash) and hands back the storage.
