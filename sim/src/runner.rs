@@ -283,7 +283,6 @@ pub fn run(opts: &RunOptions) -> RunReport {
     let faults = sim.disk().counters();
     let (violations, excused) = {
         let mut v = std::mem::take(&mut sim.violations);
-        v.extend(sim.model.take_violations());
         v.extend(sim.checkers.take_violations());
         let lost = sim.journal_lost_to_rot;
         v.into_iter().partition(|v| lost.is_none_or(|at| v.at < at))
@@ -611,7 +610,7 @@ impl Sim {
             n.serving = true;
             self.failed_starts = 0;
             let live = n.broker.live_topic_ids();
-            self.model.check_live_after_recovery(self.now, &live);
+            self.checkers.recovered(self.now, &self.model, &live);
         }
     }
 
@@ -662,10 +661,17 @@ impl Sim {
                 self.crash_now = true;
             }
         }
+        self.fold_reply(request, &reply);
+    }
+
+    /// Feeds a reply to the checkers, then folds it into the model, which shows the
+    /// checkers each part of it as it goes.
+    fn fold_reply(&mut self, request: RequestId, reply: &Result<Reply, BrokerError>) {
         let rotted = self.rotted();
         let is_rotted = |log: LogId| rotted.contains(&log.file_name());
-        self.checkers.replied(self.now, &self.model, request, &reply, &is_rotted);
-        self.model.replied(self.now, request, &reply, &is_rotted);
+        self.checkers.replied(self.now, &self.model, request, reply, &is_rotted);
+        let (now, checkers) = (self.now, &mut self.checkers);
+        self.model.replied(now, request, reply, &mut |model, seen| checkers.model_saw(now, model, &seen, &is_rotted));
     }
 
     /// No orphans at a crash point: every log that survived belongs to a topic the
@@ -699,10 +705,7 @@ impl Sim {
             }
         }
         if let Some(reply) = &answer {
-            let rotted = self.rotted();
-            let is_rotted = |log: LogId| rotted.contains(&log.file_name());
-            self.checkers.replied(self.now, &self.model, request, reply, &is_rotted);
-            self.model.replied(self.now, request, reply, &is_rotted);
+            self.fold_reply(request, reply);
         }
         answer
     }
@@ -727,7 +730,7 @@ impl Sim {
         // Before the final fetches below, which are requests of their own.
         self.checkers.run_ended(self.now);
         let live_ids: Vec<TopicId> = self.node.as_ref().map(|n| n.broker.live_topic_ids()).unwrap_or_default();
-        self.model.check_live_after_recovery(self.now, &live_ids);
+        self.checkers.recovered(self.now, &self.model, &live_ids);
         self.check_durability(&live);
     }
 
