@@ -2,7 +2,8 @@
 //!
 //! [`no_orphans`], [`no_premature_removal`] and [`liveness`] are functions the runner
 //! calls on the disk and the broker at the points they judge (a crash, an operation, the
-//! end). At the end the runner also reads every live partition back, for [`durability`].
+//! end); so is [`durability::at_end`], which reads every live partition back once the
+//! run has settled.
 //!
 //! The rest are gathered in [`Checkers`]: the runner feeds them every request as it is
 //! issued and every reply as it arrives (both before the model folds them in, so they
