@@ -1,10 +1,11 @@
 //! The reference model: what clients were told, and what every later reply must agree
 //! with. Requests cut off by a crash or halt are indeterminate: they may or may not
 //! have happened, and the model allows both.
+//!
+//! The model judges nothing: it folds in requests and replies, and shows each part of a
+//! reply to the checkers ([`crate::checkers`]) before it folds that part in.
 
-use crate::violation::{Checker, Violation};
-use broker_core::partitioner::partition_for_key;
-use broker_core::{BrokerError, Command, LogId, Reply, RequestId, Time, TopicId};
+use broker_core::{BrokerError, Command, Reply, RequestId, Time, TopicId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -83,7 +84,6 @@ pub struct Model {
     created_by: BTreeMap<TopicId, RequestId>,
     /// Creates and deletes acknowledged (for the summary).
     pub deletes_acked: u64,
-    violations: Vec<Violation>,
 }
 
 impl Model {
@@ -119,15 +119,6 @@ impl Model {
         }
     }
 
-    fn flag(&mut self, now: Time, checker: Checker, detail: String) {
-        self.violations.push(Violation { checker, at: now, detail });
-    }
-
-    /// Takes the violations found so far.
-    pub fn take_violations(&mut self) -> Vec<Violation> {
-        std::mem::take(&mut self.violations)
-    }
-
     /// Whether an incarnation may legitimately be gone: its deletion was acknowledged,
     /// or a delete of its name was issued after its create was (a delete issued before
     /// the create cannot have removed it). Requests cut off by a crash count as issued.
@@ -149,19 +140,42 @@ impl Model {
     /// The incarnation of `name` whose creation was acknowledged and that no delete
     /// issued since its create can have touched: it is live now, crashes or not.
     pub fn definitely_live(&self, name: &str) -> Option<TopicId> {
-        self.names.get(name).and_then(|s| s.definitely_live).map(|(id, _)| id)
+        self.definitely_live_since(name).map(|(id, _)| id)
     }
 
-    /// Checks a reply against the model, given the logs that suffered injected bit rot.
+    /// The incarnation of `name` that [`Model::definitely_live`] names, with when its
+    /// creation was acknowledged.
+    pub fn definitely_live_since(&self, name: &str) -> Option<(TopicId, Time)> {
+        self.names.get(name).and_then(|s| s.definitely_live)
+    }
+
+    /// Whether the model holds a record at this position: acknowledged, or served.
+    pub fn holds(&self, at: &(TopicId, u32, u64)) -> bool {
+        self.acked.contains_key(at) || self.served.contains_key(at)
+    }
+
+    /// The topic name every record of a run's value was sent to.
+    pub fn produced_to(&self, value: &[u8]) -> Option<&String> {
+        self.produced.get(&ValueId::of(value))
+    }
+
+    /// Where a value was acknowledged, if it was.
+    pub fn home_of(&self, value: &[u8]) -> Option<(TopicId, u32, u64)> {
+        self.value_home.get(&ValueId::of(value)).copied()
+    }
+
+    /// Folds a reply into the model. `observe` sees each part of the reply against the
+    /// model as folded up to that part (see [`Seen`]): the checkers of
+    /// [`crate::checkers`] judge there; the model only learns.
     pub fn replied(
         &mut self,
         now: Time,
         request: RequestId,
         reply: &Result<Reply, BrokerError>,
-        rotted: &dyn Fn(LogId) -> bool,
+        observe: &mut dyn FnMut(&Model, Seen<'_>),
     ) {
         let Some((cmd, issued_at)) = self.inflight.remove(&request) else {
-            return self.flag(now, Checker::ModelAgreement, format!("reply to unknown request {}", request.0));
+            return observe(self, Seen::UnknownRequest(request));
         };
         match (reply, &*cmd) {
             (Ok(Reply::Produced { topic: id, .. }), Command::Produce { topic: name, .. })
@@ -180,11 +194,13 @@ impl Model {
             }
             _ => {}
         }
+        observe(self, Seen::Reply { command: &cmd, issued_at, reply });
         match (reply, &*cmd) {
             (Err(BrokerError::Halted(_)), _) => self.cut_off(&cmd),
             (Ok(Reply::Created { topic }), Command::CreateTopic { name, partitions, .. }) => {
+                // A reply that reuses an id teaches the model nothing.
                 if self.topics.contains_key(topic) {
-                    return self.flag(now, Checker::ModelAgreement, format!("create of {name} reused id {topic}"));
+                    return;
                 }
                 self.topics.insert(*topic, (name.clone(), *partitions));
                 self.created_by.insert(*topic, request);
@@ -194,196 +210,112 @@ impl Model {
                 }
             }
             (Ok(Reply::DeleteAccepted { topic }), Command::DeleteTopic { name }) => {
-                if let Some((known, _)) = self.topics.get(topic) {
-                    if known != name {
-                        let detail = format!("delete of {name} accepted for {topic}, which is {known}");
-                        return self.flag(now, Checker::ModelAgreement, detail);
-                    }
+                // Nor does one that accepts the delete of a name for another name's id.
+                if self.topics.get(topic).is_some_and(|(known, _)| known != name) {
+                    return;
                 }
                 self.deletes_acked += 1;
                 self.deleted.insert(*topic);
             }
             (Ok(Reply::Produced { topic, positions }), Command::Produce { records, .. }) => {
-                self.produced_reply(now, *topic, positions, records);
+                // Nor one that acknowledges another number of records than were sent.
+                if positions.len() != records.len() {
+                    return;
+                }
+                for (pos, rec) in positions.iter().zip(records) {
+                    let at = (*topic, pos.partition, pos.offset);
+                    let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
+                    observe(self, Seen::Produced { at, record: &bytes });
+                    if let Some(before) = self.acked.insert(at, bytes) {
+                        let record = &self.acked[&at];
+                        observe(self, Seen::AckedAgain { at, before: &before, record });
+                    }
+                    self.value_home.insert(ValueId::of(&rec.value), at);
+                }
             }
             (Ok(Reply::Fetched { topic, records, .. }), Command::Fetch { partition, offset, .. }) => {
                 for (i, r) in records.iter().enumerate() {
-                    if r.offset != offset + i as u64 {
-                        let detail =
-                            format!("fetch of {topic}/p{partition} from {offset} returned offset {}", r.offset);
-                        self.flag(now, Checker::ModelAgreement, detail);
+                    let at = (*topic, *partition, r.offset);
+                    let record = RecordBytes { key: r.key.clone(), value: r.value.clone() };
+                    observe(self, Seen::Fetched { at, from: *offset, index: i as u64, record: &record });
+                    if !self.acked.contains_key(&at) {
+                        self.served.entry(at).or_insert(record);
                     }
-                    let bytes = RecordBytes { key: r.key.clone(), value: r.value.clone() };
-                    self.check_fetched(now, *topic, *partition, r.offset, &bytes);
                 }
             }
             (Ok(Reply::Topics(list)), Command::ListTopics) => {
                 for d in list {
-                    self.check_visible(now, d.id, &d.name, d.partitions);
+                    self.visible(observe, d.id, &d.name, d.partitions);
                 }
             }
             (Ok(Reply::Described(d)), Command::DescribeTopic { .. }) => {
-                self.check_visible(now, d.id, &d.name, d.partitions);
+                self.visible(observe, d.id, &d.name, d.partitions);
             }
-            (Err(BrokerError::TopicNotFound { name }), _) => {
-                let live = self.names.get(name).and_then(|s| s.definitely_live);
-                if let Some((id, acked_at)) = live {
-                    if acked_at <= issued_at && !matches!(*cmd, Command::CreateTopic { .. }) {
-                        let detail = format!(
-                            "{name} ({id}) is live since {acked_at}, but a request issued at {issued_at} got not-found"
-                        );
-                        self.flag(now, Checker::ModelAgreement, detail);
-                    }
-                }
-            }
-            (Err(BrokerError::CorruptRecord { log, offset, .. }), Command::Fetch { .. }) => {
-                let Some(log_id) = LogId::parse_file_name(log) else { return };
-                if !rotted(log_id) && self.acked.contains_key(&(log_id.topic, log_id.partition, *offset)) {
-                    let detail =
-                        format!("acknowledged record {log_id}@{offset} reported corrupt without injected corruption");
-                    self.flag(now, Checker::Durability, detail);
-                }
-            }
-            (Err(_), _) => {}
-            (Ok(other), cmd) => {
-                let detail = format!("reply {other:?} does not answer {cmd:?}");
-                self.flag(now, Checker::ModelAgreement, detail);
-            }
+            _ => {}
         }
     }
 
-    fn produced_reply(
-        &mut self,
-        now: Time,
-        topic: TopicId,
-        positions: &[broker_core::RecordPosition],
-        records: &[broker_core::ProduceRecord],
-    ) {
-        if positions.len() != records.len() {
-            let detail = format!("produce of {} records acknowledged {} positions", records.len(), positions.len());
-            return self.flag(now, Checker::ModelAgreement, detail);
-        }
-        let partitions = self.topics.get(&topic).map(|t| t.1);
-        for (pos, rec) in positions.iter().zip(records) {
-            if let (Some(n), Some(key)) = (partitions, &rec.key) {
-                let want = partition_for_key(key, n);
-                if pos.partition != want {
-                    let detail =
-                        format!("keyed record went to partition {} of {topic}, murmur2 says {want}", pos.partition);
-                    self.flag(now, Checker::ModelAgreement, detail);
-                }
-            }
-            let at = (topic, pos.partition, pos.offset);
-            let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
-            if let Some(served) = self.served.get(&at).filter(|s| **s != bytes) {
-                let detail = format!(
-                    "{topic}/p{}@{} was served as {}, then acknowledged for {}",
-                    pos.partition,
-                    pos.offset,
-                    label(&served.value),
-                    label(&rec.value)
-                );
-                self.flag(now, Checker::Durability, detail);
-            }
-            if let Some(prev) = self.acked.insert(at, bytes) {
-                let detail = format!(
-                    "offset {}/p{}@{} acknowledged twice (first {}, then {})",
-                    topic,
-                    pos.partition,
-                    pos.offset,
-                    label(&prev.value),
-                    label(&rec.value)
-                );
-                self.flag(now, Checker::ModelAgreement, detail);
-            }
-            self.value_home.insert(ValueId::of(&rec.value), at);
+    fn visible(&mut self, observe: &mut dyn FnMut(&Model, Seen<'_>), id: TopicId, name: &str, partitions: u32) {
+        observe(self, Seen::Visible { id, name, partitions });
+        if !self.deleted.contains(&id) && !self.topics.contains_key(&id) {
+            self.topics.insert(id, (name.to_string(), partitions));
         }
     }
+}
 
-    /// A record read back at `(topic, partition, offset)` must be the acknowledged one,
-    /// or an unacknowledged record produced to the same name, never another incarnation's.
-    pub fn check_fetched(&mut self, now: Time, topic: TopicId, partition: u32, offset: u64, got: &RecordBytes) {
-        let at = (topic, partition, offset);
-        if let Some(want) = self.acked.get(&at) {
-            if want != got {
-                let detail = format!(
-                    "{topic}/p{partition}@{offset} reads {}, acknowledged {}",
-                    label(&got.value),
-                    label(&want.value)
-                );
-                self.flag(now, Checker::Durability, detail);
-            }
-            return;
-        }
-        if let Some(served) = self.served.get(&at) {
-            if served != got {
-                let detail = format!(
-                    "{topic}/p{partition}@{offset} was served as {}, later reads {}",
-                    label(&served.value),
-                    label(&got.value)
-                );
-                self.flag(now, Checker::Durability, detail);
-            }
-            return;
-        }
-        self.served.insert(at, got.clone());
-        if let Some(home) = self.value_home.get(&ValueId::of(&got.value)) {
-            if *home != at {
-                let detail = format!(
-                    "{topic}/p{partition}@{offset} holds {}, acknowledged at {}/p{}@{}",
-                    label(&got.value),
-                    home.0,
-                    home.1,
-                    home.2
-                );
-                self.flag(now, Checker::NoResurrection, detail);
-            }
-            return;
-        }
-        let name = self.topics.get(&topic).map(|t| t.0.clone());
-        match self.produced.get(&ValueId::of(&got.value)) {
-            None => {
-                let detail =
-                    format!("{topic}/p{partition}@{offset} holds {}, which no client produced", label(&got.value));
-                self.flag(now, Checker::ModelAgreement, detail);
-            }
-            Some(sent_to) if name.as_ref().is_some_and(|n| n != sent_to) => {
-                let detail = format!("{topic}/p{partition}@{offset} holds a record produced to {sent_to}");
-                self.flag(now, Checker::NoResurrection, detail);
-            }
-            Some(_) => {}
-        }
-    }
-
-    fn check_visible(&mut self, now: Time, id: TopicId, name: &str, partitions: u32) {
-        if self.deleted.contains(&id) {
-            let detail = format!("{name} ({id}) is visible after its deletion was acknowledged");
-            return self.flag(now, Checker::NoResurrection, detail);
-        }
-        match self.topics.get(&id) {
-            Some((n, p)) if n != name || *p != partitions => {
-                let detail = format!("{id} shows as {name}/{partitions}, created as {n}/{p}");
-                self.flag(now, Checker::ModelAgreement, detail);
-            }
-            Some(_) => {}
-            None => {
-                self.topics.insert(id, (name.to_string(), partitions));
-            }
-        }
-    }
-
-    /// Checks the broker's live topics after a restart: no acknowledged deletion undone.
-    pub fn check_live_after_recovery(&mut self, now: Time, live: &[TopicId]) {
-        for id in live {
-            if self.deleted.contains(id) {
-                self.flag(
-                    now,
-                    Checker::NoResurrection,
-                    format!("{id} is live again after recovery; its deletion was acknowledged"),
-                );
-            }
-        }
-    }
+/// A part of a reply, as [`Model::replied`] shows it to its observer, always against the
+/// model as folded up to (not including) that part.
+#[derive(Debug)]
+pub enum Seen<'a> {
+    /// A reply to a request the model does not know (never issued, or answered before).
+    UnknownRequest(RequestId),
+    /// A reply, with the command it answers and when that was issued; seen first, before
+    /// any of it is folded in.
+    Reply {
+        /// The command.
+        command: &'a Command,
+        /// When it was issued.
+        issued_at: Time,
+        /// The reply.
+        reply: &'a Result<Reply, BrokerError>,
+    },
+    /// One record of a produce reply (whose record count matched the produce's) at the
+    /// position it was acknowledged at.
+    Produced {
+        /// Incarnation, partition and offset.
+        at: (TopicId, u32, u64),
+        /// The record.
+        record: &'a RecordBytes,
+    },
+    /// A position acknowledged again, seen after the later acknowledgement is folded in.
+    AckedAgain {
+        /// Incarnation, partition and offset.
+        at: (TopicId, u32, u64),
+        /// What the position held before.
+        before: &'a RecordBytes,
+        /// What it holds now.
+        record: &'a RecordBytes,
+    },
+    /// One record of a fetch reply.
+    Fetched {
+        /// Incarnation, the partition fetched, and the offset the record carries.
+        at: (TopicId, u32, u64),
+        /// The offset the fetch asked from.
+        from: u64,
+        /// The record's place in the reply.
+        index: u64,
+        /// The record.
+        record: &'a RecordBytes,
+    },
+    /// A topic a list or describe reply shows.
+    Visible {
+        /// Its incarnation.
+        id: TopicId,
+        /// Its name.
+        name: &'a str,
+        /// Its partition count.
+        partitions: u32,
+    },
 }
 
 #[cfg(test)]
@@ -394,13 +326,13 @@ mod tests {
     #[test]
     fn only_a_delete_issued_after_its_create_excuses_a_vanished_incarnation() {
         let mut m = Model::default();
-        let clean = |_: LogId| false;
+        let mut ignore = |_: &Model, _: Seen<'_>| {};
         let (t, name) = (Time::ZERO, "a".to_string());
         m.issued(t, RequestId(1), &Rc::new(Command::DeleteTopic { name: name.clone() }));
-        m.replied(t, RequestId(1), &Err(BrokerError::TopicNotFound { name: name.clone() }), &clean);
+        m.replied(t, RequestId(1), &Err(BrokerError::TopicNotFound { name: name.clone() }), &mut ignore);
         let create = Command::CreateTopic { name: name.clone(), partitions: 1, settings: TopicSettings::default() };
         m.issued(t, RequestId(2), &Rc::new(create));
-        m.replied(t, RequestId(2), &Ok(Reply::Created { topic: TopicId(0) }), &clean);
+        m.replied(t, RequestId(2), &Ok(Reply::Created { topic: TopicId(0) }), &mut ignore);
         assert!(!m.may_be_deleted(TopicId(0)), "the delete came before the create");
         // A later delete, cut off by a crash: it may have happened.
         m.issued(t, RequestId(3), &Rc::new(Command::DeleteTopic { name }));

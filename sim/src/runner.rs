@@ -5,9 +5,10 @@
 //! (faults and crashes stop; the broker must finish all pending work within a bound),
 //! then the *final checks* (durability of every acknowledged record, exact log set).
 
+use crate::checkers::durability::{self, ReadBack};
 use crate::checkers::{liveness, no_orphans, no_premature_removal, Checkers};
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
-use crate::model::{label, Model, RecordBytes};
+use crate::model::Model;
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
 use crate::trace::{render_command, render_effect, render_op, render_result, Trace, TraceLine};
@@ -296,7 +297,6 @@ pub fn run(opts: &RunOptions) -> RunReport {
     let faults = sim.disk().counters();
     let (violations, excused) = {
         let mut v = std::mem::take(&mut sim.violations);
-        v.extend(sim.model.take_violations());
         v.extend(sim.checkers.take_violations());
         let lost = sim.journal_lost_to_rot;
         v.into_iter().partition(|v| lost.is_none_or(|at| v.at < at))
@@ -633,7 +633,7 @@ impl Sim {
             n.serving = true;
             self.failed_starts = 0;
             let live = n.broker.live_topic_ids();
-            self.model.check_live_after_recovery(self.now, &live);
+            self.checkers.recovered(self.now, &self.model, &live);
         }
     }
 
@@ -684,10 +684,17 @@ impl Sim {
                 self.crash_now = true;
             }
         }
+        self.fold_reply(request, &reply);
+    }
+
+    /// Feeds a reply to the checkers, then folds it into the model, which shows the
+    /// checkers each part of it as it goes.
+    fn fold_reply(&mut self, request: RequestId, reply: &Result<Reply, BrokerError>) {
         let rotted = self.rotted();
         let is_rotted = |log: LogId| rotted.contains(&log.file_name());
-        self.checkers.replied(self.now, &self.model, request, &reply, &is_rotted);
-        self.model.replied(self.now, request, &reply, &is_rotted);
+        self.checkers.replied(self.now, &self.model, request, reply, &is_rotted);
+        let (now, checkers) = (self.now, &mut self.checkers);
+        self.model.replied(now, request, reply, &mut |model, seen| checkers.model_saw(now, model, &seen, &is_rotted));
     }
 
     /// No orphans at a crash point: every log that survived belongs to a topic the
@@ -721,10 +728,7 @@ impl Sim {
             }
         }
         if let Some(reply) = &answer {
-            let rotted = self.rotted();
-            let is_rotted = |log: LogId| rotted.contains(&log.file_name());
-            self.checkers.replied(self.now, &self.model, request, reply, &is_rotted);
-            self.model.replied(self.now, request, reply, &is_rotted);
+            self.fold_reply(request, reply);
         }
         answer
     }
@@ -749,83 +753,24 @@ impl Sim {
         // Before the final fetches below, which are requests of their own.
         self.checkers.run_ended(self.now);
         let live_ids: Vec<TopicId> = self.node.as_ref().map(|n| n.broker.live_topic_ids()).unwrap_or_default();
-        self.model.check_live_after_recovery(self.now, &live_ids);
-        self.check_durability(&live);
+        self.checkers.recovered(self.now, &self.model, &live_ids);
+        for detail in durability::at_end(self, &live) {
+            self.flag(Checker::Durability, detail);
+        }
+    }
+}
+
+/// The final read-back runs through the broker, the checkers and the model.
+impl ReadBack for Sim {
+    fn model(&self) -> &Model {
+        &self.model
     }
 
-    /// Every acknowledged (or served) record of a live topic reads back intact, or, where
-    /// injected bit rot hit its log, is reported as corrupt by its own offset: rot is
-    /// never an excuse for a silent loss, a short high watermark or a reused offset.
-    fn check_durability(&mut self, live: &[broker_core::TopicDescription]) {
-        let acked_ids: BTreeSet<TopicId> = self.model.acked.keys().map(|k| k.0).collect();
-        let live_ids: BTreeSet<TopicId> = live.iter().map(|t| t.id).collect();
-        for id in acked_ids.difference(&live_ids) {
-            if !self.model.may_be_deleted(*id) {
-                self.flag(Checker::Durability, format!("{id} has acknowledged records but vanished without a delete"));
-            }
-        }
-        let rotted = self.rotted();
-        for t in live {
-            for p in 0..t.partitions {
-                let log = LogId { topic: t.id, partition: p };
-                let hw = t.high_watermarks.get(p as usize).copied().unwrap_or(0);
-                // What was served (below the high watermark) counts as committed too.
-                let range = (t.id, p, 0)..=(t.id, p, u64::MAX);
-                let served = self.model.served.range(range.clone()).map(|(k, v)| (k.2, v.clone()));
-                let mut acked: Vec<(u64, RecordBytes)> =
-                    self.model.acked.range(range).map(|(k, v)| (k.2, v.clone())).chain(served).collect();
-                acked.sort_by_key(|(o, _)| *o);
-                let is_rotted = rotted.contains(&log.file_name());
-                if let Some((last, _)) = acked.last() {
-                    if *last >= hw {
-                        let detail = format!("{log}: acknowledged offset {last} is at or past the high watermark {hw}");
-                        self.flag(Checker::Durability, detail);
-                    }
-                }
-                let mut read: BTreeMap<u64, RecordBytes> = BTreeMap::new();
-                // Offsets reported corrupt, and whether the whole log was (its header rotted).
-                let (mut reported, mut log_reported) = (BTreeSet::new(), false);
-                let mut offset = 0;
-                while offset < hw {
-                    let cmd = Command::Fetch { topic: t.name.clone(), partition: p, offset, max_records: 1_000 };
-                    match self.sync_request(cmd) {
-                        Some(Ok(Reply::Fetched { records, .. })) if !records.is_empty() => {
-                            for r in records {
-                                offset = r.offset + 1;
-                                read.insert(r.offset, RecordBytes { key: r.key, value: r.value });
-                            }
-                        }
-                        Some(Err(BrokerError::CorruptRecord { offset: bad, .. })) if bad >= offset => {
-                            reported.insert(bad);
-                            offset = bad + 1;
-                        }
-                        // A log whose header rotted cannot be opened: reported, not served.
-                        Some(Err(BrokerError::Storage(e))) if is_rotted && e.contains("corrupt") => {
-                            log_reported = true;
-                            break;
-                        }
-                        other => {
-                            let detail = format!("{log}: final fetch from {offset} (hw {hw}) got {other:?}");
-                            self.flag(Checker::Durability, detail);
-                            break;
-                        }
-                    }
-                }
-                for (o, want) in acked {
-                    match read.get(&o) {
-                        Some(got) if *got == want => {}
-                        None if is_rotted && (log_reported || reported.contains(&o)) => {}
-                        got => {
-                            let detail = format!(
-                                "{log}@{o}: acknowledged {}, reads {:?}",
-                                label(&want.value),
-                                got.map(|g| label(&g.value))
-                            );
-                            self.flag(Checker::Durability, detail);
-                        }
-                    }
-                }
-            }
-        }
+    fn rotted_files(&self) -> BTreeSet<String> {
+        self.rotted()
+    }
+
+    fn fetch(&mut self, command: Command) -> Option<Result<Reply, BrokerError>> {
+        self.sync_request(command)
     }
 }

@@ -2,18 +2,26 @@
 //!
 //! [`no_orphans`], [`no_premature_removal`] and [`liveness`] are functions the runner
 //! calls on the disk and the broker at the points they judge (a crash, an operation, the
-//! end). Durability (with the runner's final read-back), model agreement and no
-//! resurrection live in the reference model (`crate::model`) and the runner.
+//! end); so is [`durability::at_end`], which reads every live partition back once the
+//! run has settled.
 //!
 //! The rest are gathered in [`Checkers`]: the runner feeds them every request as it is
 //! issued and every reply as it arrives (both before the model folds them in, so they
 //! see what the model knew at that instant), every storage operation as the core issues
 //! it and as its completion is delivered, every death of the broker process, and the end
 //! of the run. They read the model; they never change it.
+//!
+//! Three of them judge replies against the reference model part by part, as the model
+//! folds each in ([`crate::model::Seen`], through [`Checkers::model_saw`]):
+//! [`model_agreement`], [`durability`] and [`no_resurrection`] (which also judges the
+//! live topics of each broker that reaches serving, [`Checkers::recovered`]).
 
+pub mod durability;
 pub mod liveness;
+pub mod model_agreement;
 pub mod no_orphans;
 pub mod no_premature_removal;
+pub mod no_resurrection;
 
 mod ack_after_delete;
 mod acked_offsets;
@@ -23,9 +31,9 @@ mod every_request_answered;
 mod fetch_incarnation;
 mod removal_concurrency;
 
-use crate::model::Model;
+use crate::model::{Model, Seen};
 use crate::violation::{Checker, Violation};
-use broker_core::{BrokerError, Command, LogId, OpId, Reply, RequestId, StorageOp, Time};
+use broker_core::{BrokerError, Command, LogId, OpId, Reply, RequestId, StorageOp, Time, TopicId};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -61,6 +69,9 @@ pub struct Checkers {
     delete_not_found: delete_not_found::DeleteNotFound,
     create_of_live_name: create_of_live_name::CreateOfLiveName,
     removal_concurrency: removal_concurrency::RemovalConcurrency,
+    /// What [`model_agreement`], [`durability`] and [`no_resurrection`] found.
+    against_model: Vec<Violation>,
+    /// What the others found.
     violations: Vec<Violation>,
 }
 
@@ -75,6 +86,7 @@ impl Checkers {
             delete_not_found: Default::default(),
             create_of_live_name: Default::default(),
             removal_concurrency: removal_concurrency::RemovalConcurrency::new(removal_concurrency),
+            against_model: Vec::new(),
             violations: Vec::new(),
         }
     }
@@ -110,6 +122,22 @@ impl Checkers {
         self.create_of_live_name.replied(&mut flags, request, &req, reply);
     }
 
+    /// The model, folding in a reply, shows a part of it (pass this as the observer of
+    /// [`Model::replied`]). `rotted` tells the logs that suffered injected bit rot.
+    pub fn model_saw(&mut self, now: Time, model: &Model, seen: &Seen<'_>, rotted: &dyn Fn(LogId) -> bool) {
+        let mut flags = Flags { now, out: &mut self.against_model };
+        model_agreement::saw(&mut flags, model, seen);
+        durability::saw(&mut flags, model, seen, rotted);
+        no_resurrection::saw(&mut flags, model, seen);
+    }
+
+    /// A broker reached serving after a start (or serves at the end of the run) with
+    /// these live incarnations.
+    pub fn recovered(&mut self, now: Time, model: &Model, live: &[TopicId]) {
+        let mut flags = Flags { now, out: &mut self.against_model };
+        no_resurrection::recovered(&mut flags, model, live);
+    }
+
     /// The core issued storage operation `id`.
     pub fn storage_issued(&mut self, now: Time, id: OpId, op: &StorageOp) {
         let mut flags = Flags { now, out: &mut self.violations };
@@ -137,8 +165,11 @@ impl Checkers {
         every_request_answered::run_ended(&mut flags, &self.open);
     }
 
-    /// Takes the violations found so far.
+    /// Takes the violations found so far: those judged against the model first, then
+    /// the others, each in the order found.
     pub fn take_violations(&mut self) -> Vec<Violation> {
-        std::mem::take(&mut self.violations)
+        let mut v = std::mem::take(&mut self.against_model);
+        v.append(&mut self.violations);
+        v
     }
 }
