@@ -123,10 +123,11 @@ impl<F: FileSystem> Executor<F> {
         self.scan_chunk = bytes.max(1);
     }
 
-    /// Switches on the planted bugs that live in the executor.
-    #[cfg(feature = "planted-bugs")]
+    /// Switches on the planted bugs that live in the executor (none without the
+    /// `planted-bugs` feature). Test support, not part of the API.
+    #[doc(hidden)]
     pub fn plant(&mut self, bugs: &crate::planted::PlantedBugs) {
-        self.skip_dir_sync = bugs.has(crate::planted::Bug::SkipDirSync);
+        self.skip_dir_sync = crate::planted::ENABLED && bugs.has(crate::planted::Bug::SkipDirSync);
     }
 
     /// Fsyncs the directory after an entry was created or renamed (unless the planted

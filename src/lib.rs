@@ -18,6 +18,7 @@ pub mod memfs;
 pub mod name;
 pub mod notice;
 pub mod partitioner;
+#[doc(hidden)]
 pub mod planted;
 pub mod time;
 

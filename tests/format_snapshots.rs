@@ -334,16 +334,15 @@ fn error_messages_of_every_variant() {
     insta::assert_snapshot!(out);
 }
 
-// Config has a cfg-gated field (planted bugs), so a struct literal cannot name them all.
-#[allow(clippy::field_reassign_with_default)]
 fn small_config() -> Config {
-    let mut c = Config::default();
-    c.max_partitions = 4;
-    c.max_batch_records = 2;
-    c.max_record_bytes = 8;
-    c.max_fetch_records = 5;
-    c.max_grace_ms = 1000;
-    c
+    Config {
+        max_partitions: 4,
+        max_batch_records: 2,
+        max_record_bytes: 8,
+        max_fetch_records: 5,
+        max_grace_ms: 1000,
+        ..Config::default()
+    }
 }
 
 fn create(name: &str, partitions: u32, grace: u64) -> Command {

@@ -30,16 +30,15 @@ thread_local! {
 }
 
 /// Small limits, and compaction after a handful of records so snapshots are exercised.
-// Config has a cfg-gated field (planted bugs), so a struct literal cannot name them all.
-#[allow(clippy::field_reassign_with_default)]
 fn model_config() -> Config {
-    let mut c = Config::default();
-    c.max_partitions = 3;
-    c.max_fetch_records = 4;
-    c.compaction_min_records = 4;
-    c.compaction_ratio = 2;
-    c.removal_concurrency = 2;
-    c
+    Config {
+        max_partitions: 3,
+        max_fetch_records: 4,
+        compaction_min_records: 4,
+        compaction_ratio: 2,
+        removal_concurrency: 2,
+        ..Config::default()
+    }
 }
 
 fn config() -> Config {

@@ -18,7 +18,6 @@ pub struct CampaignOptions {
     /// Threads.
     pub jobs: usize,
     /// A planted bug.
-    #[cfg(feature = "planted-bugs")]
     pub bug: Option<broker_core::planted::Bug>,
 }
 
@@ -144,12 +143,7 @@ pub fn run_campaign(opts: &CampaignOptions, progress: &(dyn Fn(u64) + Sync)) -> 
                 if i >= opts.seeds {
                     break;
                 }
-                let run_opts = RunOptions {
-                    seed: opts.from + i,
-                    #[cfg(feature = "planted-bugs")]
-                    bug: opts.bug,
-                    ..RunOptions::default()
-                };
+                let run_opts = RunOptions { seed: opts.from + i, bug: opts.bug, ..RunOptions::default() };
                 let report = run(&run_opts);
                 if let Ok(mut sum) = summary.lock() {
                     sum.add(&report);

@@ -77,20 +77,11 @@ pub fn workloads() -> Vec<Script> {
 }
 
 /// Explores every crash state of every workload; `log` receives one line per workload.
-pub fn explore(
-    #[cfg(feature = "planted-bugs")] bug: Option<broker_core::planted::Bug>,
-    log: &mut dyn FnMut(String),
-) -> ExhaustReport {
+pub fn explore(bug: Option<broker_core::planted::Bug>, log: &mut dyn FnMut(String)) -> ExhaustReport {
     let mut report = ExhaustReport::default();
     for script in workloads() {
         report.workloads += 1;
-        let base = RunOptions {
-            seed: 0,
-            #[cfg(feature = "planted-bugs")]
-            bug,
-            script: Some(script.clone()),
-            ..RunOptions::default()
-        };
+        let base = RunOptions { seed: 0, bug, script: Some(script.clone()), ..RunOptions::default() };
         let clean = run(&base);
         for v in clean.violations {
             report.violations.push((format!("{} without a crash", script.name), v));

@@ -68,21 +68,13 @@ enum Cmd {
     Bugs,
 }
 
-#[cfg(feature = "planted-bugs")]
 fn parse_bug(name: Option<String>) -> Result<Option<broker_core::planted::Bug>, String> {
     match name {
         None => Ok(None),
+        Some(_) if !broker_core::planted::ENABLED => Err("--plant needs a build with `--features planted-bugs`".into()),
         Some(n) => broker_core::planted::Bug::from_name(&n)
             .map(Some)
             .ok_or_else(|| format!("unknown bug {n:?}; `broker-sim bugs` lists them")),
-    }
-}
-
-#[cfg(not(feature = "planted-bugs"))]
-fn parse_bug(name: Option<String>) -> Result<Option<()>, String> {
-    match name {
-        None => Ok(None),
-        Some(_) => Err("--plant needs a build with `--features planted-bugs`".into()),
     }
 }
 
@@ -114,27 +106,18 @@ fn main() -> ExitCode {
 }
 
 fn cmd_bugs() -> Result<ExitCode, String> {
-    #[cfg(feature = "planted-bugs")]
-    {
-        for bug in broker_core::planted::Bug::ALL {
-            say!("{bug}");
-        }
-        Ok(ExitCode::SUCCESS)
+    if !broker_core::planted::ENABLED {
+        return Err("planted bugs need a build with `--features planted-bugs`".into());
     }
-    #[cfg(not(feature = "planted-bugs"))]
-    Err("planted bugs need a build with `--features planted-bugs`".into())
+    for bug in broker_core::planted::Bug::ALL {
+        say!("{bug}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cmd_run(seeds: u64, from: u64, jobs: usize, plant: Option<String>, quiet: bool) -> Result<ExitCode, String> {
-    #[allow(unused_variables)]
     let bug = parse_bug(plant.clone())?;
-    let opts = CampaignOptions {
-        from,
-        seeds,
-        jobs,
-        #[cfg(feature = "planted-bugs")]
-        bug,
-    };
+    let opts = CampaignOptions { from, seeds, jobs, bug };
     let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(seeds) };
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} seeds ({per_sec}, eta {eta})")
@@ -203,15 +186,8 @@ fn print_summary(s: &Summary, wall: f64, jobs: usize) {
 }
 
 fn cmd_replay(seed: u64, plant: Option<String>, trace: Option<std::path::PathBuf>) -> Result<ExitCode, String> {
-    #[allow(unused_variables)]
     let bug = parse_bug(plant)?;
-    let opts = RunOptions {
-        seed,
-        #[cfg(feature = "planted-bugs")]
-        bug,
-        keep_trace: trace.is_some(),
-        ..RunOptions::default()
-    };
+    let opts = RunOptions { seed, bug, keep_trace: trace.is_some(), ..RunOptions::default() };
     let report = run(&opts);
     say!("seed {seed}: {} events, simulated {}", report.events, report.sim_time);
     say!("params: {:?}", report.params);
@@ -244,13 +220,8 @@ fn cmd_replay(seed: u64, plant: Option<String>, trace: Option<std::path::PathBuf
 }
 
 fn cmd_exhaust(plant: Option<String>) -> Result<ExitCode, String> {
-    #[allow(unused_variables)]
     let bug = parse_bug(plant)?;
-    let report = broker_sim::exhaust::explore(
-        #[cfg(feature = "planted-bugs")]
-        bug,
-        &mut |line| say!("{line}"),
-    );
+    let report = broker_sim::exhaust::explore(bug, &mut |line| say!("{line}"));
     say!("explored {} crash states across {} workloads", report.states, report.workloads);
     if report.violations.is_empty() {
         say!("no violations");

@@ -38,8 +38,8 @@ pub const SIM_JOURNAL_RESERVE: u64 = 8 << 10;
 pub struct RunOptions {
     /// The seed: it decides everything.
     pub seed: u64,
-    /// A planted bug to switch on in the core.
-    #[cfg(feature = "planted-bugs")]
+    /// A planted bug to switch on in the core (takes effect only in a build with the
+    /// `planted-bugs` feature: `broker_core::planted::ENABLED`).
     pub bug: Option<broker_core::planted::Bug>,
     /// Keep the trace lines (for `--trace`).
     pub keep_trace: bool,
@@ -236,7 +236,6 @@ pub fn run(opts: &RunOptions) -> RunReport {
         ..DiskFaults::default()
     };
     let disk = SimDisk::with_faults(SimRng::fork(opts.seed, "disk").u64(), faults);
-    #[allow(unused_mut)]
     let mut config = Config {
         compaction_min_records: params.compaction_min_records,
         compaction_ratio: 2,
@@ -247,7 +246,6 @@ pub fn run(opts: &RunOptions) -> RunReport {
         max_record_bytes: params.record_limit,
         ..Config::default()
     };
-    #[cfg(feature = "planted-bugs")]
     if let Some(bug) = opts.bug {
         config.bugs = broker_core::planted::PlantedBugs::only(bug);
     }
@@ -372,7 +370,6 @@ impl Sim {
         let mut exec = Executor::new(disk);
         // A journal reserve as the real one works, at a size the simulated journals need.
         exec.set_reserve_min(SIM_JOURNAL_RESERVE);
-        #[cfg(feature = "planted-bugs")]
         exec.plant(&self.config.bugs);
         self.trace.record(self.now, "start", format!("life {}", self.life));
         self.node = Some(Node {

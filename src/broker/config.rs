@@ -43,7 +43,9 @@ pub struct Config {
     /// Only acknowledged records are served, as always; a torn journal tail is ignored.
     pub read_only: bool,
     /// Bugs planted on purpose, to prove that the simulator's checkers catch them.
-    #[cfg(feature = "planted-bugs")]
+    /// Test support, not part of the API: without the `planted-bugs` feature the broker
+    /// never consults it.
+    #[doc(hidden)]
     pub bugs: crate::planted::PlantedBugs,
 }
 
@@ -64,7 +66,6 @@ impl Default for Config {
             compaction_ratio: 4,
             compaction_min_bytes: 4 << 20,
             read_only: false,
-            #[cfg(feature = "planted-bugs")]
             bugs: crate::planted::PlantedBugs::default(),
         }
     }

@@ -396,22 +396,22 @@ pub const MAX_CORE_STEPS: usize = 256;
 const NAMES: [&str; 3] = ["a", "b", "c"];
 const KEYS: [&[u8]; 3] = [b"k1", b"k2", b"key-3"];
 
-/// Small limits, so the fuzzer reaches every boundary.
-// Config has a cfg-gated field (planted bugs), so a struct literal cannot name them all.
-#[allow(clippy::field_reassign_with_default)]
+/// Small limits, so the fuzzer reaches every boundary. (The fields read from `u` are
+/// evaluated in the order written, so the corpora decode as they always did.)
 fn fuzz_config(u: &mut Unstructured<'_>) -> Config {
-    let mut c = Config::default();
-    c.max_partitions = 4;
-    c.max_batch_records = 6;
-    c.max_record_bytes = 32;
-    c.max_fetch_records = 6;
-    c.max_grace_ms = 500;
-    c.retry_base_ms = 10;
-    c.retry_max_ms = 80;
-    c.compaction_min_records = *u.choose(&[3u64, 6, 20, 1000]).unwrap_or(&1000);
-    c.compaction_ratio = u.int_in_range(1..=4).unwrap_or(1);
-    c.removal_concurrency = u.int_in_range(1..=3).unwrap_or(1);
-    c
+    Config {
+        max_partitions: 4,
+        max_batch_records: 6,
+        max_record_bytes: 32,
+        max_fetch_records: 6,
+        max_grace_ms: 500,
+        retry_base_ms: 10,
+        retry_max_ms: 80,
+        compaction_min_records: *u.choose(&[3u64, 6, 20, 1000]).unwrap_or(&1000),
+        compaction_ratio: u.int_in_range(1..=4).unwrap_or(1),
+        removal_concurrency: u.int_in_range(1..=3).unwrap_or(1),
+        ..Config::default()
+    }
 }
 
 /// Which pending operation a completion step picks.

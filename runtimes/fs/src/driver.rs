@@ -1,9 +1,10 @@
 //! [`Driver`]: the broker core on a real disk, with the real clock.
 //!
-//! The driver owns a [`Broker`], the data directory (locked for its lifetime), a pool
-//! of storage workers and the timers. One thread (the caller's) runs the broker: it
-//! drains effects, hands storage operations to the workers, delivers completions and
-//! fires timers when they fall due. Background deletion runs whenever the caller is
+//! The driver owns a [`Broker`], the data directory (locked for its lifetime, see
+//! [`crate::datadir`]) and a pool of storage workers. One thread (the caller's) runs the
+//! broker: it drains effects, hands storage operations to the workers, delivers
+//! completions, and wakes at the broker's next deadline ([`Broker::poll_timeout`]) to
+//! let the time pass. Background deletion runs whenever the caller is
 //! inside the driver (`request`, `next_event`, `wait_reply`, `wait_deletion`,
 //! `wait_quiescent`; all but `request` take a deadline).
 //!
@@ -12,23 +13,18 @@
 //! retries anything, and reports [`DriverEvent::Halted`]. The only way on is to drop
 //! the driver and open a new one, which recovers from what is durable.
 
+use crate::datadir::{lock_for_reading, prepare_directory, scan_directory};
 use crate::pool::Pool;
-use crate::realfs::{is_symlink, no_follow, sync_directory, RealFs};
-use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_RESERVE_FILE, JOURNAL_TMP_FILE};
-use broker_core::journal::JOURNAL_FILE;
+use crate::realfs::RealFs;
 use broker_core::{
-    Broker, BrokerError, Command, Config, DeletionStatus, Effect, HaltReason, LogId, OpId, OpResult, Phase, Reply,
-    RequestId, StorageOp, Time, TopicDescription,
+    Broker, BrokerError, Command, Config, DeletionStatus, Effect, HaltReason, OpId, OpResult, Phase, Reply, RequestId,
+    StorageOp, Time, TopicDescription,
 };
 use std::collections::{BTreeMap, VecDeque};
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Write;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
-
-/// The name of the lock file at the top of the data directory.
-pub const LOCK_FILE: &str = "LOCK";
 
 /// How a [`Driver`] runs.
 #[derive(Clone, Debug)]
@@ -437,7 +433,7 @@ impl<M: Send + 'static> Driver<M> {
         std::mem::take(&mut self.notices)
     }
 
-    /// Takes only the [`Notice::Retrying`] notices gathered since the last call,
+    /// Takes only the [`broker_core::Notice::Retrying`] notices gathered since the last call,
     /// leaving the others for [`Driver::take_notices`]: for a caller that reports
     /// retries while it waits and everything else at the end.
     pub fn take_retrying(&mut self) -> Vec<Notice> {
@@ -582,120 +578,8 @@ impl<M: Send + 'static> Driver<M> {
     }
 }
 
-/// Creates the data directory if needed and takes its lock.
-fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
-    let err = |detail: String| DriverError::Directory { dir: dir.to_path_buf(), detail };
-    if !dir.is_dir() {
-        std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create it: {e}")))?;
-        // Make the new directory's own entry durable.
-        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_directory(parent).map_err(|e| err(format!("cannot sync its parent: {e}")))?;
-        }
-    }
-    let lock_path = dir.join(LOCK_FILE);
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    // Never through a symlink: locking would truncate and write the link's target.
-    no_follow(&mut options);
-    let mut lock = options.open(&lock_path).map_err(|e| {
-        if is_symlink(&lock_path) {
-            let detail = format!(
-                "{LOCK_FILE} is a symbolic link: broker-fs never follows links in its data directory (locking \
-                 through it would write the file it points to); remove the link, and broker-fs creates the lock \
-                 file anew"
-            );
-            DriverError::Symlink { path: lock_path.clone(), detail }
-        } else {
-            let advice = if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem {
-                " (the data directory is read-only: list, describe, status and fetch still work; \
-                 to write, make it writable, for example by remounting it read-write)"
-            } else {
-                ""
-            };
-            err(format!("cannot open the lock file {}: {e}{advice}", lock_path.display()))
-        }
-    })?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let holder = lock_holder(&lock_path);
-            return Err(DriverError::Locked { dir: dir.to_path_buf(), lock: lock_path, holder });
-        }
-        Err(TryLockError::Error(e)) => return Err(err(format!("cannot lock {}: {e}", lock_path.display()))),
-    }
-    // For the error message of the next process that tries; not needed for safety.
-    let _ = lock.set_len(0).and_then(|()| writeln!(lock, "{}", std::process::id()));
-    Ok(lock)
-}
-
 /// The wall clock as the core's [`Time`]: microseconds since the Unix epoch.
 pub fn wall_clock() -> Time {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     Time(u64::try_from(since.as_micros()).unwrap_or(u64::MAX))
-}
-
-/// " (pid N)" when the lock file names the process holding it, for error messages.
-fn lock_holder(lock_path: &Path) -> String {
-    std::fs::read_to_string(lock_path)
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .map(|pid| format!(" (pid {pid})"))
-        .unwrap_or_default()
-}
-
-/// Takes a shared lock on an existing data directory without writing anything (the
-/// directory may be read-only or its disk full): readers exclude a writer, not each other.
-fn lock_for_reading(dir: &Path) -> Result<Option<File>, DriverError> {
-    let err = |detail: String| DriverError::Directory { dir: dir.to_path_buf(), detail };
-    if !dir.is_dir() {
-        return Err(err("no such data directory (a read-only command creates nothing)".into()));
-    }
-    let lock_path = dir.join(LOCK_FILE);
-    let mut options = OpenOptions::new();
-    options.read(true);
-    no_follow(&mut options);
-    let lock = match options.open(&lock_path) {
-        Ok(lock) => lock,
-        // Never written to by a broker that could lock it: nothing to exclude.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(err(format!("cannot open the lock file {}: {e}", lock_path.display()))),
-    };
-    match lock.try_lock_shared() {
-        Ok(()) => Ok(Some(lock)),
-        Err(TryLockError::WouldBlock) => {
-            let holder = lock_holder(&lock_path);
-            Err(DriverError::Locked { dir: dir.to_path_buf(), lock: lock_path, holder })
-        }
-        Err(TryLockError::Error(e)) => Err(err(format!("cannot lock {}: {e}", lock_path.display()))),
-    }
-}
-
-/// Reports every entry of the data directory that is none of the broker's.
-fn scan_directory(dir: &Path) -> Result<Vec<Notice>, DriverError> {
-    let err =
-        |e: std::io::Error| DriverError::Directory { dir: dir.to_path_buf(), detail: format!("cannot list: {e}") };
-    let mut notices = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(err)?.collect::<Result<_, _>>().map_err(err)?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let is_dir = entry.file_type().map_err(err)?.is_dir();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if is_dir || !is_broker_file(&name) {
-            notices.push(Notice::UnknownEntry { name, is_dir });
-        }
-    }
-    Ok(notices)
-}
-
-/// Whether `name` is a file the broker writes: the lock, the journal and its
-/// temporary, reserve and backup files, and logs.
-pub fn is_broker_file(name: &str) -> bool {
-    name == LOCK_FILE
-        || name == JOURNAL_FILE
-        || name == JOURNAL_TMP_FILE
-        || name == JOURNAL_RESERVE_FILE
-        || name
-            .strip_prefix(JOURNAL_BACKUP_PREFIX)
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        || LogId::parse_file_name(name).is_some()
 }

@@ -3,8 +3,10 @@
 //! - [`realfs::RealFs`]: the core's `FileSystem` trait over `std::fs`, with real
 //!   fsyncs of files and of the directory, atomic rename and typed errors.
 //! - [`driver::Driver`]: owns a broker, a locked data directory, a pool of storage
-//!   workers and the real clock; executes effects, delivers completions and timers,
-//!   and keeps background deletion running.
+//!   workers and the real clock; executes effects, delivers completions, lets time
+//!   pass at the broker's deadlines, and keeps background deletion running.
+//! - [`datadir`]: the data directory: creating and locking it, and telling the
+//!   broker's files from anything else in it.
 //! - [`serve`]: the JSON-lines protocol of `broker-fs serve`, with keys and values as
 //!   [`jsonbytes`] writes and reads them.
 //!
@@ -14,11 +16,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod datadir;
 pub mod driver;
 pub mod jsonbytes;
 mod pool;
 pub mod realfs;
 pub mod serve;
 
-pub use driver::{Driver, DriverError, DriverEvent, DriverOptions, Mailbox, Notice, LOCK_FILE};
+pub use datadir::LOCK_FILE;
+pub use driver::{Driver, DriverError, DriverEvent, DriverOptions, Mailbox, Notice};
 pub use realfs::RealFs;
