@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 /// Per-topic settings chosen at creation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicSettings {
-    /// How long physical removal waits after the tombstone is durable, in milliseconds.
+    /// How long after the delete physical removal waits, in milliseconds (never before the
+    /// tombstone is durable either); at most [`crate::Config::max_grace_ms`], 0: at once.
     pub deletion_grace_ms: u64,
 }
 
@@ -15,7 +16,7 @@ pub struct TopicSettings {
 pub struct ProduceRecord {
     /// The key; keyed records go to `murmur2(key) % partitions`, keyless ones round-robin.
     pub key: Option<Vec<u8>>,
-    /// The value.
+    /// The value. Key plus value may take at most [`crate::Config::max_record_bytes`].
     pub value: Vec<u8>,
 }
 
@@ -24,20 +25,20 @@ pub struct ProduceRecord {
 pub struct StoredRecord {
     /// Its offset in the partition: dense, never reused.
     pub offset: u64,
-    /// The key.
+    /// The key as produced; `None` for a keyless record.
     pub key: Option<Vec<u8>>,
-    /// The value.
+    /// The value, byte for byte as produced.
     pub value: Vec<u8>,
 }
 
-/// A client command.
+/// A client command. Each is answered by exactly one reply carrying its request id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
     /// Create a topic. Replied once its metadata is durable and its logs exist.
     CreateTopic {
         /// The name: 1..=249 characters of `[A-Za-z0-9._-]`, not `.` or `..`.
         name: String,
-        /// How many partitions, 1..=the configured maximum.
+        /// How many partitions, `1..=`[`crate::Config::max_partitions`].
         partitions: u32,
         /// Settings such as the deletion grace delay.
         settings: TopicSettings,
@@ -46,32 +47,33 @@ pub enum Command {
     /// durable and every request already admitted for the topic is answered (no reply
     /// for the topic follows the deletion's); its logs are removed in the background.
     DeleteTopic {
-        /// The name.
+        /// The topic's name: its live incarnation, or the one already being deleted.
         name: String,
     },
     /// Append records. Replied once every record is durable in its partition's log.
     Produce {
-        /// The topic name.
+        /// The name of the live topic to append to.
         topic: String,
         /// The records, at least one.
         records: Vec<ProduceRecord>,
     },
     /// Read acknowledged records of one partition from an offset.
     Fetch {
-        /// The topic name.
+        /// The name of the live topic to read.
         topic: String,
-        /// The partition.
+        /// The partition index, `0..partitions`.
         partition: u32,
-        /// The first offset to return.
+        /// The first offset to return, at most the high watermark (at it, the reply is empty).
         offset: u64,
-        /// The most records to return, at least 1.
+        /// The most records to return, `1..=`[`crate::Config::max_fetch_records`];
+        /// [`crate::Config::max_fetch_bytes`] bounds the reply too.
         max_records: u32,
     },
     /// List live topics, ordered by name.
     ListTopics,
     /// Describe one live topic.
     DescribeTopic {
-        /// The name.
+        /// The name of a live topic.
         name: String,
     },
 }
@@ -79,28 +81,28 @@ pub enum Command {
 /// Where one produced record landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordPosition {
-    /// The partition.
+    /// The partition it went to: by key hash, or round-robin if keyless.
     pub partition: u32,
-    /// The offset within it.
+    /// Its offset in that partition, never reused.
     pub offset: u64,
 }
 
 /// A live topic as list and describe show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicDescription {
-    /// The name.
+    /// The name, unique among live topics.
     pub name: String,
-    /// The incarnation.
+    /// The incarnation's id; re-creating the name gets a new one.
     pub id: TopicId,
-    /// The partition count.
+    /// The partition count, fixed at creation.
     pub partitions: u32,
-    /// The settings.
+    /// The settings chosen at creation.
     pub settings: TopicSettings,
-    /// The next offset to be acknowledged, per partition.
+    /// Indexed by partition: its high watermark, one past its last acknowledged offset.
     pub high_watermarks: Vec<u64>,
 }
 
-/// A successful reply.
+/// What a command returns on success; a failure is a [`crate::BrokerError`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Reply {
     /// The topic exists: its metadata is durable and its logs are created.
@@ -124,7 +126,7 @@ pub enum Reply {
     Fetched {
         /// The incarnation read from.
         topic: TopicId,
-        /// The records, with dense offsets.
+        /// The records, dense from the requested offset; empty if it is the high watermark.
         records: Vec<StoredRecord>,
         /// The partition's high watermark when the fetch was admitted.
         high_watermark: u64,

@@ -28,7 +28,8 @@ pub struct SyncDriver<F> {
 }
 
 impl<F: FileSystem> SyncDriver<F> {
-    /// Starts a broker over `fs` and runs its recovery until it serves (or halts).
+    /// Starts a broker over `fs` and runs its recovery until idle, firing no timer: it
+    /// serves, unless it halted or a failed step waits for its retry timer.
     pub fn start(config: Config, fs: F) -> SyncDriver<F> {
         Self::start_at(config, fs, Time::ZERO)
     }
@@ -166,12 +167,12 @@ impl<F: FileSystem> SyncDriver<F> {
         self.broker.phase()
     }
 
-    /// The broker.
+    /// The broker, to inspect (topics, pending deletions, phase).
     pub fn broker(&self) -> &Broker {
         &self.broker
     }
 
-    /// The storage.
+    /// The file system the executor writes to.
     pub fn fs(&self) -> &F {
         self.executor.fs()
     }
@@ -181,7 +182,8 @@ impl<F: FileSystem> SyncDriver<F> {
         self.executor.fs_mut()
     }
 
-    /// The virtual time.
+    /// The virtual clock, moved only by [`SyncDriver::fire_next_timer`] and
+    /// [`SyncDriver::advance_millis`].
     pub fn now(&self) -> Time {
         self.now
     }

@@ -30,9 +30,10 @@ use serde::{Deserialize, Serialize};
 /// A record to append, with the offset the core assigned it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppendRecord {
-    /// The offset: the log's next offset at the time of the append.
+    /// Its offset, assigned by the core: an append's first record gets the log's next
+    /// offset, the others follow one by one.
     pub offset: u64,
-    /// The record.
+    /// The key and value as the client produced them.
     pub record: ProduceRecord,
 }
 
@@ -68,7 +69,7 @@ pub enum StorageOp {
     /// complete (its directory entry is synced; a failed directory fsync is
     /// [`StorageError::DirSyncFailed`]). Output: [`OpOutput::Done`].
     CreateLog {
-        /// The log.
+        /// The log to create; byte-oriented runtimes name its file [`LogId::file_name`].
         log: LogId,
     },
     /// Open an existing log: validate it and report the next offset, which is
@@ -79,7 +80,7 @@ pub enum StorageOp {
     /// page cache that never became durable) and is cut, durably, before the output.
     /// Output: [`OpOutput::Opened`]; `NotFound` if absent.
     OpenLog {
-        /// The log.
+        /// A live log, named by the journal.
         log: LogId,
         /// One past the last acknowledged offset, from the journal.
         acked_end: u64,
@@ -88,24 +89,24 @@ pub enum StorageOp {
     /// later [`StorageOp::SyncLog`] of the same log completes; after a crash an
     /// unsynced append may vanish or survive in part. Output: [`OpOutput::Done`].
     Append {
-        /// The log.
+        /// The log to append to, at its end.
         log: LogId,
         /// The records, offsets ascending by one.
         records: Vec<AppendRecord>,
     },
     /// Make every append to this log issued before it durable. Output: [`OpOutput::Done`].
     SyncLog {
-        /// The log.
+        /// The log whose earlier appends become durable.
         log: LogId,
     },
     /// Read up to `max_records` records from `offset`. A record that fails its checksum
     /// is reported as [`StorageError::Corrupt`], never returned. Output: [`OpOutput::Records`].
     Read {
-        /// The log.
+        /// The log to read (never removed while a read of it is outstanding).
         log: LogId,
-        /// The first offset.
+        /// The first offset to return, below the high watermark.
         offset: u64,
-        /// The most records to return.
+        /// The most records to return: at least 1, never past the high watermark.
         max_records: u32,
         /// The most key and value bytes to return, summed over the records; the first
         /// record is returned whatever its size, so a read always makes progress.
@@ -115,7 +116,7 @@ pub enum StorageOp {
     /// (its directory entry is synced; a failed directory fsync is
     /// [`StorageError::DirSyncFailed`]). Output: [`OpOutput::Done`].
     RemoveLog {
-        /// The log.
+        /// A log of a deleted topic, or a stray that no topic names.
         log: LogId,
     },
 }
@@ -148,7 +149,8 @@ pub enum OpOutput {
     Journal(Option<Vec<u8>>),
     /// Every log in storage, ordered.
     Logs(Vec<LogId>),
-    /// A log was opened; `next_offset` follows its last whole record.
+    /// A log was opened; `next_offset` is the `acked_end` it was opened with (acknowledged
+    /// records missing at its end are reported damaged, their offsets never reused).
     Opened {
         /// The offset the next append must use.
         next_offset: u64,
@@ -185,14 +187,14 @@ pub enum Effect {
     Storage {
         /// Echo this in the completion.
         id: OpId,
-        /// The operation.
+        /// What to carry out; each variant's doc says when it is durable.
         op: StorageOp,
     },
     /// Answer a client request.
     Reply {
-        /// The request.
+        /// The id the runtime gave the command in [`crate::Broker::handle_command`].
         request: RequestId,
-        /// The answer.
+        /// The reply, or why the command failed.
         reply: Result<Reply, BrokerError>,
     },
     /// Something an operator should hear about; nothing waits for it.

@@ -30,13 +30,13 @@ pub enum BrokerError {
     /// A live topic (or one being created) already has this name.
     #[error("topic {name:?} already exists")]
     TopicAlreadyExists {
-        /// The name.
+        /// The name asked for.
         name: String,
     },
     /// No live topic has this name (deleted topics are hidden at once).
     #[error("topic {name:?} not found")]
     TopicNotFound {
-        /// The name.
+        /// The name asked for.
         name: String,
     },
     /// The topic exists but has no such partition.
@@ -62,9 +62,9 @@ pub enum BrokerError {
     /// records over several produces.
     #[error("the batch takes {bytes} bytes, over the limit of {max} bytes: split it over several produces")]
     BatchTooLarge {
-        /// The batch's size as stored.
+        /// The batch's size as stored ([`crate::logcodec::batch_bytes`]), in bytes.
         bytes: u64,
-        /// The limit.
+        /// The limit, [`crate::Config::batch_bytes_limit`], in bytes.
         max: u64,
     },
     /// The request is malformed (empty batch, record too large, zero `max_records`, ...).
@@ -86,7 +86,7 @@ pub enum BrokerError {
     /// A stored record failed its checksum; it is reported, never served.
     #[error("record at offset {offset} of {log} is corrupt: {detail}")]
     CorruptRecord {
-        /// The log holding the record.
+        /// The file name ([`LogId::file_name`]) of the log holding the record.
         log: String,
         /// The first offset that could not be read.
         offset: u64,
@@ -116,11 +116,11 @@ pub enum StorageError {
     /// Stored bytes failed validation (checksum, header, framing).
     #[error("corrupt data in {file} at byte {position}: {detail}")]
     Corrupt {
-        /// The file.
+        /// The file's name in the data directory.
         file: String,
         /// The byte position where validation failed.
         position: u64,
-        /// The first record offset affected, for logs.
+        /// The first record offset affected; `None` where no record is known (a log header).
         record_offset: Option<u64>,
         /// What was wrong.
         detail: String,
@@ -142,17 +142,17 @@ pub enum HaltReason {
     /// A log append or sync failed: the log's unsynced tail is in an unknown state.
     #[error("write to log {log} failed: {error}")]
     LogWriteFailed {
-        /// The log.
+        /// The log whose append or sync failed.
         log: LogId,
-        /// The failure.
+        /// The error the runtime reported.
         error: StorageError,
     },
     /// The journal is corrupt before its tail; starting would drop acknowledged metadata.
     #[error("journal file {file} is corrupt at byte {offset}: {detail}; refusing to start")]
     CorruptJournal {
-        /// The journal file.
+        /// The journal's file name in the data directory ([`crate::journal::JOURNAL_FILE`]).
         file: String,
-        /// The byte offset of the first bad record.
+        /// Where the damage begins, in bytes from the start of the file.
         offset: u64,
         /// What was wrong.
         detail: String,
@@ -193,9 +193,9 @@ pub enum DecodeError {
     /// The bytes are not what the format allows.
     #[error("malformed at byte {position}: {detail}")]
     Malformed {
-        /// Where.
+        /// The byte position in the file.
         position: u64,
-        /// What.
+        /// What is wrong there.
         detail: String,
     },
 }

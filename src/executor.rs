@@ -7,7 +7,7 @@
 //! - A journal replacement: write `journal.tmp`, fsync it, rename it over `journal`,
 //!   fsync the directory.
 //! - A log whose tail is torn is cut to its last whole record and fsynced on open.
-//! - A torn journal is copied to `journal.torn.N` before its replacement; only the
+//! - A torn or damaged journal is copied to `journal.torn.N` before its replacement; only the
 //!   [`MAX_JOURNAL_BACKUPS`] newest copies are kept.
 //!
 //! A failed directory fsync is reported as [`StorageError::DirSyncFailed`], distinct

@@ -29,9 +29,9 @@ fn frame_crc(salt: u64, len: u32, kind: u8, payload: &[u8]) -> u32 {
 pub struct Frame<'a> {
     /// Byte position of the frame's header in the file.
     pub position: u64,
-    /// The frame kind.
+    /// The kind byte: a journal record kind, or the log batch kind.
     pub kind: u8,
-    /// The payload.
+    /// The payload (the header's `len` bytes after it), its checksum verified.
     pub payload: &'a [u8],
 }
 

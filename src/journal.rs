@@ -58,20 +58,20 @@ pub const MAX_JOURNAL_FRAME: usize = 256 << 20;
 /// A topic's durable metadata.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopicMeta {
-    /// The incarnation.
+    /// The incarnation's id, never reused ([`MetaState::next_topic_id`]).
     pub id: TopicId,
-    /// The name.
+    /// The topic name; a later incarnation may have it too.
     pub name: String,
-    /// The partition count.
+    /// The partition count, at most [`MAX_PARTITIONS_EVER`] (more is corruption).
     pub partitions: u32,
-    /// The settings.
+    /// The settings chosen at creation (stored as `deletion_grace_ms`, a u64).
     pub settings: TopicSettings,
 }
 
 /// A pending deletion as a snapshot records it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingDeletion {
-    /// The topic being removed.
+    /// The deleted incarnation's metadata.
     pub topic: TopicMeta,
     /// When its grace delay ends: removal starts no earlier.
     pub remove_after: Time,
@@ -99,7 +99,7 @@ pub enum JournalRecord {
     TopicCreated(TopicMeta),
     /// The tombstone: the topic is deleted; its logs are to be removed.
     TopicDeleted {
-        /// The topic.
+        /// The incarnation deleted.
         id: TopicId,
         /// When its grace delay ends, in the runtime's clock: removal starts no earlier,
         /// whatever restarts happen in between.
@@ -107,14 +107,14 @@ pub enum JournalRecord {
     },
     /// One partition's log of a deleted topic is removed (progress).
     PartitionRemoved {
-        /// The topic.
+        /// The deleted incarnation.
         id: TopicId,
-        /// The partition.
+        /// The partition whose log is now removed.
         partition: u32,
     },
     /// Every log of a deleted topic is removed; the topic is forgotten.
     DeletionCompleted {
-        /// The topic.
+        /// The deleted incarnation, forgotten from here on.
         id: TopicId,
     },
     /// The whole state, written first in a compacted journal.
@@ -123,7 +123,7 @@ pub enum JournalRecord {
     /// record was. Recovery serves exactly those, reports damage among them as
     /// corruption (a torn write cannot touch them), and cuts whatever follows them.
     LogEnd {
-        /// The log.
+        /// A live log (replay ignores one of a deleted or unknown topic).
         log: LogId,
         /// One past its last acknowledged offset.
         end: u64,

@@ -19,7 +19,7 @@ pub const LOG_FORMAT_VERSION: u16 = 1;
 const MAGIC: &[u8; 4] = b"BRKL";
 /// Bytes in a log header.
 pub const LOG_HEADER_LEN: usize = 22;
-/// The largest record payload a log accepts.
+/// The largest frame payload a log accepts, in bytes: one batch as [`batch_bytes`] counts it.
 pub const MAX_LOG_FRAME: usize = 16 << 20;
 const KIND_BATCH: u8 = 2;
 /// The fewest bytes one record takes in a batch: its key flag and value length.

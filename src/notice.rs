@@ -48,7 +48,7 @@ pub enum Notice {
     /// The journal ended in a torn commit (a write cut off by a crash). The journal was
     /// rewritten without it; the commit was never acknowledged.
     TornJournalTail {
-        /// The byte offset the journal was cut at.
+        /// Where the torn commit began, in bytes: the rewritten journal holds nothing from there on.
         offset: u64,
         /// What was wrong with the tail.
         detail: String,
@@ -68,7 +68,7 @@ pub enum Notice {
     /// A log that no topic names (left by a crash during a create or a removal) was
     /// removed at the start.
     StrayLogRemoved {
-        /// The log.
+        /// The removed log (its topic id is never handed to a new topic).
         log: LogId,
     },
     /// A background operation failed; the broker tries it again after a backoff.
@@ -77,14 +77,16 @@ pub enum Notice {
         operation: Operation,
         /// How.
         error: StorageError,
-        /// How many times it has failed in a row, this one included.
+        /// How many times it has failed so far, this one included: counted per log (reset
+        /// when a create or removal of it succeeds), and in one count shared by the two
+        /// reads of a start (the journal and the log listing), never reset.
         failures: u32,
         /// When the broker tries again, in milliseconds from now.
         retry_in_ms: u64,
     },
     /// Every log of a deleted topic is removed and the completion is durable.
     DeletionFinished {
-        /// The incarnation.
+        /// The deleted incarnation's id.
         topic: TopicId,
         /// Its name.
         name: String,
@@ -92,9 +94,9 @@ pub enum Notice {
     /// Acknowledged records that cannot be read back: damage found when a log was opened,
     /// or a read that failed its checksum. Fetches of them report corruption.
     Corruption {
-        /// The log.
+        /// The log holding the damaged records.
         log: LogId,
-        /// The offsets, `from..to`.
+        /// The first damaged offset: the range is `from..to`.
         from: u64,
         /// One past the last damaged offset.
         to: u64,

@@ -160,7 +160,7 @@ impl Outcome {
 /// One check and its outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckResult {
-    /// The check.
+    /// The check that ran, with its name and the rule it enforces.
     pub check: Check,
     /// What came of it.
     pub outcome: Outcome,

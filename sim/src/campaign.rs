@@ -11,17 +11,17 @@ use std::sync::Mutex;
 /// What a campaign runs.
 #[derive(Clone, Debug, Default)]
 pub struct CampaignOptions {
-    /// The first seed.
+    /// The first seed: the campaign runs seeds `from..from + seeds`.
     pub from: u64,
     /// How many seeds.
     pub seeds: u64,
-    /// Threads.
+    /// Threads (0 counts as 1); the summary is the same whatever the count.
     pub jobs: usize,
     /// A planted bug.
     pub bug: Option<broker_core::planted::Bug>,
 }
 
-/// The totals of a campaign.
+/// The totals of a campaign over all its seeds; lists are sorted by seed.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
     /// Seeds run.

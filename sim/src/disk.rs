@@ -74,8 +74,8 @@ pub const MAX_FILE_LEN: u64 = 1 << 30;
 pub struct DiskFaults {
     /// Chance that any [`FileSystem`] call fails with [`StorageError::Io`]. It changes
     /// nothing, except that a failing `write_at` of two or more sectors applies, half
-    /// of the time, a proper prefix of its sector pieces to the live image (a short
-    /// write followed by an error); that prefix is then an ordinary unsynced write.
+    /// of the time, a random proper subset of its sector pieces to the live image (all
+    /// before a skipped one, some after it); those pieces are then ordinary unsynced writes.
     pub io_error: f64,
     /// Chance that a `write_at`, or a `create` of a new name, fails with
     /// [`StorageError::DiskFull`], changing nothing.
@@ -85,8 +85,8 @@ pub struct DiskFaults {
     /// size changes are dropped from the durable future. They stay readable in the
     /// live image but never become durable, and a later fsync succeeds without them.
     pub fsync_failure: f64,
-    /// Chance, at each successful `sync_file` of a file named `*.log` that made data
-    /// durable, that one of that file's durable sectors goes bad (latent bit rot).
+    /// Chance, at each successful `sync_file` that made data durable, that one of that
+    /// file's durable sectors goes bad (latent bit rot): any file, logs and journal alike.
     pub bit_rot: f64,
     /// Chance, during a crash in [`CrashMode::Prefix`] or [`CrashMode::RandomSubset`],
     /// that a write is applied torn rather than whole ([`CrashMode::OneTorn`] always
@@ -132,7 +132,8 @@ pub struct FaultCounters {
     pub bit_rot_sectors: u64,
     /// Of those, the last sector of their file (where rot looks like a torn write).
     pub rot_last_sectors: u64,
-    /// Of those, sectors of the journal and its temporary file and backups.
+    /// Of those, sectors of files named `journal*`: the journal, its temporary file,
+    /// backups and reserve.
     pub rot_journal_sectors: u64,
     /// Writes applied torn by crashes.
     pub torn_writes: u64,
@@ -185,7 +186,7 @@ impl CrashMode {
 /// What a crash did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CrashReport {
-    /// The crash mode used.
+    /// The crash mode: the caller's, or for [`SimDisk::crash`] one drawn uniformly.
     pub mode: CrashMode,
     /// Unsynced operations applied, whole or torn.
     pub ops_applied: usize,
@@ -361,7 +362,8 @@ impl SimDisk {
     }
 
     /// The names (as named when it happened) of every file that has had bit rot
-    /// injected, sorted. Only names ending in `.log` ever appear.
+    /// injected, sorted: any file (logs, the journal and its temporary, backup and
+    /// reserve files).
     pub fn rotted_files(&self) -> Vec<String> {
         self.rotted.iter().cloned().collect()
     }

@@ -38,7 +38,8 @@ fn fetch(name: &str) -> Command {
     Command::Fetch { topic: name.into(), partition: 0, offset: 0, max_records: 10 }
 }
 
-/// The fixed workloads.
+/// The fixed workloads: create, produce, delete and re-create; a delete while a fetch is
+/// in flight; and enough churn to compact the journal (threshold 4 records).
 pub fn workloads() -> Vec<Script> {
     let mut compaction = Vec::new();
     for i in 0..4 {

@@ -33,7 +33,7 @@ enum Cmd {
         /// How many seeds.
         #[arg(long, default_value_t = 1000)]
         seeds: u64,
-        /// The first seed.
+        /// The first seed: the campaign runs seeds `from..from + seeds`.
         #[arg(long, default_value_t = 0)]
         from: u64,
         /// Threads (each seed stays single-threaded and deterministic).

@@ -16,8 +16,8 @@ impl SimRng {
         SimRng { inner: ChaCha8Rng::seed_from_u64(seed) }
     }
 
-    /// An independent stream for one purpose (disk, workload, ...), derived from this
-    /// one's seed and a label, so adding draws to one purpose does not shift another.
+    /// An independent stream for one purpose (disk, workload, ...), derived from `seed`
+    /// and a label, so adding draws to one purpose does not shift another.
     pub fn fork(seed: u64, label: &str) -> SimRng {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in label.bytes() {

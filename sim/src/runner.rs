@@ -47,7 +47,7 @@ pub struct RunOptions {
     pub params: Option<SwarmParams>,
     /// Run a fixed script instead of the seed's workload, with no faults.
     pub script: Option<Script>,
-    /// Crash right after the k-th storage operation, with this crash mode.
+    /// Crash right after the k-th storage operation (counting from 1), with this crash mode.
     pub crash_at: Option<(u64, CrashMode)>,
 }
 

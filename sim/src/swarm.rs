@@ -35,7 +35,7 @@ pub struct SwarmParams {
     pub max_partitions: u32,
     /// Grace delays a create may choose from, in milliseconds.
     pub grace_choices: Vec<u64>,
-    /// The command mix.
+    /// Relative weights of the commands the workload draws.
     pub mix: CommandMix,
     /// Fraction of produced records that carry a key.
     pub keyed: f64,
@@ -57,17 +57,18 @@ pub struct SwarmParams {
     pub disk_capacity: u64,
     /// Mean think time between a client's commands, in microseconds.
     pub think_us: u64,
-    /// I/O latency range, in microseconds.
+    /// Per-operation I/O latency, uniform in `low..=high` microseconds (reads up to 8x).
     pub latency_us: (u64, u64),
     /// Probability that an operation is slow (x100 latency).
     pub slow_op: f64,
-    /// Per-operation probability of an I/O error.
+    /// Per file-system call probability of an injected I/O error.
     pub io_error: f64,
-    /// Per-write probability of disk full.
+    /// Per-write (and per-create of a new file) probability of an injected disk-full error.
     pub disk_full: f64,
-    /// Per-fsync probability of failure.
+    /// Per-fsync probability of failure, for a file with unsynced data.
     pub fsync_failure: f64,
-    /// Per-fsync probability of latent bit rot in a log.
+    /// Per-fsync probability (of an fsync that made data durable) of latent bit rot in
+    /// that file, whichever it is (a log, the journal, ...).
     pub bit_rot: f64,
     /// Mean simulated time between random crashes, in microseconds (0: none).
     pub crash_every_us: u64,
@@ -76,9 +77,9 @@ pub struct SwarmParams {
     pub targeted_crash: f64,
     /// Probability that a halt restarts the process with the page cache lost too.
     pub halt_loses_cache: f64,
-    /// Journal compaction threshold handed to the broker.
+    /// The broker's [`broker_core::Config::compaction_min_records`] (its ratio is set to 2).
     pub compaction_min_records: u64,
-    /// Log removals in flight at once.
+    /// The broker's [`broker_core::Config::removal_concurrency`].
     pub removal_concurrency: usize,
 }
 

@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 pub struct TraceLine {
     /// Simulated time.
     pub at: Time,
-    /// What kind of event.
+    /// What kind of event: `command`, `effect`, `execute`, `complete`, `timeout`, `start`,
+    /// `crash`, `restart`, `end-chaos` or `journal-lost`.
     pub kind: &'static str,
     /// Its rendering.
     pub detail: String,
@@ -37,7 +38,7 @@ impl TraceLine {
     }
 }
 
-/// The running trace.
+/// The trace of one run: every event hashed (FNV-1a), its lines kept only if asked.
 #[derive(Debug)]
 pub struct Trace {
     hash: u64,
@@ -75,7 +76,7 @@ impl Trace {
         self.events
     }
 
-    /// The kept lines.
+    /// The recorded lines, in order; empty unless created with `keep`.
     pub fn into_lines(self) -> Vec<TraceLine> {
         self.lines
     }

@@ -3,7 +3,8 @@
 /// Limits and tuning of one broker. Every field has a sensible default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// The most partitions a topic may have.
+    /// The most partitions a topic may have (never more than
+    /// [`crate::journal::MAX_PARTITIONS_EVER`], whatever this says).
     pub max_partitions: u32,
     /// The most records one produce may carry.
     pub max_batch_records: usize,
@@ -20,7 +21,8 @@ pub struct Config {
     pub max_fetch_bytes: u64,
     /// The longest deletion grace delay a topic may ask for, in milliseconds.
     pub max_grace_ms: u64,
-    /// How many log removals may be in flight at once, across all deletions.
+    /// How many log removals may be in flight at once, across all deletions and the
+    /// removal of stray logs at the start.
     pub removal_concurrency: usize,
     /// The first retry delay after a failed background operation, in milliseconds.
     pub retry_base_ms: u64,

@@ -60,7 +60,8 @@ pub struct DeletionStatus {
     pub partitions: u32,
     /// How many of its logs are removed.
     pub removed: u32,
-    /// Whether the tombstone is durable (the delete was acknowledged).
+    /// Whether the tombstone is durable (the delete is acknowledged once the
+    /// incarnation's storage operations have drained too).
     pub tombstone_durable: bool,
     /// When its grace delay ends, in the runtime's clock (durable with the tombstone).
     pub remove_after: Time,
@@ -71,11 +72,11 @@ pub struct DeletionStatus {
 /// Acknowledged records of a live topic that cannot be read back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DamagedRecords {
-    /// The incarnation.
+    /// The live incarnation's id.
     pub topic: TopicId,
     /// Its name.
     pub name: String,
-    /// The partition.
+    /// The partition whose log holds the damage.
     pub partition: u32,
     /// The offsets, and what was found.
     pub range: crate::effect::DamagedRange,

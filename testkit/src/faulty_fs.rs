@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 /// space is freed.
 #[derive(Debug, Default, Clone)]
 pub struct FaultyFs {
-    /// The files.
+    /// The files, durable at once (a `MemFs`).
     pub inner: MemFs,
     /// How many removals fail, counting from the first.
     pub fail_removes: u32,
@@ -32,7 +32,7 @@ pub type FlakyRemoveFs = FaultyFs;
 pub type FlakyDirSyncFs = FaultyFs;
 
 impl FaultyFs {
-    /// The bytes its files hold.
+    /// The bytes its files hold, summed: what `capacity` bounds.
     pub fn used(&self) -> u64 {
         self.inner.names().iter().map(|n| self.inner.file(n).map_or(0, |f| f.len() as u64)).sum()
     }

@@ -4,7 +4,7 @@
 //! - [`hand`]: the hold-back harness, [`Hand`]: the core's tests, the simulator's
 //!   executor tests and the fuzz bodies drive the broker through it.
 //! - [`commands`]: command builders and reply unwrappers.
-//! - [`render`]: effects, operations and journal records rendered one a line.
+//! - [`mod@render`]: effects, operations and journal records rendered one a line.
 //! - [`faulty_fs`]: a `MemFs` that fails removals, directory syncs or space on purpose.
 //! - [`fuzzing`]: the cargo-fuzz target bodies and their oracle (`fuzz/` wraps them;
 //!   `tests/fuzz_corpus.rs` of broker-core runs them over the checked-in corpora).

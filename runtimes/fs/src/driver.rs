@@ -33,8 +33,10 @@ pub struct DriverOptions {
     pub config: Config,
     /// How many log worker threads run storage operations (plus one journal worker).
     pub log_workers: usize,
-    /// Give up opening the directory after this many failed recovery reads (the core
-    /// retries them with backoff for ever); `None` waits for ever.
+    /// Give up opening the directory after this many failures while opening: every
+    /// operation the core retries counts (reading the journal, listing, opening or
+    /// creating a log, removing a stray; the core retries with backoff for ever);
+    /// `None` waits for ever.
     pub recovery_attempts: Option<u32>,
     /// Give up opening the directory once recovery has kept failing this long since its
     /// first failure; `None`: no time limit.
@@ -62,9 +64,9 @@ pub enum DriverError {
     /// Another process holds the data directory's lock.
     #[error("data directory {dir} is locked by another broker-fs process{holder} (lock file {lock}); stop it first")]
     Locked {
-        /// The data directory.
+        /// The data directory another process holds.
         dir: PathBuf,
-        /// The lock file.
+        /// The lock file's path, `dir/LOCK`.
         lock: PathBuf,
         /// Who holds it, as far as the lock file says (" (pid N)"), or empty.
         holder: String,
@@ -77,7 +79,7 @@ pub enum DriverError {
     CorruptJournal {
         /// The journal file's full path.
         file: PathBuf,
-        /// The byte offset of the first bad record.
+        /// Where the damage begins, in bytes from the start of the file.
         offset: u64,
         /// What was wrong.
         detail: String,
@@ -91,17 +93,17 @@ pub enum DriverError {
          fix the cause (a file or directory in the way, a full disk, permissions), then run broker-fs again"
     )]
     Recovery {
-        /// The data directory.
+        /// The data directory that could not be recovered.
         dir: PathBuf,
         /// How many times recovery failed.
         attempts: u32,
-        /// The last failure.
+        /// The last failure, as `OPERATION failed: ERROR`.
         detail: String,
     },
     /// The data directory could not be prepared (created, locked, listed).
     #[error("data directory {dir}: {detail}")]
     Directory {
-        /// The data directory.
+        /// The data directory, as given to [`Driver::open`].
         dir: PathBuf,
         /// What failed.
         detail: String,
@@ -109,7 +111,7 @@ pub enum DriverError {
     /// A file of the data directory is a symlink, which broker-fs never follows.
     #[error("data directory file {path}: {detail}")]
     Symlink {
-        /// The link.
+        /// The symlink's path (broker-fs never follows it).
         path: PathBuf,
         /// What it is and what to do.
         detail: String,
@@ -163,7 +165,7 @@ pub enum DriverEvent<M> {
     Reply {
         /// The id `submit` returned.
         request: RequestId,
-        /// The answer.
+        /// The reply, or why the command failed.
         reply: Result<Reply, BrokerError>,
     },
     /// A message sent through a [`Mailbox`].
@@ -222,20 +224,21 @@ pub struct Driver<M = ()> {
     last_recovery_error: Option<String>,
     /// Whether [`Driver::open`] is still recovering.
     opening: bool,
-    /// Messages that arrived while [`Driver::request`] waited.
+    /// Messages that arrived while [`Driver::wait_reply`] (or [`Driver::request`]) waited.
     held: VecDeque<M>,
-    // Held for the driver's lifetime; the lock goes with it (and with the process).
-    /// The directory lock: exclusive for a writing start, shared for a read-only one
-    /// (none where a read-only directory has no lock file).
     /// The wall-clock time at `start`: the origin of the broker's clock.
     origin: Time,
+    /// The data directory's lock, held for the driver's lifetime (it goes with the driver,
+    /// and with the process): exclusive for a writing start, shared for a read-only one
+    /// (`None` where a read-only directory has no lock file).
     _lock: Option<File>,
 }
 
 impl<M: Send + 'static> Driver<M> {
     /// Opens (creating it if needed) and locks the data directory `dir`, starts the
-    /// broker and runs its recovery until it serves. Stray logs are removed and
-    /// pending deletions resume in the background from then on.
+    /// broker and runs its recovery until it serves and every stray log is removed.
+    /// Pending deletions resume in the background from then on. Read-only
+    /// ([`Config::read_only`]), the directory must exist and nothing is created.
     pub fn open(dir: impl AsRef<Path>, options: DriverOptions) -> Result<Driver<M>, DriverError> {
         let dir = dir.as_ref().to_path_buf();
         let read_only = options.config.read_only;
@@ -433,9 +436,10 @@ impl<M: Send + 'static> Driver<M> {
         std::mem::take(&mut self.notices)
     }
 
-    /// Takes only the [`broker_core::Notice::Retrying`] notices gathered since the last call,
-    /// leaving the others for [`Driver::take_notices`]: for a caller that reports
-    /// retries while it waits and everything else at the end.
+    /// Takes only the retry notices ([`broker_core::Notice::Retrying`], wrapped in
+    /// [`Notice::Broker`]) gathered since the last call, leaving the others for
+    /// [`Driver::take_notices`]: for a caller that reports retries while it waits and
+    /// everything else at the end.
     pub fn take_retrying(&mut self) -> Vec<Notice> {
         let (retrying, rest) = std::mem::take(&mut self.notices)
             .into_iter()
@@ -449,7 +453,7 @@ impl<M: Send + 'static> Driver<M> {
         &self.broker
     }
 
-    /// The data directory.
+    /// The data directory, as given to [`Driver::open`].
     pub fn data_dir(&self) -> &Path {
         &self.dir
     }

@@ -135,7 +135,8 @@ pub struct PendingJson {
     pub partitions: u32,
     /// How many of its logs are removed.
     pub removed: u32,
-    /// Whether its tombstone is durable (the delete was acknowledged).
+    /// Whether its tombstone is durable (the delete is acknowledged once the
+    /// incarnation's storage operations have drained too).
     pub tombstone_durable: bool,
     /// When its grace delay ends, in milliseconds since the Unix epoch (durable with
     /// the tombstone: restarts do not start it again).
