@@ -6,6 +6,7 @@
 //! reply to the checkers ([`crate::checkers`]) before it folds that part in.
 
 use broker_core::{BrokerError, Command, Reply, RequestId, Time, TopicId};
+use broker_testkit::ledger::Ledger;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -63,12 +64,11 @@ pub struct Model {
     names_of: BTreeMap<TopicId, String>,
     /// Incarnations whose deletion was acknowledged.
     pub deleted: BTreeSet<TopicId>,
-    /// Acknowledged records by position.
-    pub acked: BTreeMap<(TopicId, u32, u64), RecordBytes>,
-    /// Records a fetch served that were never acknowledged (a restarted broker serves
-    /// what it found in the log): served below the high watermark, they count as
-    /// committed, and must read back the same for the rest of the run.
-    pub served: BTreeMap<(TopicId, u32, u64), RecordBytes>,
+    /// Records acknowledged, and records a fetch served that were never acknowledged
+    /// (a restarted broker serves what it found in the log: served below the high
+    /// watermark, they count as committed, and must read back the same for the rest of
+    /// the run).
+    pub records: Ledger<RecordBytes>,
     /// Where each acknowledged value landed.
     value_home: BTreeMap<ValueId, (TopicId, u32, u64)>,
     /// Every value ever sent, with the topic name it was sent to.
@@ -151,7 +151,7 @@ impl Model {
 
     /// Whether the model holds a record at this position: acknowledged, or served.
     pub fn holds(&self, at: &(TopicId, u32, u64)) -> bool {
-        self.acked.contains_key(at) || self.served.contains_key(at)
+        self.records.holds(at)
     }
 
     /// The topic name every record of a run's value was sent to.
@@ -226,8 +226,8 @@ impl Model {
                     let at = (*topic, pos.partition, pos.offset);
                     let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
                     observe(self, Seen::Produced { at, record: &bytes });
-                    if let Some(before) = self.acked.insert(at, bytes) {
-                        let record = &self.acked[&at];
+                    if let Some(before) = self.records.acknowledge(at, bytes) {
+                        let record = &self.records.acked[&at];
                         observe(self, Seen::AckedAgain { at, before: &before, record });
                     }
                     self.value_home.insert(ValueId::of(&rec.value), at);
@@ -238,9 +238,7 @@ impl Model {
                     let at = (*topic, *partition, r.offset);
                     let record = RecordBytes { key: r.key.clone(), value: r.value.clone() };
                     observe(self, Seen::Fetched { at, from: *offset, index: i as u64, record: &record });
-                    if !self.acked.contains_key(&at) {
-                        self.served.entry(at).or_insert(record);
-                    }
+                    self.records.serve(at, record);
                 }
             }
             (Ok(Reply::Topics(list)), Command::ListTopics) => {

@@ -16,6 +16,7 @@
 //! crate; it follows the same shape: a plain `pub fn(&[u8])` with a corpus directory.
 
 use crate::hand::Hand;
+use crate::ledger::Ledger;
 use arbitrary::Unstructured;
 use broker_core::broker::{Config, Phase};
 use broker_core::command::{Command, ProduceRecord, Reply, StoredRecord, TopicSettings};
@@ -385,7 +386,7 @@ pub fn run_core_commands(data: &[u8]) -> CoreRun {
     let mut run = h.run;
     run.created = h.oracle.created.len();
     run.deleted = h.oracle.deleted.len();
-    run.acked_records = h.oracle.acked.len();
+    run.acked_records = h.oracle.records.acked.len();
     run.checked = h.oracle.trusted;
     run
 }
@@ -630,9 +631,7 @@ struct Oracle {
     /// How many deletes of each name were sent.
     delete_epochs: BTreeMap<String, u64>,
     /// Records acknowledged or served, by (topic, partition, offset).
-    known: BTreeMap<(TopicId, u32, u64), ProduceRecord>,
-    /// The acknowledged ones among them.
-    acked: BTreeSet<(TopicId, u32, u64)>,
+    records: Ledger<ProduceRecord>,
     /// Requests of the current broker not yet answered.
     inflight: BTreeMap<RequestId, Sent>,
     /// Replies of this step, for requests the harness itself waits for.
@@ -678,10 +677,11 @@ impl Oracle {
                         assert_eq!(pos.partition, partition_for_key(key, *partitions), "keyed record's partition");
                     }
                     let at = (*id, pos.partition, pos.offset);
-                    assert!(self.acked.insert(at), "offset {at:?} acknowledged twice");
-                    if let Some(before) = self.known.insert(at, record.clone()) {
-                        assert_eq!(&before, record, "offset {at:?} served other bytes before it was acknowledged");
+                    if let Some(before) = self.records.served.get(&at) {
+                        assert_eq!(before, record, "offset {at:?} served other bytes before it was acknowledged");
                     }
+                    let again = self.records.acknowledge(at, record.clone());
+                    assert!(again.is_none(), "offset {at:?} acknowledged twice");
                 }
             }
             (Sent::Fetch { topic, partition, offset, max_records }, Reply::Fetched { records, high_watermark, .. }) => {
@@ -693,10 +693,9 @@ impl Oracle {
                     assert!(r.offset < *high_watermark, "fetched past the high watermark");
                     let got = ProduceRecord { key: r.key.clone(), value: r.value.clone() };
                     let at = (*id, *partition, r.offset);
-                    if let Some(before) = self.known.get(&at) {
-                        assert_eq!(before, &got, "record {at:?} reads back with other bytes");
-                    } else {
-                        self.known.insert(at, got);
+                    match self.records.known(&at) {
+                        Some(before) => assert_eq!(before, &got, "record {at:?} reads back with other bytes"),
+                        None => self.records.serve(at, got),
                     }
                 }
             }
@@ -1045,7 +1044,7 @@ impl Harness {
             return;
         }
         assert_eq!(on_disk, expected, "once settled, the logs on disk are exactly the live topics' logs");
-        for &(id, partition, offset) in &self.oracle.acked {
+        for &(id, partition, offset) in self.oracle.records.acked.keys() {
             if !live_ids.contains(&id) {
                 continue;
             }

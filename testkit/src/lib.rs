@@ -5,6 +5,8 @@
 //!   executor tests and the fuzz bodies drive the broker through it.
 //! - [`commands`]: command builders and reply unwrappers.
 //! - [`mod@render`]: effects, operations and journal records rendered one a line.
+//! - [`ledger`]: what clients were told about records, by position: the part the
+//!   simulator's model and the fuzz oracle share.
 //! - [`faulty_fs`]: a `MemFs` that fails removals, directory syncs or space on purpose.
 //! - [`fuzzing`]: the cargo-fuzz target bodies and their oracle (`fuzz/` wraps them;
 //!   `tests/fuzz_corpus.rs` of broker-core runs them over the checked-in corpora).
@@ -16,6 +18,7 @@ pub mod commands;
 pub mod faulty_fs;
 pub mod fuzzing;
 pub mod hand;
+pub mod ledger;
 pub mod render;
 
 pub use commands::*;

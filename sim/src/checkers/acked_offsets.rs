@@ -99,7 +99,7 @@ impl AckedOffsets {
                     flags.flag(Checker::AckedOffsetsServed, format!("{what} got no records below {high_watermark}"));
                 }
                 for r in records {
-                    let Some(want) = model.acked.get(&(*topic, partition, r.offset)) else { continue };
+                    let Some(want) = model.records.acked.get(&(*topic, partition, r.offset)) else { continue };
                     if want.key != r.key || want.value != r.value {
                         let detail = format!(
                             "{what} read {} at {log}@{}, acknowledged {}",
@@ -121,7 +121,7 @@ impl AckedOffsets {
                 // An offset acknowledged before the fetch was issued (at or below `top`,
                 // and acknowledged: a crash may leave unacknowledged offsets in between
                 // unreadable, which breaks no promise).
-                let acked = |o: u64| o <= top && model.acked.contains_key(&(topic, partition, o));
+                let acked = |o: u64| o <= top && model.records.acked.contains_key(&(topic, partition, o));
                 let bad = match e {
                     BrokerError::OffsetOutOfRange { high_watermark, .. } => *high_watermark <= top,
                     BrokerError::CorruptRecord { offset: at, .. } => acked(*at),

@@ -29,14 +29,14 @@ pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>, rotted: &dy
             ..
         } => {
             let Some(log_id) = LogId::parse_file_name(log) else { return };
-            if !rotted(log_id) && model.acked.contains_key(&(log_id.topic, log_id.partition, *offset)) {
+            if !rotted(log_id) && model.records.acked.contains_key(&(log_id.topic, log_id.partition, *offset)) {
                 let detail =
                     format!("acknowledged record {log_id}@{offset} reported corrupt without injected corruption");
                 flags.flag(Checker::Durability, detail);
             }
         }
         Seen::Produced { at: (topic, partition, offset), record } => {
-            if let Some(served) = model.served.get(&(*topic, *partition, *offset)).filter(|s| *s != *record) {
+            if let Some(served) = model.records.served.get(&(*topic, *partition, *offset)).filter(|s| *s != *record) {
                 let detail = format!(
                     "{topic}/p{partition}@{offset} was served as {}, then acknowledged for {}",
                     label(&served.value),
@@ -47,7 +47,7 @@ pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>, rotted: &dy
         }
         Seen::Fetched { at, record: got, .. } => {
             let (topic, partition, offset) = *at;
-            if let Some(want) = model.acked.get(at) {
+            if let Some(want) = model.records.acked.get(at) {
                 if want != *got {
                     let detail = format!(
                         "{topic}/p{partition}@{offset} reads {}, acknowledged {}",
@@ -56,7 +56,7 @@ pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>, rotted: &dy
                     );
                     flags.flag(Checker::Durability, detail);
                 }
-            } else if let Some(served) = model.served.get(at) {
+            } else if let Some(served) = model.records.served.get(at) {
                 if served != *got {
                     let detail = format!(
                         "{topic}/p{partition}@{offset} was served as {}, later reads {}",
@@ -87,7 +87,7 @@ pub trait ReadBack {
 pub fn at_end(run: &mut dyn ReadBack, live: &[TopicDescription]) -> Vec<String> {
     let mut found = Vec::new();
     let model = run.model();
-    let acked_ids: BTreeSet<TopicId> = model.acked.keys().map(|k| k.0).collect();
+    let acked_ids: BTreeSet<TopicId> = model.records.acked.keys().map(|k| k.0).collect();
     let live_ids: BTreeSet<TopicId> = live.iter().map(|t| t.id).collect();
     for id in acked_ids.difference(&live_ids) {
         if !model.may_be_deleted(*id) {
@@ -118,9 +118,9 @@ fn read_back(
     // What was served (below the high watermark) counts as committed too.
     let model = run.model();
     let range = (t.id, log.partition, 0)..=(t.id, log.partition, u64::MAX);
-    let served = model.served.range(range.clone()).map(|(k, v)| (k.2, v.clone()));
+    let served = model.records.served.range(range.clone()).map(|(k, v)| (k.2, v.clone()));
     let mut acked: Vec<(u64, RecordBytes)> =
-        model.acked.range(range).map(|(k, v)| (k.2, v.clone())).chain(served).collect();
+        model.records.acked.range(range).map(|(k, v)| (k.2, v.clone())).chain(served).collect();
     acked.sort_by_key(|(o, _)| *o);
     if let Some((last, _)) = acked.last() {
         if *last >= hw {
