@@ -297,23 +297,10 @@ fn global_options_go_before_or_after_the_subcommand() {
 /// blocks (`ulimit -f`; 50 or 100 KiB, as the shell counts): a write past it fails with
 /// "File too large", even as root, which makes a log write fail on demand.
 fn cli_with_file_limit(dir: &std::path::Path, args: &[&str], stdin: &[u8]) -> std::process::Output {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
     // SIGXFSZ ignored: the write fails instead of killing the process.
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(r#"trap "" XFSZ; ulimit -f 100; exec "$0" "$@""#)
-        .arg(common::BIN)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sh");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
+    let mut command = std::process::Command::new("sh");
+    command.arg("-c").arg(r#"trap "" XFSZ; ulimit -f 100; exec "$0" "$@""#).arg(common::BIN);
+    common::run_with_input(command.arg("--data-dir").arg(dir).args(args), stdin)
 }
 
 #[test]

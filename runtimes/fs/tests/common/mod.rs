@@ -46,16 +46,18 @@ impl Drop for TempDir {
 
 /// Runs `broker-fs --data-dir DIR ARGS...` with `stdin` and returns its output.
 pub fn cli(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
+    run_with_input(Command::new(BIN).arg("--data-dir").arg(dir).args(args), stdin.as_bytes())
+}
+
+/// Runs `command` with `stdin` written to its standard input; returns its output.
+pub fn run_with_input(command: &mut Command, stdin: &[u8]) -> Output {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn broker-fs");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
     child.wait_with_output().unwrap()
 }
 
