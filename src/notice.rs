@@ -45,23 +45,29 @@ impl fmt::Display for Operation {
 pub enum Notice {
     /// No journal existed: the broker started a new, empty one.
     NewJournal,
-    /// The journal ended in a torn commit (a write cut off by a crash). The journal was
-    /// rewritten without it; the commit was never acknowledged.
+    /// The journal ended in a torn commit (a write cut off by a crash); the commit was
+    /// never acknowledged and is ignored. A broker that writes rewrites the journal
+    /// without it; a read-only one leaves the file as it is.
     TornJournalTail {
         /// Where the torn commit began, in bytes: the rewritten journal holds nothing from there on.
         offset: u64,
         /// What was wrong with the tail.
         detail: String,
+        /// Whether the journal was rewritten (false in a read-only start).
+        rewritten: bool,
         /// The file the runtime kept the old journal in, if it named one.
         backup: Option<String>,
     },
     /// One copy of a journal commit (or of its header) was damaged; its other copy was
-    /// intact and used, and the journal rewritten whole. The medium may be failing.
+    /// intact and used. A broker that writes rewrites the journal whole; a read-only one
+    /// leaves the file as it is. The medium may be failing.
     JournalCopyRepaired {
         /// Where the damaged copy begins.
         offset: u64,
         /// What was wrong with it.
         detail: String,
+        /// Whether the journal was rewritten (false in a read-only start).
+        rewritten: bool,
         /// The file the runtime kept the old journal in, if it named one.
         backup: Option<String>,
     },
@@ -121,11 +127,16 @@ impl fmt::Display for Notice {
         };
         match self {
             Notice::NewJournal => write!(f, "no journal found: started a new, empty one"),
-            Notice::TornJournalTail { offset, detail, backup } => {
+            Notice::TornJournalTail { offset, detail, rewritten: true, backup } => {
                 write!(f, "the journal had a torn tail at byte {offset} ({detail}): truncated it")?;
                 kept(f, backup)
             }
-            Notice::JournalCopyRepaired { offset, detail, backup } => {
+            Notice::TornJournalTail { offset, detail, rewritten: false, .. } => write!(
+                f,
+                "the journal has a torn tail at byte {offset} ({detail}): ignored it; opened read-only, the \
+                 file is left as it is"
+            ),
+            Notice::JournalCopyRepaired { offset, detail, rewritten: true, backup } => {
                 write!(
                     f,
                     "the journal had a damaged copy at byte {offset} ({detail}): used its other copy and \
@@ -133,6 +144,11 @@ impl fmt::Display for Notice {
                 )?;
                 kept(f, backup)
             }
+            Notice::JournalCopyRepaired { offset, detail, rewritten: false, .. } => write!(
+                f,
+                "the journal has a damaged copy at byte {offset} ({detail}): used its other copy; opened \
+                 read-only, the file is left as it is; check the disk"
+            ),
             Notice::StrayLogRemoved { log } => write!(f, "removed stray log {}: no topic names it", log.file_name()),
             Notice::Retrying { operation, error, failures, retry_in_ms } => {
                 write!(f, "{operation} failed ({error}); retrying in {retry_in_ms} ms (failure {failures})")

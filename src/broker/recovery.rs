@@ -108,11 +108,17 @@ impl Broker {
                         .map(|(offset, detail)| Notice::JournalCopyRepaired {
                             offset: *offset,
                             detail: detail.clone(),
+                            rewritten: !self.config.read_only,
                             backup: None,
                         })
                         .collect();
                     if let Some((offset, detail)) = &d.torn_tail {
-                        damage.push(Notice::TornJournalTail { offset: *offset, detail: detail.clone(), backup: None });
+                        damage.push(Notice::TornJournalTail {
+                            offset: *offset,
+                            detail: detail.clone(),
+                            rewritten: !self.config.read_only,
+                            backup: None,
+                        });
                     }
                     if self.config.read_only {
                         damage.into_iter().for_each(|n| self.notice(n));
