@@ -355,7 +355,19 @@ impl<F: FileSystem> Executor<F> {
         if !self.logs.contains_key(&log) {
             let name = log.file_name();
             let file_len = self.fs.len(&name)?;
-            let img = if file_len < LOG_HEADER_LEN as u64 {
+            // Nothing acknowledged: every byte of the file would be cut, and its header
+            // may be anything (its creation may have failed at the fsync, or a crash may
+            // have kept the directory entry and not the bytes). There is nothing to read,
+            // and nothing to call corrupt: the log starts afresh.
+            let img = if acked == Some(0) {
+                logcodec::LogImage {
+                    index: Vec::new(),
+                    holes: Vec::new(),
+                    valid_len: 0,
+                    needs_header: true,
+                    next_offset: 0,
+                }
+            } else if file_len < LOG_HEADER_LEN as u64 {
                 logcodec::open_log(log, &self.fs.read_all(&name)?, acked)?
             } else {
                 self.scan_log(log, &name, file_len, acked)?

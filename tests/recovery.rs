@@ -844,3 +844,35 @@ fn a_grace_delay_ends_at_its_durable_deadline_across_restarts() {
     d.advance_millis(1_000);
     assert!(d.broker().pending_deletions().is_empty());
 }
+
+/// A log whose creation failed at its fsync can come back from a crash with its
+/// directory entry and without its header (zeros, or nothing the broker wrote). Nothing
+/// was ever acknowledged in it: it is no corruption, and the partition serves at once.
+#[test]
+fn a_log_with_nothing_acknowledged_and_a_garbled_header_starts_afresh() {
+    let mut d = start(MemFs::new());
+    let t = created(d.request(create("t", 2)));
+    produced(d.request(produce_keyed("t", &[("k", "before")])));
+    let mut fs = d.crash();
+    let ends: Vec<u64> =
+        (0..2).map(|p| LogId { topic: t, partition: p }).map(|l| fs.len(&l.file_name()).unwrap()).collect();
+    // The partition that holds nothing gets a header of zeros, as a lost write leaves it.
+    let empty = LogId { topic: t, partition: u32::from(ends[0] > ends[1]) };
+    *fs.file_mut(&empty.file_name()).unwrap() = vec![0; 40];
+    let mut d = start(fs);
+    let notices = d.take_notices();
+    assert!(!notices.iter().any(|n| matches!(n, broker_core::Notice::Corruption { .. })), "{notices:?}");
+    assert!(d.broker().damaged_records().is_empty(), "{:?}", d.broker().damaged_records());
+    // Both partitions take records: find a key for the empty one.
+    let key = (0..100)
+        .map(|i| format!("key-{i}"))
+        .find(|k| broker_core::partitioner::partition_for_key(k.as_bytes(), 2) == empty.partition)
+        .unwrap();
+    assert_eq!(produced(d.request(produce_keyed("t", &[(&key, "after")]))), vec![(empty.partition, 0)]);
+    let (records, _) = fetched(d.request(fetch("t", empty.partition, 0, 10)));
+    assert_eq!(values(&records), vec!["after"]);
+    assert_eq!(
+        &d.fs().file(&empty.file_name()).unwrap()[..encode_log_header(empty).len()],
+        &encode_log_header(empty)[..]
+    );
+}
