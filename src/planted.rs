@@ -53,11 +53,14 @@ pub enum Bug {
     /// A produce whose write completes after its topic's deletion began is acknowledged
     /// once its end is journaled (after the tombstone), instead of answered not-found.
     AckProduceOfDeletedTopic,
+    /// The operator hears that a deletion finished as soon as its tombstone is durable,
+    /// while its logs are still on disk.
+    FinishedAtTombstone,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 17] = [
+    pub const ALL: [Bug; 18] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -75,6 +78,7 @@ impl Bug {
         Bug::RemovalConcurrencyOffByOne,
         Bug::RetryFailedFsync,
         Bug::AckProduceOfDeletedTopic,
+        Bug::FinishedAtTombstone,
     ];
 
     /// The bug's command-line name.
@@ -97,6 +101,7 @@ impl Bug {
             Bug::RemovalConcurrencyOffByOne => "removal-concurrency-off-by-one",
             Bug::RetryFailedFsync => "retry-failed-fsync",
             Bug::AckProduceOfDeletedTopic => "ack-produce-of-deleted-topic",
+            Bug::FinishedAtTombstone => "finished-at-tombstone",
         }
     }
 

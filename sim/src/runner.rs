@@ -608,8 +608,12 @@ impl Sim {
             match effect {
                 Effect::Storage { id, op } => self.issue(id, op),
                 Effect::Reply { request, reply } => self.reply(request, reply),
-                // Recorded in the trace above; an operator's concern, not a client's.
-                Effect::Notice(_) => {}
+                Effect::Notice(notice) => {
+                    let names = self.disk().live_names();
+                    let rotted = self.rotted();
+                    let rotted = |f: &str| rotted.contains(f);
+                    self.checkers.notice(self.now, &self.model, &notice, &names, &rotted);
+                }
                 Effect::Halt(reason) => {
                     self.stats.halts += 1;
                     let lose_cache = self.rng.chance(self.params.halt_loses_cache);

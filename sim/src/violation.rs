@@ -35,11 +35,14 @@ pub enum Checker {
     CreateOfLiveName,
     /// Log removals in flight never exceed the configured removal concurrency.
     RemovalConcurrency,
+    /// Every notice to the operator is true when given (a finished deletion left no log,
+    /// a removed stray is gone and was no live log, corruption only where the disk rotted).
+    TruthfulNotices,
 }
 
 impl Checker {
     /// Every checker.
-    pub const ALL: [Checker; 13] = [
+    pub const ALL: [Checker; 14] = [
         Checker::NoOrphans,
         Checker::Durability,
         Checker::NoResurrection,
@@ -53,6 +56,7 @@ impl Checker {
         Checker::DeleteNotFound,
         Checker::CreateOfLiveName,
         Checker::RemovalConcurrency,
+        Checker::TruthfulNotices,
     ];
 
     /// The checker's name, as the summary prints it.
@@ -71,6 +75,7 @@ impl Checker {
             Checker::DeleteNotFound => "delete-not-found",
             Checker::CreateOfLiveName => "create-of-live-name",
             Checker::RemovalConcurrency => "removal-concurrency",
+            Checker::TruthfulNotices => "truthful-notices",
         }
     }
 }

@@ -129,6 +129,11 @@ fn create_checks_only_visible_names_is_caught() {
 }
 
 #[test]
+fn finished_at_tombstone_is_caught() {
+    caught_by(Bug::FinishedAtTombstone, &[Checker::TruthfulNotices]);
+}
+
+#[test]
 fn removal_concurrency_off_by_one_is_caught() {
     fired_by(Bug::RemovalConcurrencyOffByOne, Checker::RemovalConcurrency);
 }

@@ -22,6 +22,10 @@ impl Broker {
         }
         self.draining.insert(id);
         self.ack_drained_deletions();
+        if self.bug(Bug::FinishedAtTombstone) {
+            let name = self.topics.get(&id).map(|t| t.meta.name.clone()).unwrap_or_default();
+            self.notice(crate::notice::Notice::DeletionFinished { topic: id, name });
+        }
         self.start_physical(id);
     }
 

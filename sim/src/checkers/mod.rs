@@ -8,8 +8,9 @@
 //! The rest are gathered in [`Checkers`]: the runner feeds them every request as it is
 //! issued and every reply as it arrives (both before the model folds them in, so they
 //! see what the model knew at that instant), every storage operation as the core issues
-//! it and as its completion is delivered, every death of the broker process, and the end
-//! of the run. They read the model; they never change it.
+//! it and as its completion is delivered, every notice the broker gives (with the disk
+//! as it is then), every death of the broker process, and the end of the run. They read
+//! the model; they never change it.
 //!
 //! Three of them judge replies against the reference model part by part, as the model
 //! folds each in ([`crate::model::Seen`], through [`Checkers::model_saw`]):
@@ -30,6 +31,7 @@ mod delete_not_found;
 mod every_request_answered;
 mod fetch_incarnation;
 mod removal_concurrency;
+mod truthful_notices;
 
 use crate::model::{Model, Seen};
 use crate::violation::{Checker, Violation};
@@ -136,6 +138,20 @@ impl Checkers {
     pub fn recovered(&mut self, now: Time, model: &Model, live: &[TopicId]) {
         let mut flags = Flags { now, out: &mut self.against_model };
         no_resurrection::recovered(&mut flags, model, live);
+    }
+
+    /// The broker gave a notice. `names` is every file the directory holds now;
+    /// `rotted` tells the files the disk rotted.
+    pub fn notice(
+        &mut self,
+        now: Time,
+        model: &Model,
+        notice: &broker_core::Notice,
+        names: &[String],
+        rotted: &dyn Fn(&str) -> bool,
+    ) {
+        let mut flags = Flags { now, out: &mut self.violations };
+        truthful_notices::notice(&mut flags, model, &truthful_notices::DiskView { names, rotted }, notice);
     }
 
     /// The core issued storage operation `id`.
