@@ -191,6 +191,9 @@ fn show(op: &StorageOp) -> String {
             _ => format!("Append({log}, no records)"),
         },
         StorageOp::SyncLog { log } => format!("SyncLog({log})"),
+        StorageOp::Read { log, offset, max_records, max_bytes: u64::MAX } => {
+            format!("Read({log}, offset: {offset}, max_records: {max_records}, max_bytes: u64::MAX)")
+        }
         StorageOp::Read { log, offset, max_records, max_bytes } => {
             format!("Read({log}, offset: {offset}, max_records: {max_records}, max_bytes: {max_bytes})")
         }
