@@ -9,16 +9,13 @@
 //! seen)` when the executor breaks its rule; operations the rule does not cover, but
 //! the check needs to succeed, fail the check with the operation and its error.
 
-use crate::checks::{differ, pattern};
+use crate::checks::{differ, pattern, Run};
 use crate::{Check, ExecutorSubject};
 use broker_core::{
     AppendRecord, DamagedRange, LogId, OpOutput, ProduceRecord, StorageError, StorageOp, StoredRecord, TopicId,
 };
 
 type Seen = Result<(), String>;
-
-/// A check's body, generic over the subject.
-pub(crate) type Run<S> = fn(&mut S) -> Seen;
 
 /// Every check, in order, with its body.
 pub(crate) fn all<S: ExecutorSubject>() -> Vec<(Check, Run<S>)> {

@@ -1,4 +1,5 @@
-//! A conformance kit for broker-core's [`FileSystem`] trait.
+//! A conformance kit for the two layers of storage a broker-core runtime may write
+//! itself: a [`FileSystem`], and an executor of the core's storage operations.
 //!
 //! The storage executor (`broker_core::Executor`) carries out every storage operation
 //! of the broker over a [`FileSystem`], and its crash safety rests on that file system
@@ -22,7 +23,27 @@
 //! assert!(report.outcome("rename-atomic-at-crash").unwrap().is_skipped());
 //! ```
 //!
-//! The checks ([`checks`] lists them with their rules) come in three groups:
+//! Someone who writes their own executor (logs and journal stored some other way, or
+//! in a format of their own) describes it as an [`ExecutorSubject`] (how to make one
+//! over empty storage, how to carry out a [`StorageOp`] on it, and, if it can, how to
+//! crash it) and runs [`check_executor`]: [`executor_checks`] lists the rules of the
+//! runtime contract (`broker_core::effect`) it checks, through operations only. For
+//! `broker_core::Executor` over a file-system [`Subject`], [`ExecutorOver`] is ready
+//! made, so every file system checked can have its executor checked too:
+//!
+//! ```
+//! use broker_conformance::{check_executor, ExecutorOver, Fresh};
+//! use broker_core::MemFs;
+//!
+//! let report = check_executor(&mut ExecutorOver(Fresh(MemFs::new)));
+//! report.assert_conforms();
+//! assert!(report.outcome("synced-appends-survive-crash").unwrap().is_skipped());
+//! ```
+//!
+//! What the executor kit cannot check is in the README: above all corruption
+//! detection, which needs damaged bytes in a format only the executor knows.
+//!
+//! The file-system checks ([`checks`] lists them with their rules) come in three groups:
 //!
 //! - **Plain behaviour**, run on every subject: create, remove, reads and writes,
 //!   length and truncation, listing, rename, whole-file reads, large I/O.
@@ -33,7 +54,7 @@
 //!   sync is reported, and the way the executor recovers from one (write again, sync
 //!   again) makes the data durable.
 //!
-//! What the kit does not check, because the contract allows it: that unsynced data is
+//! What the file-system kit does not check, because the contract allows it: that unsynced data is
 //! lost at a crash (any of it may survive), and what a successful `sync_file` right
 //! after a failed one says about the failed one's data. On Linux a failed write-back
 //! drops the dirty pages, and the next fsync succeeds without them (DESIGN.md section
@@ -181,9 +202,11 @@ pub struct Check {
     pub name: &'static str,
     /// The rule of the contract it checks, in a sentence or two.
     pub rule: &'static str,
-    /// Whether it needs [`Subject::crash`].
+    /// Whether it needs [`Subject::crash`] (of an executor check:
+    /// [`ExecutorSubject::crash`]).
     pub needs_crash: bool,
-    /// The fault it needs [`Subject::set_fault`] to inject, if any.
+    /// The fault it needs [`Subject::set_fault`] to inject, if any (never for an
+    /// executor check).
     pub needs_fault: Option<Fault>,
 }
 
@@ -248,7 +271,8 @@ impl fmt::Display for CheckResult {
     }
 }
 
-/// The outcome of every check against one subject.
+/// The outcome of every check against one subject (of [`check_file_system`] or of
+/// [`check_executor`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// What was checked: "file-system" or "executor".
@@ -365,7 +389,7 @@ pub fn check_file_system<S: Subject>(subject: &mut S) -> Report {
 /// fails the check it happens in.
 fn run_checks<S>(
     subject: &mut S,
-    checks: Vec<(Check, fn(&mut S) -> Result<(), String>)>,
+    checks: Vec<(Check, checks::Run<S>)>,
     skip: impl Fn(&Check) -> Option<String>,
 ) -> Vec<CheckResult> {
     let mut results = Vec::new();
