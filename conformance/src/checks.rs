@@ -259,7 +259,7 @@ trait Call: FileSystem {
 impl<F: FileSystem> Call for F {}
 
 /// Deterministic bytes with no zeros, different for each `seed`.
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn pattern(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..len)
         .map(|_| {
@@ -272,7 +272,7 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// Describes bytes for a message: their length and where they first differ from `want`.
-fn differ(got: &[u8], want: &[u8]) -> String {
+pub(crate) fn differ(got: &[u8], want: &[u8]) -> String {
     match got.iter().zip(want).position(|(a, b)| a != b) {
         Some(i) => format!(
             "{} bytes that differ from the expected {} at byte {i} ({:#04x} instead of {:#04x})",

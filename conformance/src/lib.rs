@@ -1,4 +1,5 @@
-//! A conformance kit for broker-core's [`FileSystem`] trait.
+//! A conformance kit for the two layers of storage a broker-core runtime may write
+//! itself: a [`FileSystem`], and an executor of the core's storage operations.
 //!
 //! The storage executor (`broker_core::Executor`) carries out every storage operation
 //! of the broker over a [`FileSystem`], and its crash safety rests on that file system
@@ -22,7 +23,27 @@
 //! assert!(report.outcome("rename-atomic-at-crash").unwrap().is_skipped());
 //! ```
 //!
-//! The checks ([`checks`] lists them with their rules) come in three groups:
+//! Someone who writes their own executor (logs and journal stored some other way, or
+//! in a format of their own) describes it as an [`ExecutorSubject`] (how to make one
+//! over empty storage, how to carry out a [`StorageOp`] on it, and, if it can, how to
+//! crash it) and runs [`check_executor`]: [`executor_checks`] lists the rules of the
+//! runtime contract (`broker_core::effect`) it checks, through operations only. For
+//! `broker_core::Executor` over a file-system [`Subject`], [`ExecutorOver`] is ready
+//! made, so every file system checked can have its executor checked too:
+//!
+//! ```
+//! use broker_conformance::{check_executor, ExecutorOver, Fresh};
+//! use broker_core::MemFs;
+//!
+//! let report = check_executor(&mut ExecutorOver(Fresh(MemFs::new)));
+//! report.assert_conforms();
+//! assert!(report.outcome("synced-appends-survive-crash").unwrap().is_skipped());
+//! ```
+//!
+//! What the executor kit cannot check is in the README: above all corruption
+//! detection, which needs damaged bytes in a format only the executor knows.
+//!
+//! The file-system checks ([`checks`] lists them with their rules) come in three groups:
 //!
 //! - **Plain behaviour**, run on every subject: create, remove, reads and writes,
 //!   length and truncation, listing, rename, whole-file reads, large I/O.
@@ -33,7 +54,7 @@
 //!   sync is reported, and the way the executor recovers from one (write again, sync
 //!   again) makes the data durable.
 //!
-//! What the kit does not check, because the contract allows it: that unsynced data is
+//! What the file-system kit does not check, because the contract allows it: that unsynced data is
 //! lost at a crash (any of it may survive), and what a successful `sync_file` right
 //! after a failed one says about the failed one's data. On Linux a failed write-back
 //! drops the dirty pages, and the next fsync succeeds without them (DESIGN.md section
@@ -41,11 +62,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use broker_core::{FileSystem, StorageError};
+use broker_core::{Executor, FileSystem, OpResult, StorageError, StorageOp};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod checks;
+mod exec_checks;
 
 /// A fault the kit asks a [`Subject`] to inject, around one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -111,6 +133,68 @@ where
     }
 }
 
+/// The executor under test, as the kit needs it: something that carries out
+/// [`StorageOp`]s and returns their [`OpResult`]s by the runtime contract
+/// (`broker_core::effect`), as `broker_core::Executor` does over a [`FileSystem`].
+///
+/// Only [`ExecutorSubject::fresh`] and [`ExecutorSubject::execute`] are required; a
+/// subject that cannot crash keeps the default [`ExecutorSubject::crash`], and the
+/// durability checks are reported as [`Outcome::Skipped`]. For `broker_core::Executor`
+/// over a file-system [`Subject`] there is [`ExecutorOver`].
+pub trait ExecutorSubject {
+    /// The executor under test, with whatever storage it carries out operations on.
+    type Exec;
+
+    /// A new executor over new, empty storage (no journal, no logs). Called once or
+    /// more per check; storage is never shared between checks.
+    fn fresh(&mut self) -> Self::Exec;
+
+    /// Carries out `op` on `exec` and returns its result, as a runtime would report it
+    /// to the core. The kit issues operations one at a time, each after the previous
+    /// one completed, and only operations the core could issue in that state.
+    fn execute(&mut self, exec: &mut Self::Exec, op: &StorageOp) -> OpResult;
+
+    /// Simulates a crash (a power loss) under `exec` and returns a new executor (as a
+    /// restarted runtime makes one) over the storage that survives: the durable state,
+    /// plus whatever part of the unsynced state the subject lets survive. `None`: this
+    /// subject cannot crash (the default), and the durability checks are skipped.
+    fn crash(&mut self, exec: Self::Exec) -> Option<Self::Exec> {
+        drop(exec);
+        None
+    }
+}
+
+/// The executor subject of `broker_core::Executor` over the file systems of a
+/// file-system [`Subject`]: a fresh executor runs over [`Subject::fresh`], and a crash
+/// is [`Subject::crash`] of its file system with a new executor over what survives (so
+/// the durability checks run when the file system can crash).
+///
+/// ```
+/// use broker_conformance::{check_executor, ExecutorOver, Fresh};
+/// use broker_core::MemFs;
+///
+/// let report = check_executor(&mut ExecutorOver(Fresh(MemFs::new)));
+/// report.assert_conforms();
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ExecutorOver<S>(pub S);
+
+impl<S: Subject> ExecutorSubject for ExecutorOver<S> {
+    type Exec = Executor<S::Fs>;
+
+    fn fresh(&mut self) -> Executor<S::Fs> {
+        Executor::new(self.0.fresh())
+    }
+
+    fn execute(&mut self, exec: &mut Executor<S::Fs>, op: &StorageOp) -> OpResult {
+        exec.execute(op)
+    }
+
+    fn crash(&mut self, exec: Executor<S::Fs>) -> Option<Executor<S::Fs>> {
+        self.0.crash(exec.into_fs()).map(Executor::new)
+    }
+}
+
 /// One check of the kit: its name, the contract rule it checks, and what it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Check {
@@ -118,15 +202,23 @@ pub struct Check {
     pub name: &'static str,
     /// The rule of the contract it checks, in a sentence or two.
     pub rule: &'static str,
-    /// Whether it needs [`Subject::crash`].
+    /// Whether it needs [`Subject::crash`] (of an executor check:
+    /// [`ExecutorSubject::crash`]).
     pub needs_crash: bool,
-    /// The fault it needs [`Subject::set_fault`] to inject, if any.
+    /// The fault it needs [`Subject::set_fault`] to inject, if any (never for an
+    /// executor check).
     pub needs_fault: Option<Fault>,
 }
 
-/// Every check of the kit, in the order [`check_file_system`] runs them.
+/// Every file-system check of the kit, in the order [`check_file_system`] runs them.
 pub fn checks() -> Vec<Check> {
     checks::all::<Fresh<fn() -> broker_core::MemFs>>().into_iter().map(|(check, _)| check).collect()
+}
+
+/// Every executor check of the kit, in the order [`check_executor`] runs them (none
+/// needs a fault; those with [`Check::needs_crash`] need [`ExecutorSubject::crash`]).
+pub fn executor_checks() -> Vec<Check> {
+    exec_checks::all::<ExecutorOver<Fresh<fn() -> broker_core::MemFs>>>().into_iter().map(|(check, _)| check).collect()
 }
 
 /// What came of one check.
@@ -179,9 +271,12 @@ impl fmt::Display for CheckResult {
     }
 }
 
-/// The outcome of every check against one subject.
+/// The outcome of every check against one subject (of [`check_file_system`] or of
+/// [`check_executor`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
+    /// What was checked: "file-system" or "executor".
+    kind: &'static str,
     subject: String,
     results: Vec<CheckResult>,
 }
@@ -242,8 +337,8 @@ impl fmt::Display for Report {
         let passed = self.results.len() - failed - skipped;
         writeln!(
             f,
-            "file-system conformance of {}: {passed} passed, {failed} failed, {skipped} skipped",
-            self.subject
+            "{} conformance of {}: {passed} passed, {failed} failed, {skipped} skipped",
+            self.kind, self.subject
         )?;
         for r in &self.results {
             writeln!(f, "  {r}")?;
@@ -275,17 +370,31 @@ pub fn check_file_system<S: Subject>(subject: &mut S) -> Report {
         }
         subject.set_fault(&mut fs, None);
     }
-    let mut results = Vec::new();
-    for (check, run) in checks::all::<S>() {
-        let skip = if check.needs_crash && !can_crash {
+    let skip = |check: &Check| {
+        if check.needs_crash && !can_crash {
             Some("the subject cannot crash (Subject::crash returned None)".to_string())
         } else {
             check
                 .needs_fault
                 .filter(|f| !faults.contains(f))
                 .map(|f| format!("the subject cannot inject {f:?} (Subject::set_fault returned false)"))
-        };
-        let outcome = match skip {
+        }
+    };
+    let results = run_checks(subject, checks::all::<S>(), skip);
+    Report { kind: "file-system", subject: std::any::type_name::<S>().to_string(), results }
+}
+
+/// Runs `checks` against `subject`, each unless `skip` gives a reason: a check that
+/// crashes runs [`CRASH_ROUNDS`] times and fails at its first failing round; a panic
+/// fails the check it happens in.
+fn run_checks<S>(
+    subject: &mut S,
+    checks: Vec<(Check, checks::Run<S>)>,
+    skip: impl Fn(&Check) -> Option<String>,
+) -> Vec<CheckResult> {
+    let mut results = Vec::new();
+    for (check, run) in checks {
+        let outcome = match skip(&check) {
             Some(why) => Outcome::Skipped(why),
             None => {
                 let rounds = if check.needs_crash { CRASH_ROUNDS } else { 1 };
@@ -305,7 +414,27 @@ pub fn check_file_system<S: Subject>(subject: &mut S) -> Report {
         };
         results.push(CheckResult { check, outcome });
     }
-    Report { subject: std::any::type_name::<S>().to_string(), results }
+    results
+}
+
+/// Runs every executor check of the kit against `subject` and reports each one's
+/// outcome.
+///
+/// Each check gets executors of its own from [`ExecutorSubject::fresh`]; a check that
+/// crashes is run [`CRASH_ROUNDS`] times, and fails at its first failing round. A check
+/// that panics (in the executor, or in the subject) is reported failed with the panic's
+/// message, and the others still run.
+pub fn check_executor<S: ExecutorSubject>(subject: &mut S) -> Report {
+    let can_crash = {
+        let exec = subject.fresh();
+        subject.crash(exec).is_some()
+    };
+    let skip = |check: &Check| {
+        (check.needs_crash && !can_crash)
+            .then(|| "the subject cannot crash (ExecutorSubject::crash returned None)".to_string())
+    };
+    let results = run_checks(subject, exec_checks::all::<S>(), skip);
+    Report { kind: "executor", subject: std::any::type_name::<S>().to_string(), results }
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

@@ -1,10 +1,13 @@
-//! The file-system conformance kit against the simulated disk: the disk keeps every
+//! The conformance kit against the simulated disk: the disk keeps every file-system
 //! rule (crashing in every crash mode in turn, with injected fsync and directory-fsync
 //! failures), and the kit catches a disk wrapped to skip directory syncs or to lie on a
-//! retried sync.
+//! retried sync. The storage executor over the disk keeps every executor rule, crash
+//! checks included, and the executor kit catches one whose log sync does nothing.
 
-use broker_conformance::{check_file_system, checks, Fault, Subject};
-use broker_core::{FileSystem, StorageError};
+use broker_conformance::{
+    check_executor, check_file_system, checks, executor_checks, ExecutorOver, ExecutorSubject, Fault, Subject,
+};
+use broker_core::{Executor, FileSystem, OpOutput, OpResult, StorageError, StorageOp};
 use broker_sim::disk::{CrashMode, DiskFaults, SimDisk};
 use std::collections::BTreeSet;
 
@@ -168,4 +171,51 @@ fn a_disk_whose_directory_sync_does_nothing_fails_the_entry_durability_checks() 
 fn a_disk_that_says_ok_to_a_retried_sync_without_syncing_fails_the_rewrite_check() {
     let report = check_file_system(&mut BrokenDisks { seed: 0, skip_dir_sync: false, lie_on_retry: true });
     assert_eq!(report.failed(), ["rewrite-after-failed-sync-durable"], "{report}");
+}
+
+#[test]
+fn the_executor_over_the_simulated_disk_conforms_with_every_check_run() {
+    let mut over = ExecutorOver(Disks::default());
+    let report = check_executor(&mut over);
+    report.assert_conforms();
+    assert_eq!(report.passed().len(), executor_checks().len(), "nothing skipped:\n{report}");
+    assert!(over.0.crashes >= CrashMode::ALL.len() * 4, "every crash mode, several times: {}", over.0.crashes);
+}
+
+#[test]
+fn the_executor_over_the_simulated_disk_conforms_in_each_crash_mode_alone() {
+    for mode in CrashMode::ALL {
+        let report = check_executor(&mut ExecutorOver(Disks { mode: Some(mode), ..Disks::default() }));
+        assert!(report.conforms(), "{mode:?}:\n{report}");
+    }
+}
+
+/// The executor over the simulated disk, with a `SyncLog` that returns `Done` and
+/// syncs nothing; crashes keep only what is durable.
+struct NoLogSync(ExecutorOver<Disks>);
+
+impl ExecutorSubject for NoLogSync {
+    type Exec = Executor<SimDisk>;
+
+    fn fresh(&mut self) -> Executor<SimDisk> {
+        self.0.fresh()
+    }
+
+    fn execute(&mut self, exec: &mut Executor<SimDisk>, op: &StorageOp) -> OpResult {
+        match op {
+            StorageOp::SyncLog { .. } => Ok(OpOutput::Done),
+            _ => self.0.execute(exec, op),
+        }
+    }
+
+    fn crash(&mut self, exec: Executor<SimDisk>) -> Option<Executor<SimDisk>> {
+        self.0.crash(exec)
+    }
+}
+
+#[test]
+fn an_executor_whose_log_sync_does_nothing_loses_acknowledged_records_at_a_crash() {
+    let mut subject = NoLogSync(ExecutorOver(Disks { mode: Some(CrashMode::DropAll), ..Disks::default() }));
+    let report = check_executor(&mut subject);
+    assert_eq!(report.failed(), ["synced-appends-survive-crash"], "{report}");
 }

@@ -112,6 +112,15 @@ impl CrashFs {
         CrashFs { bugs: bugs.to_vec(), next: 1, ..CrashFs::default() }
     }
 
+    /// Switches `bug` on or off (a broken executor's test switches a bug on around one
+    /// operation).
+    pub fn set_bug(&mut self, bug: Bug, on: bool) {
+        self.bugs.retain(|b| *b != bug);
+        if on {
+            self.bugs.push(bug);
+        }
+    }
+
     fn has(&self, bug: Bug) -> bool {
         self.bugs.contains(&bug)
     }

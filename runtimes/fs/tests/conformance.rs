@@ -1,8 +1,9 @@
-//! The file-system conformance kit against `RealFs` on temporary directories. A real
-//! file system cannot crash in-process, nor fail an fsync on demand: those checks are
-//! skipped (the kill -9 tests and the simulator cover them), every other one runs.
+//! The conformance kit against `RealFs` on temporary directories, and against the
+//! storage executor over it. A real file system cannot crash in-process, nor fail an
+//! fsync on demand: those checks are skipped (the kill -9 tests and the simulator cover
+//! them), every other one runs.
 
-use broker_conformance::{check_file_system, checks, Subject};
+use broker_conformance::{check_executor, check_file_system, checks, executor_checks, ExecutorOver, Subject};
 use broker_fs::RealFs;
 use std::path::PathBuf;
 
@@ -64,4 +65,21 @@ fn real_fs_conforms_with_two_open_files_at_most() {
     let report = check_file_system(&mut TempDirs::new("two-open", 2));
     report.assert_conforms();
     assert_eq!(report.passed(), plain_checks(), "{report}");
+}
+
+#[test]
+fn the_executor_over_real_fs_conforms_and_runs_every_check_that_needs_no_crash() {
+    let report = check_executor(&mut ExecutorOver(TempDirs::new("executor", broker_fs::realfs::MAX_OPEN_FILES)));
+    report.assert_conforms();
+    let plain: Vec<&str> = executor_checks().into_iter().filter(|c| !c.needs_crash).map(|c| c.name).collect();
+    assert_eq!(report.passed(), plain, "{report}");
+    assert_eq!(report.skipped().len(), executor_checks().len() - plain.len(), "{report}");
+}
+
+/// With room for two open files, the executor's logs and journal files are closed and
+/// opened again between operations: the results must not change.
+#[test]
+fn the_executor_over_real_fs_conforms_with_two_open_files_at_most() {
+    let report = check_executor(&mut ExecutorOver(TempDirs::new("executor-two-open", 2)));
+    report.assert_conforms();
 }
