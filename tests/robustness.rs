@@ -196,12 +196,18 @@ fn unknown_operation_id_is_a_contract_violation() {
     assert_stays_halted(&mut h);
 }
 
-#[test]
-fn duplicate_completion_is_a_contract_violation() {
+/// A topic with a produce in flight, its append pending: the harness and the append.
+fn produce_with_append_pending() -> (Hand, RequestId, OpId) {
     let mut h = Hand::start(Config::default(), MemFs::new());
     created(h.request(create("t", 1)));
     let p = h.submit(produce("t", &["a"]));
     let append = h.first_pending(|op| matches!(op, StorageOp::Append { .. }));
+    (h, p, append)
+}
+
+#[test]
+fn duplicate_completion_is_a_contract_violation() {
+    let (mut h, p, append) = produce_with_append_pending();
     h.complete(append);
     h.complete_with(append, done());
     assert!(matches!(&h.halts[..], [HaltReason::ContractViolation(_)]));
@@ -211,10 +217,7 @@ fn duplicate_completion_is_a_contract_violation() {
 
 #[test]
 fn wrong_output_kind_is_a_contract_violation() {
-    let mut h = Hand::start(Config::default(), MemFs::new());
-    created(h.request(create("t", 1)));
-    let p = h.submit(produce("t", &["a"]));
-    let append = h.first_pending(|op| matches!(op, StorageOp::Append { .. }));
+    let (mut h, p, append) = produce_with_append_pending();
     h.complete_with(append, Ok(OpOutput::Logs(vec![])));
     assert!(
         matches!(&h.halts[..], [HaltReason::ContractViolation(m)] if m.contains("wrong output (expected done)")),

@@ -133,6 +133,24 @@ where
     }
 }
 
+/// A subject for a file system that makes every operation durable as it completes (as
+/// `MemFs` does): a crash keeps it whole, so the crash checks run; it cannot inject
+/// faults. `AlwaysDurable(Fresh(MemFs::new))`.
+#[derive(Clone, Copy, Debug)]
+pub struct AlwaysDurable<S>(pub S);
+
+impl<S: Subject> Subject for AlwaysDurable<S> {
+    type Fs = S::Fs;
+
+    fn fresh(&mut self) -> S::Fs {
+        self.0.fresh()
+    }
+
+    fn crash(&mut self, fs: S::Fs) -> Option<S::Fs> {
+        Some(fs)
+    }
+}
+
 /// The executor under test, as the kit needs it: something that carries out
 /// [`StorageOp`]s and returns their [`OpResult`]s by the runtime contract
 /// (`broker_core::effect`), as `broker_core::Executor` does over a [`FileSystem`].

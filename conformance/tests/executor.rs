@@ -3,24 +3,9 @@
 
 mod crashfs;
 
-use broker_conformance::{check_executor, executor_checks, ExecutorOver, Fresh, Subject};
+use broker_conformance::{check_executor, executor_checks, AlwaysDurable, ExecutorOver, Fresh};
 use broker_core::MemFs;
 use crashfs::Crashing;
-
-/// `MemFs` crashing as a test crashes it: dropping the broker, keeping the `MemFs`.
-struct MemFsKeptWhole;
-
-impl Subject for MemFsKeptWhole {
-    type Fs = MemFs;
-
-    fn fresh(&mut self) -> MemFs {
-        MemFs::new()
-    }
-
-    fn crash(&mut self, fs: MemFs) -> Option<MemFs> {
-        Some(fs)
-    }
-}
 
 fn plain_checks() -> Vec<&'static str> {
     executor_checks().into_iter().filter(|c| !c.needs_crash).map(|c| c.name).collect()
@@ -40,7 +25,7 @@ fn the_executor_over_memfs_conforms_and_its_crash_checks_are_skipped() {
 
 #[test]
 fn the_executor_over_memfs_kept_whole_at_a_crash_passes_every_check() {
-    let report = check_executor(&mut ExecutorOver(MemFsKeptWhole));
+    let report = check_executor(&mut ExecutorOver(AlwaysDurable(Fresh(MemFs::new))));
     report.assert_conforms();
     assert_eq!(report.passed().len(), executor_checks().len(), "{report}");
 }

@@ -1,23 +1,8 @@
 //! The kit against broker-core's `MemFs`: every operation is durable at once, so a
 //! crash that keeps it whole is a correct one, and every durability check passes.
 
-use broker_conformance::{check_file_system, checks, Fresh, Subject};
+use broker_conformance::{check_file_system, checks, AlwaysDurable, Fresh};
 use broker_core::MemFs;
-
-/// `MemFs` crashing as a test crashes it: dropping the broker, keeping the `MemFs`.
-struct MemFsKeptWhole;
-
-impl Subject for MemFsKeptWhole {
-    type Fs = MemFs;
-
-    fn fresh(&mut self) -> MemFs {
-        MemFs::new()
-    }
-
-    fn crash(&mut self, fs: MemFs) -> Option<MemFs> {
-        Some(fs)
-    }
-}
 
 #[test]
 fn memfs_conforms_and_its_crash_and_fault_checks_are_skipped_without_crash_support() {
@@ -33,7 +18,7 @@ fn memfs_conforms_and_its_crash_and_fault_checks_are_skipped_without_crash_suppo
 
 #[test]
 fn memfs_kept_whole_at_a_crash_passes_the_durability_checks() {
-    let report = check_file_system(&mut MemFsKeptWhole);
+    let report = check_file_system(&mut AlwaysDurable(Fresh(MemFs::new)));
     report.assert_conforms();
     let all = checks();
     let faults: Vec<&str> = all.iter().filter(|c| c.needs_fault.is_some()).map(|c| c.name).collect();

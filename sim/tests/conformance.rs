@@ -9,6 +9,7 @@ use broker_conformance::{
 };
 use broker_core::{Executor, FileSystem, OpOutput, OpResult, StorageError, StorageOp};
 use broker_sim::disk::{CrashMode, DiskFaults, SimDisk};
+use broker_testkit::hooked::{Hooked, Hooks};
 use std::collections::BTreeSet;
 
 /// Fresh disks from successive seeds; crashes cycle through every crash mode.
@@ -74,57 +75,35 @@ fn the_simulated_disk_conforms_in_each_crash_mode_alone() {
     }
 }
 
-/// A simulated disk wrapped by a broken file system: `sync_dir` does nothing, or a
-/// sync retried after a failure says `Ok` without syncing.
-struct Broken {
-    disk: SimDisk,
+/// What breaks a simulated disk's contract: `sync_dir` does nothing, or a sync retried
+/// after a failure says `Ok` without syncing.
+struct Breakage {
     skip_dir_sync: bool,
     lie_on_retry: bool,
     failed: BTreeSet<String>,
 }
 
-impl FileSystem for Broken {
-    fn create(&mut self, name: &str) -> Result<(), StorageError> {
-        self.disk.create(name)
-    }
-    fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StorageError> {
-        self.disk.write_at(name, offset, data)
-    }
-    fn read_at(&mut self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>, StorageError> {
-        self.disk.read_at(name, offset, len)
-    }
-    fn len(&mut self, name: &str) -> Result<u64, StorageError> {
-        self.disk.len(name)
-    }
-    fn truncate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
-        self.disk.truncate(name, len)
-    }
-    fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
+impl Hooks<SimDisk> for Breakage {
+    fn sync_file(&mut self, disk: &mut SimDisk, name: &str) -> Result<(), StorageError> {
         if self.lie_on_retry && self.failed.contains(name) {
             return Ok(()); // "it failed before, so the retry is surely fine"
         }
-        let r = self.disk.sync_file(name);
+        let r = disk.sync_file(name);
         if r.is_err() {
             self.failed.insert(name.to_string());
         }
         r
     }
-    fn sync_dir(&mut self) -> Result<(), StorageError> {
+    fn sync_dir(&mut self, disk: &mut SimDisk) -> Result<(), StorageError> {
         if self.skip_dir_sync {
             return Ok(());
         }
-        self.disk.sync_dir()
-    }
-    fn rename(&mut self, from: &str, to: &str) -> Result<(), StorageError> {
-        self.disk.rename(from, to)
-    }
-    fn remove(&mut self, name: &str) -> Result<(), StorageError> {
-        self.disk.remove(name)
-    }
-    fn list(&mut self) -> Result<Vec<String>, StorageError> {
-        self.disk.list()
+        disk.sync_dir()
     }
 }
+
+/// A simulated disk behind a [`Breakage`].
+type Broken = Hooked<SimDisk, Breakage>;
 
 /// Broken disks; crashes keep only what is durable (a power loss with nothing lucky).
 struct BrokenDisks {
@@ -138,22 +117,19 @@ impl Subject for BrokenDisks {
 
     fn fresh(&mut self) -> Broken {
         self.seed += 1;
-        Broken {
-            disk: SimDisk::new(self.seed),
-            skip_dir_sync: self.skip_dir_sync,
-            lie_on_retry: self.lie_on_retry,
-            failed: BTreeSet::new(),
-        }
+        let hooks =
+            Breakage { skip_dir_sync: self.skip_dir_sync, lie_on_retry: self.lie_on_retry, failed: BTreeSet::new() };
+        Hooked { fs: SimDisk::new(self.seed), hooks }
     }
 
     fn crash(&mut self, mut fs: Broken) -> Option<Broken> {
-        fs.disk.crash_with(CrashMode::DropAll);
-        fs.failed.clear();
+        fs.fs.crash_with(CrashMode::DropAll);
+        fs.hooks.failed.clear();
         Some(fs)
     }
 
     fn set_fault(&mut self, fs: &mut Broken, fault: Option<Fault>) -> bool {
-        fs.disk.set_faults(faults_for(fault));
+        fs.fs.set_faults(faults_for(fault));
         true
     }
 }

@@ -7,6 +7,7 @@ use broker_core::{
     BrokerError, Command, Config, FileSystem, ProduceRecord, Reply, StorageError, SyncDriver, TopicSettings,
 };
 use broker_sim::disk::{DiskFaults, SimDisk};
+use broker_testkit::hooked::{Hooked, Hooks};
 
 fn produce(value: &str) -> Command {
     Command::Produce { topic: "t".into(), records: vec![ProduceRecord { key: None, value: value.into() }] }
@@ -52,47 +53,19 @@ fn a_record_whose_fsync_failed_is_never_served_after_a_restart() {
 /// A disk whose first fsync of a log fails (with the simulated disk's semantics: the
 /// unsynced data is dropped from the durable future, but stays in the page cache).
 struct FirstLogSyncFails {
-    disk: SimDisk,
     armed: bool,
 }
 
-impl FileSystem for FirstLogSyncFails {
-    fn create(&mut self, name: &str) -> Result<(), StorageError> {
-        self.disk.create(name)
-    }
-    fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StorageError> {
-        self.disk.write_at(name, offset, data)
-    }
-    fn read_at(&mut self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>, StorageError> {
-        self.disk.read_at(name, offset, len)
-    }
-    fn len(&mut self, name: &str) -> Result<u64, StorageError> {
-        self.disk.len(name)
-    }
-    fn truncate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
-        self.disk.truncate(name, len)
-    }
-    fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
+impl Hooks<SimDisk> for FirstLogSyncFails {
+    fn sync_file(&mut self, disk: &mut SimDisk, name: &str) -> Result<(), StorageError> {
         if self.armed && name.ends_with(".log") {
             self.armed = false;
-            self.disk.set_faults_enabled(true);
-            let failed = self.disk.sync_file(name);
-            self.disk.set_faults_enabled(false);
+            disk.set_faults_enabled(true);
+            let failed = disk.sync_file(name);
+            disk.set_faults_enabled(false);
             return failed;
         }
-        self.disk.sync_file(name)
-    }
-    fn sync_dir(&mut self) -> Result<(), StorageError> {
-        self.disk.sync_dir()
-    }
-    fn rename(&mut self, from: &str, to: &str) -> Result<(), StorageError> {
-        self.disk.rename(from, to)
-    }
-    fn remove(&mut self, name: &str) -> Result<(), StorageError> {
-        self.disk.remove(name)
-    }
-    fn list(&mut self) -> Result<Vec<String>, StorageError> {
-        self.disk.list()
+        disk.sync_file(name)
     }
 }
 
@@ -105,7 +78,7 @@ impl FileSystem for FirstLogSyncFails {
 fn a_log_whose_creation_failed_gets_a_durable_header_before_records_are_acknowledged() {
     let mut disk = SimDisk::with_faults(5, DiskFaults { fsync_failure: 1.0, ..DiskFaults::default() });
     disk.set_faults_enabled(false);
-    let mut d = SyncDriver::start(Config::default(), FirstLogSyncFails { disk, armed: true });
+    let mut d = SyncDriver::start(Config::default(), Hooked { fs: disk, hooks: FirstLogSyncFails { armed: true } });
     let create = Command::CreateTopic { name: "t".into(), partitions: 1, settings: TopicSettings::default() };
     let request = d.submit(create);
     d.run_until_idle();
@@ -115,7 +88,7 @@ fn a_log_whose_creation_failed_gets_a_durable_header_before_records_are_acknowle
     let mut d = SyncDriver::start(Config::default(), fs);
     assert!(matches!(d.request(produce("acked")), Ok(Reply::Produced { .. })));
     let mut fs = d.crash();
-    fs.disk.crash(); // a power loss
+    fs.fs.crash(); // a power loss
 
     let mut d = SyncDriver::start(Config::default(), fs);
     assert_eq!(fetch_all_of(&mut d).unwrap().0, vec![b"acked".to_vec()]);

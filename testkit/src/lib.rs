@@ -7,6 +7,8 @@
 //! - [`mod@render`]: effects, operations and journal records rendered one a line.
 //! - [`ledger`]: what clients were told about records, by position: the part the
 //!   simulator's model and the fuzz oracle share.
+//! - [`hooked`]: a file system that forwards to another except where a test's hook
+//!   steps in.
 //! - [`faulty_fs`]: a `MemFs` that fails removals, directory syncs or space on purpose.
 //! - [`fuzzing`]: the cargo-fuzz target bodies and their oracle (`fuzz/` wraps them;
 //!   `tests/fuzz_corpus.rs` of broker-core runs them over the checked-in corpora).
@@ -18,6 +20,7 @@ pub mod commands;
 pub mod faulty_fs;
 pub mod fuzzing;
 pub mod hand;
+pub mod hooked;
 pub mod ledger;
 pub mod render;
 
