@@ -533,6 +533,9 @@ fn a_start_whose_recovery_keeps_failing_names_the_failure_and_what_to_do() {
     let tmp = TempDir::new("recovery-fails");
     let d = tmp.path();
     cli_ok(d, &["create", "a", "--partitions", "1"]);
+    // A record acknowledged: opening the log must read it (a log with nothing
+    // acknowledged is started afresh without reading).
+    cli_ok(d, &["produce", "a", "x"]);
     // A live topic's log is now a directory: opening it fails on every attempt.
     let log = d.join("0000000000000000-00000000.log");
     std::fs::remove_file(&log).unwrap();
