@@ -140,9 +140,15 @@ fn removal_concurrency_off_by_one_is_caught() {
 
 /// A failed fsync dropped the dirty data; acknowledging after a retried sync loses
 /// acknowledged records at the next crash (the offset may even be handed out again).
+/// The next start reports the lost records as corruption of a disk that never rotted:
+/// truthful-notices catches that even when a delete issued since excuses the loss from
+/// durability (seed 95).
 #[test]
 fn retry_failed_fsync_is_caught() {
-    caught_by(Bug::RetryFailedFsync, &[Checker::Durability, Checker::AckedOffsetsServed, Checker::ModelAgreement]);
+    caught_by(
+        Bug::RetryFailedFsync,
+        &[Checker::Durability, Checker::AckedOffsetsServed, Checker::ModelAgreement, Checker::TruthfulNotices],
+    );
     fired_by(Bug::RetryFailedFsync, Checker::Durability);
 }
 
