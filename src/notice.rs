@@ -90,7 +90,9 @@ pub enum Notice {
         /// When the broker tries again, in milliseconds from now.
         retry_in_ms: u64,
     },
-    /// Every log of a deleted topic is removed and the completion is durable.
+    /// Every log of a deleted topic is removed, and the completion record goes to the
+    /// journal with the next commit. (A crash before that commit is durable leaves the
+    /// next start nothing to remove: it finishes the deletion again, with this notice.)
     DeletionFinished {
         /// The deleted incarnation's id.
         topic: TopicId,
