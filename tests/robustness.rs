@@ -847,3 +847,31 @@ fn a_failed_directory_sync_after_removing_a_log_halts_instead_of_retrying() {
     assert_halted_on_dir_sync(&h, "remove");
     assert_eq!(h.ops_since(mark, is_remove).len(), 1, "no second RemoveLog");
 }
+
+/// A read that a runtime reports corrupt at the last offset of the range: the fetch gets
+/// a typed error naming it and the operator a notice, with no overflow.
+#[test]
+fn corruption_reported_at_the_last_offset_does_not_overflow() {
+    let mut h = Hand::start(Config::default(), MemFs::new());
+    created(h.request(create("t", 1)));
+    produced(h.request(produce("t", &["a"])));
+    let f = h.submit(fetch("t", 0, 0, 10));
+    let read = h.first_pending(|op| matches!(op, StorageOp::Read { .. }));
+    let corrupt = broker_core::StorageError::Corrupt {
+        file: "0000000000000000-00000000.log".into(),
+        position: 8,
+        record_offset: Some(u64::MAX),
+        detail: "bad checksum".into(),
+    };
+    h.complete_with(read, Err(corrupt));
+    assert!(
+        matches!(h.take_reply(f), Some(Err(BrokerError::CorruptRecord { offset: u64::MAX, .. }))),
+        "the fetch names the offset"
+    );
+    assert!(
+        h.notices.iter().any(|n| matches!(n, broker_core::Notice::Corruption { from: u64::MAX, to: u64::MAX, .. })),
+        "{:?}",
+        h.notices
+    );
+    assert_eq!(h.broker.phase(), Phase::Serving);
+}

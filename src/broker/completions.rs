@@ -77,7 +77,7 @@ impl Broker {
                         self.notice(Notice::Corruption {
                             log,
                             from: at,
-                            to: at + 1,
+                            to: at.saturating_add(1),
                             detail: format!("{detail} (byte {position})"),
                         });
                         Err(BrokerError::CorruptRecord {
