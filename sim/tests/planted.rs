@@ -174,6 +174,14 @@ fn recovery_deletes_recreated_name_is_caught_as_vanished() {
 #[test]
 fn every_checker_catches_some_planted_bug() {
     let mut fired = std::collections::BTreeSet::new();
+    // The first failing seed of each bug usually shows every checker...
+    for bug in Bug::ALL {
+        fired.extend(first_failure(bug).map(|(_, checkers)| checkers).unwrap_or_default());
+    }
+    if fired.len() == Checker::ALL.len() {
+        return;
+    }
+    // ...else every seed of every bug is searched for the missing ones.
     for bug in Bug::ALL {
         for seed in 0..MAX_SEEDS {
             let r = run(&RunOptions { seed, bug: Some(bug), ..RunOptions::default() });
