@@ -214,6 +214,13 @@ impl Steps {
         self.0.extend([63, 0, 0, 0]);
         self
     }
+    /// Fails the oldest pending operation, without running it, as corrupt at the last
+    /// offset of the range (a hostile runtime's report).
+    fn fail_oldest_corrupt_at_last_offset(&mut self) -> &mut Self {
+        // Tag, pick (oldest), empty file name, kind (corrupt), byte 8, an offset, the top one.
+        self.0.extend([63, 0, 0, 5, 8, 0, 10]);
+        self
+    }
     /// Runs the newest runnable operation, then reports an I/O error.
     fn run_newest_then_fail(&mut self) -> &mut Self {
         self.0.extend([67, 2, 0, 0]);
@@ -315,12 +322,24 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
         .fetch("b", 0, 0, 0)
         .settle();
 
+    let mut corrupt_read = Steps::config(3, 4, 1);
+    corrupt_read
+        .complete_all()
+        .create("a", 0, 0)
+        .complete_all()
+        .produce("a", &[(0, b"v")])
+        .complete_all()
+        .fetch("a", 0, 0, 5)
+        .fail_oldest_corrupt_at_last_offset()
+        .settle();
+
     vec![
         ("produce-fetch", produce_fetch.0),
         ("delete-crash-recover", delete_crash.0),
         ("recreate-while-deleting", recreate.0),
         ("faults", faults.0),
         ("invalid-commands", invalid.0),
+        ("corrupt-read-at-last-offset", corrupt_read.0),
     ]
 }
 
@@ -371,6 +390,7 @@ fn seeds_still_decode_as_intended() {
             // The append is run then failed, and so is the tombstone's journal write.
             "faults" => (1, 0, 0, 2),
             "invalid-commands" => (1, 0, 0, 0),
+            "corrupt-read-at-last-offset" => (1, 0, 1, 0),
             other => panic!("no expectation for seed {other}"),
         };
         assert_eq!((run.created, run.deleted, run.acked_records, run.halts.len()), expect, "{name}: {run:#?}");
