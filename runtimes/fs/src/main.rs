@@ -415,7 +415,7 @@ fn command(
             let records = values.into_iter().map(|v| ProduceRecord { key: key.clone(), value: v.into_bytes() });
             for records in produce_chunks(records.collect(), d.broker().config().batch_bytes_limit()) {
                 let len = records.len();
-                match patience.request(d, Command::Produce { topic: name.clone(), records }, AGAIN) {
+                match patience.request(d, Command::Produce { topic: name.clone(), partition: None, records }, AGAIN) {
                     Ok(Reply::Produced { positions: p, .. }) => positions.extend(p),
                     Ok(reply) => failed = Some((positions.len() + 1, len, unexpected(&reply))),
                     Err(e) => failed = Some((positions.len() + 1, len, e)),
