@@ -187,7 +187,10 @@ fn produce(ctx: &Context, r: ProduceRequest) -> Pending {
         for (name, partitions) in topics {
             let mut answers = Vec::new();
             for (index, appending) in partitions {
-                let response = PartitionProduceResponse::default().with_index(index).with_log_append_time_ms(-1);
+                let response = PartitionProduceResponse::default()
+                    .with_index(index)
+                    .with_base_offset(-1)
+                    .with_log_append_time_ms(-1);
                 let response = match appending {
                     Appending::Refused(error, message) => {
                         response.with_error_code(error).with_error_message(Some(text(message)))

@@ -57,9 +57,7 @@ pub async fn accept(listener: TcpListener, ctx: Context) {
         }
         let budget = budget.clone();
         tokio::spawn(async move {
-            if let Err(reason) = serve_connection(stream, ctx, budget).await {
-                eprintln!("warning: kafka: {peer}: {reason}; connection closed");
-            }
+            serve_connection(stream, peer, ctx, budget).await;
             drop(slot);
         });
     }
@@ -73,9 +71,9 @@ struct Queued {
     _budget: Option<OwnedSemaphorePermit>,
 }
 
-/// Serves one connection until the client closes it (`Ok`) or sends what cannot be
-/// served (`Err` with the reason).
-async fn serve_connection(stream: TcpStream, ctx: Context, budget: Arc<Semaphore>) -> Result<(), String> {
+/// Serves one connection until the client closes it or sends what cannot be served; the
+/// reason for closing it is logged before it is closed.
+async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Context, budget: Arc<Semaphore>) {
     let (mut reader, mut writer) = stream.into_split();
     let (queue, mut answers) = mpsc::channel::<Queued>(MAX_IN_FLIGHT);
     let writing = tokio::spawn(async move {
@@ -92,10 +90,15 @@ async fn serve_connection(stream: TcpStream, ctx: Context, budget: Arc<Semaphore
         let _ = writer.shutdown().await;
         Ok(())
     });
-    let read = read_requests(&mut reader, &ctx, &budget, &queue).await;
+    if let Err(reason) = read_requests(&mut reader, &ctx, &budget, &queue).await {
+        eprintln!("warning: kafka: {peer}: {reason}; closing the connection after the responses owed");
+    }
     drop(queue);
-    let written = writing.await.unwrap_or_else(|e| Err(format!("the writer failed: {e}")));
-    read.and(written)
+    match writing.await {
+        Ok(Ok(())) => {}
+        Ok(Err(reason)) => eprintln!("warning: kafka: {peer}: {reason}; connection closed"),
+        Err(e) => eprintln!("warning: kafka: {peer}: the writer failed: {e}; connection closed"),
+    }
 }
 
 async fn read_requests(
@@ -142,7 +145,12 @@ async fn read_requests(
             Some((api, (min, max))) => {
                 return Err(format!("{api:?} version {version} is not supported (versions {min} to {max} are)"));
             }
-            None => return Err(format!("API key {key} is not supported (ApiVersions lists the APIs served)")),
+            None => {
+                return Err(match ApiKey::try_from(key) {
+                    Ok(api) => format!("{api:?} (API key {key}) is not served here (ApiVersions lists what is)"),
+                    Err(_) => format!("API key {key} is unknown"),
+                });
+            }
         };
         let mut buf = Bytes::from(body);
         decode_request_header_from_buffer(&mut buf)
