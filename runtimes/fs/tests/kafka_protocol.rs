@@ -286,3 +286,51 @@ fn pipelined_requests_are_answered_in_order() {
     let _ = s.read_to_end(&mut rest);
     assert!(rest.is_empty(), "{} bytes more than 40 responses", rest.len());
 }
+
+fn fetch_error(s: &mut TcpStream, correlation_id: i32, leader_epoch: i32) -> i16 {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    let request = FetchRequest::default().with_max_wait_ms(0).with_max_bytes(1 << 20).with_topics(vec![FetchTopic::default()
+        .with_topic(name("t"))
+        .with_partitions(vec![FetchPartition::default()
+            .with_current_leader_epoch(leader_epoch)
+            .with_partition_max_bytes(1 << 20)])]);
+    s.write_all(&frame(ApiKey::Fetch, 12, correlation_id, &request)).unwrap();
+    let (_, r) = response::<FetchResponse>(s, 12);
+    r.responses[0].partitions[0].error_code
+}
+
+/// A re-created topic has a new id and a higher leader epoch: a consumer still at the
+/// old incarnation's epoch is told its offset is out of range (and applies its reset
+/// policy) instead of reading the new incarnation at its old position.
+#[test]
+fn a_recreated_topic_fences_the_old_incarnations_readers() {
+    let dir = TempDir::new("kafka-recreate");
+    let server = Server::start(&dir);
+    let mut s = server.connect();
+    let create = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default().with_name(name("t")).with_num_partitions(1).with_replication_factor(1)]);
+    let mut ids = Vec::new();
+    for round in 0..2 {
+        s.write_all(&frame(ApiKey::CreateTopics, 7, 10 * round, &create)).unwrap();
+        let (_, created) = response::<CreateTopicsResponse>(&mut s, 7);
+        assert_eq!(created.topics[0].error_code, 0, "{created:?}");
+        ids.push(created.topics[0].topic_id);
+        let md = metadata(&mut s, 10 * round + 1);
+        let epoch = md.topics[0].partitions[0].leader_epoch;
+        assert_eq!(md.topics[0].topic_id, created.topics[0].topic_id);
+        assert_eq!(fetch_error(&mut s, 10 * round + 2, epoch), 0);
+        assert_eq!(fetch_error(&mut s, 10 * round + 3, -1), 0, "no epoch given: no check");
+        if round == 0 {
+            let delete = DeleteTopicsRequest::default().with_topic_names(vec![name("t")]);
+            s.write_all(&frame(ApiKey::DeleteTopics, 5, 10 * round + 4, &delete)).unwrap();
+            let (_, deleted) = response::<DeleteTopicsResponse>(&mut s, 5);
+            assert_eq!(deleted.responses[0].error_code, 0, "{deleted:?}");
+            assert!(metadata(&mut s, 10 * round + 5).topics.is_empty(), "a deleted topic is gone from Metadata");
+            assert_eq!(fetch_error(&mut s, 10 * round + 6, epoch), 3, "UNKNOWN_TOPIC_OR_PARTITION");
+        } else {
+            assert_eq!(fetch_error(&mut s, 17, epoch - 1), 1, "OFFSET_OUT_OF_RANGE: a position in a deleted incarnation");
+            assert_eq!(fetch_error(&mut s, 18, epoch + 1), 75, "UNKNOWN_LEADER_EPOCH");
+        }
+    }
+    assert_ne!(ids[0], ids[1], "a re-created topic has a new id");
+}
