@@ -452,7 +452,13 @@ fn list_offsets(ctx: &Context, r: ListOffsetsRequest) -> Pending {
 /// One topic of a create: refused at once, or submitted to the core.
 enum Creating {
     Refused(i16, String),
-    Submitted { answer: Answer, partitions: i32, grace_ms: u64 },
+    Submitted {
+        answer: Answer,
+        partitions: i32,
+        grace_ms: u64,
+        /// Whether the request set the grace delay (else it is the default, 0).
+        given: bool,
+    },
 }
 
 fn create_topics(ctx: &Context, r: CreateTopicsRequest) -> Pending {
@@ -480,11 +486,13 @@ fn create_topics(ctx: &Context, r: CreateTopicsRequest) -> Pending {
                 Creating::Refused(error, message) => {
                     result.with_error_code(error).with_error_message(Some(text(message)))
                 }
-                Creating::Submitted { answer, partitions, grace_ms } => match answer.get().await {
+                Creating::Submitted { answer, partitions, grace_ms, given } => match answer.get().await {
                     Ok(Reply::Created { topic }) => {
+                        // Kafka's ConfigSource: 1 for a topic's own config, 5 for a default.
                         let config = CreatableTopicConfigs::default()
                             .with_name(text(GRACE_CONFIG))
-                            .with_value(Some(text(grace_ms.to_string())));
+                            .with_value(Some(text(grace_ms.to_string())))
+                            .with_config_source(if given { 1 } else { 5 });
                         result
                             .with_topic_id(topic_uuid(topic))
                             .with_num_partitions(partitions)
@@ -538,7 +546,7 @@ fn creating_one(ctx: &Context, t: &CreatableTopic) -> Creating {
         partitions: count,
         settings: TopicSettings { deletion_grace_ms: grace_ms },
     });
-    Creating::Submitted { answer, partitions, grace_ms }
+    Creating::Submitted { answer, partitions, grace_ms, given: !t.configs.is_empty() }
 }
 
 fn delete_topics(ctx: &Context, r: DeleteTopicsRequest) -> Pending {
