@@ -205,14 +205,19 @@ impl Floor {
                 Some(t) => Ok(Reply::DeleteAccepted { topic: t.id }),
                 None => Err(BrokerError::TopicNotFound { name }),
             },
-            Command::Produce { topic, records } => {
-                let t = self.topics.get_mut(&topic).ok_or(BrokerError::TopicNotFound { name: topic })?;
+            Command::Produce { topic, partition, records } => {
+                let t =
+                    self.topics.get_mut(&topic).ok_or_else(|| BrokerError::TopicNotFound { name: topic.clone() })?;
                 let n = t.partitions.len() as u32;
                 let mut positions = Vec::with_capacity(records.len());
                 for r in records {
-                    let p = match &r.key {
-                        Some(key) => partition_for_key(key, n),
-                        None => {
+                    let p = match (partition, &r.key) {
+                        (Some(p), _) if p < n => p,
+                        (Some(partition), _) => {
+                            return Err(BrokerError::PartitionNotFound { name: topic, partition, partitions: n })
+                        }
+                        (None, Some(key)) => partition_for_key(key, n),
+                        (None, None) => {
                             let p = t.round_robin % n;
                             t.round_robin = t.round_robin.wrapping_add(1);
                             p
@@ -286,6 +291,7 @@ impl Step {
         let value = vec![0x5a_u8; VALUE];
         let produce = |key: Option<Vec<u8>>| Command::Produce {
             topic: TOPIC.into(),
+            partition: None,
             records: vec![ProduceRecord { key, value: value.clone() }],
         };
         match self {

@@ -14,7 +14,8 @@ pub struct TopicSettings {
 /// One record a client produces.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProduceRecord {
-    /// The key; keyed records go to `murmur2(key) % partitions`, keyless ones round-robin.
+    /// The key; keyed records go to `murmur2(key) % partitions`, keyless ones round-robin
+    /// (unless the produce names its partition).
     pub key: Option<Vec<u8>>,
     /// The value. Key plus value may take at most [`crate::Config::max_record_bytes`].
     pub value: Vec<u8>,
@@ -54,6 +55,10 @@ pub enum Command {
     Produce {
         /// The name of the live topic to append to.
         topic: String,
+        /// The partition every record goes to, whatever its key (a Kafka client picks
+        /// partitions itself); `None`: each record's key decides, as on [`ProduceRecord::key`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<u32>,
         /// The records, at least one.
         records: Vec<ProduceRecord>,
     },

@@ -56,11 +56,13 @@ pub enum Bug {
     /// The operator hears that a deletion finished as soon as its tombstone is durable,
     /// while its logs are still on disk.
     FinishedAtTombstone,
+    /// A produce that names its partition is placed by its keys (or round-robin) instead.
+    NamedPartitionIgnored,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 18] = [
+    pub const ALL: [Bug; 19] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -79,6 +81,7 @@ impl Bug {
         Bug::RetryFailedFsync,
         Bug::AckProduceOfDeletedTopic,
         Bug::FinishedAtTombstone,
+        Bug::NamedPartitionIgnored,
     ];
 
     /// The bug's command-line name.
@@ -102,6 +105,7 @@ impl Bug {
             Bug::RetryFailedFsync => "retry-failed-fsync",
             Bug::AckProduceOfDeletedTopic => "ack-produce-of-deleted-topic",
             Bug::FinishedAtTombstone => "finished-at-tombstone",
+            Bug::NamedPartitionIgnored => "named-partition-ignored",
         }
     }
 

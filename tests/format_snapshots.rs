@@ -352,6 +352,7 @@ fn create(name: &str, partitions: u32, grace: u64) -> Command {
 fn produce(topic: &str, records: &[(&str, &str)]) -> Command {
     Command::Produce {
         topic: topic.into(),
+        partition: None,
         records: records
             .iter()
             .map(|(k, v)| ProduceRecord {
@@ -387,6 +388,11 @@ fn error_messages_clients_get() {
         produce("orders", &[]),
         produce("orders", &[("", "a"), ("", "b"), ("", "c")]),
         produce("orders", &[("", "ok"), ("key", "too-long")]),
+        Command::Produce {
+            topic: "orders".into(),
+            partition: Some(2),
+            records: vec![ProduceRecord { key: None, value: b"v".to_vec() }],
+        },
         fetch("nope", 0, 0, 1),
         fetch("orders", 2, 0, 1),
         fetch("orders", 0, 0, 0),

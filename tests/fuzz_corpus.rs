@@ -189,6 +189,7 @@ impl Steps {
             self.0.extend_from_slice(value);
         }
         self.name(name);
+        self.0.push(0); // the keys choose the partitions
         self
     }
     fn fetch(&mut self, name: &str, partition: u8, offset: u8, max: u8) -> &mut Self {

@@ -70,8 +70,11 @@ fn keyless_records_round_robin_across_produces() {
     // The cursor carries over to the next produce; keyed records do not move it.
     let key = "k";
     let kp = partition_for_key(key.as_bytes(), 3);
-    let mixed =
-        Command::Produce { topic: "t".into(), records: vec![rec(None, "e"), rec(Some(key), "f"), rec(None, "g")] };
+    let mixed = Command::Produce {
+        topic: "t".into(),
+        partition: None,
+        records: vec![rec(None, "e"), rec(Some(key), "f"), rec(None, "g")],
+    };
     let positions = produced(d.request(mixed));
     assert_eq!(positions[0].0, 1);
     assert_eq!(positions[1].0, kp);
@@ -79,6 +82,31 @@ fn keyless_records_round_robin_across_produces() {
     let (records, hw) = fetched(d.request(fetch("t", 0, 0, 10)));
     assert_eq!(values(&records)[..2], ["a".to_string(), "d".to_string()]);
     assert_eq!(hw, records.len() as u64);
+}
+
+#[test]
+fn a_named_partition_overrides_keys_and_the_round_robin() {
+    let mut d = start();
+    created(d.request(create("t", 3)));
+    let key = "k";
+    // Neither the key's partition nor the round-robin's next (0).
+    let elsewhere = if partition_for_key(key.as_bytes(), 3) == 1 { 2 } else { 1 };
+    let to = |partition: u32| Command::Produce {
+        topic: "t".into(),
+        partition: Some(partition),
+        records: vec![rec(None, "a"), rec(Some(key), "b")],
+    };
+    assert_eq!(produced(d.request(to(elsewhere))), vec![(elsewhere, 0), (elsewhere, 1)]);
+    // The round-robin cursor did not move: the next keyless record goes to partition 0.
+    assert_eq!(produced(d.request(produce("t", &["c"]))), vec![(0, 0)]);
+    // A partition the topic does not have is refused, and nothing is written.
+    let e = d.request(to(3)).expect_err("partition 3 of 3");
+    assert_eq!(e, BrokerError::PartitionNotFound { name: "t".into(), partition: 3, partitions: 3 });
+    let hws = (0..3).map(|p| fetched(d.request(fetch("t", p, 0, 10))).1).collect::<Vec<_>>();
+    let mut want = vec![0; 3];
+    want[elsewhere as usize] = 2;
+    want[0] += 1;
+    assert_eq!(hws, want);
 }
 
 #[test]
@@ -414,7 +442,7 @@ fn records_too_large_or_batches_empty_are_refused_without_side_effects() {
     let before = d.fs().clone();
     let big = ProduceRecord { key: Some(b"1234".to_vec()), value: b"56789".to_vec() };
     assert!(matches!(
-        d.request(Command::Produce { topic: "t".into(), records: vec![rec(None, "a"), big] }),
+        d.request(Command::Produce { topic: "t".into(), partition: None, records: vec![rec(None, "a"), big] }),
         Err(BrokerError::InvalidRequest(_))
     ));
     assert!(matches!(d.request(produce("t", &[])), Err(BrokerError::InvalidRequest(_))));
@@ -435,13 +463,13 @@ fn a_batch_over_one_log_frame_is_refused_before_anything_is_written() {
     let before = d.fs().clone();
     let value = vec![b'x'; (1 << 20) - 100];
     let big: Vec<ProduceRecord> = (0..17).map(|_| ProduceRecord { key: None, value: value.clone() }).collect();
-    let reply = d.request(Command::Produce { topic: "t".into(), records: big.clone() });
+    let reply = d.request(Command::Produce { topic: "t".into(), partition: None, records: big.clone() });
     let Err(BrokerError::BatchTooLarge { bytes, max }) = reply else { panic!("{reply:?}") };
     assert!(bytes > max, "{bytes} <= {max}");
     assert_eq!(d.fs(), &before, "nothing was written");
     // Under the limit, the largest batch round-trips and survives a restart.
     let fits = (max / (value.len() as u64 + 16)) as usize;
-    let reply = d.request(Command::Produce { topic: "t".into(), records: big[..fits].to_vec() });
+    let reply = d.request(Command::Produce { topic: "t".into(), partition: None, records: big[..fits].to_vec() });
     assert_eq!(produced(reply).len(), fits);
     let mut d = SyncDriver::start(Config::default(), d.crash());
     let Ok(Reply::Fetched { records, high_watermark, .. }) = d.request(fetch("t", 0, 0, 100)) else { panic!() };

@@ -296,6 +296,7 @@ fn command(transition: &Transition) -> Option<Command> {
         Transition::Delete { name } => Command::DeleteTopic { name: name.to_string() },
         Transition::Produce { name, records } => Command::Produce {
             topic: name.to_string(),
+            partition: None,
             records: records
                 .iter()
                 .map(|(k, v)| ProduceRecord { key: k.map(|k| k.as_bytes().to_vec()), value: v.as_bytes().to_vec() })

@@ -603,6 +603,7 @@ fn command(kind: u8, name: u8, param: u8) -> Command {
         1 => delete(name),
         2 => Command::Produce {
             topic: name.into(),
+            partition: None,
             records: (0..1 + param % 3).map(|i| rec((i % 2 == 0).then_some("k"), "v")).collect(),
         },
         3 => fetch(name, u32::from(param % 3), u64::from(param % 4), 1 + u32::from(param % 3)),

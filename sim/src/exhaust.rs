@@ -27,7 +27,7 @@ fn produce(name: &str, values: &[(&str, Option<&str>)]) -> Command {
         .iter()
         .map(|(v, k)| ProduceRecord { key: k.map(|k| k.as_bytes().to_vec()), value: v.as_bytes().to_vec() })
         .collect();
-    Command::Produce { topic: name.into(), records }
+    Command::Produce { topic: name.into(), partition: None, records }
 }
 
 fn delete(name: &str) -> Command {

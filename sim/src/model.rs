@@ -96,7 +96,7 @@ impl Model {
                 st.last_delete_issued = Some(now);
                 self.delete_requests.entry(name.clone()).or_default().insert(request);
             }
-            Command::Produce { topic, records } => {
+            Command::Produce { topic, records, .. } => {
                 for r in records {
                     self.produced.insert(ValueId::of(&r.value), topic.clone());
                 }
@@ -217,7 +217,7 @@ impl Model {
                 self.deletes_acked += 1;
                 self.deleted.insert(*topic);
             }
-            (Ok(Reply::Produced { topic, positions }), Command::Produce { records, .. }) => {
+            (Ok(Reply::Produced { topic, positions }), Command::Produce { partition: named, records, .. }) => {
                 // Nor one that acknowledges another number of records than were sent.
                 if positions.len() != records.len() {
                     return;
@@ -225,7 +225,7 @@ impl Model {
                 for (pos, rec) in positions.iter().zip(records) {
                     let at = (*topic, pos.partition, pos.offset);
                     let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
-                    observe(self, Seen::Produced { at, record: &bytes });
+                    observe(self, Seen::Produced { at, record: &bytes, named: *named });
                     if let Some(before) = self.records.acknowledge(at, bytes) {
                         let record = &self.records.acked[&at];
                         observe(self, Seen::AckedAgain { at, before: &before, record });
@@ -284,6 +284,8 @@ pub enum Seen<'a> {
         at: (TopicId, u32, u64),
         /// The record.
         record: &'a RecordBytes,
+        /// The partition the produce named, if it named one.
+        named: Option<u32>,
     },
     /// A position acknowledged again, seen after the later acknowledgement is folded in.
     AckedAgain {

@@ -185,9 +185,10 @@ fn records_crc<'a>(records: impl IntoIterator<Item = (Option<&'a [u8]>, &'a [u8]
 /// Renders a client command, produced records as their count, size and checksum.
 pub fn render_command(cmd: &Command) -> String {
     match cmd {
-        Command::Produce { topic, records } => {
+        Command::Produce { topic, partition, records } => {
             let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
-            format!("Produce {topic:?} {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
+            let to = partition.map(|p| format!(" to partition {p}")).unwrap_or_default();
+            format!("Produce {topic:?}{to} {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
         }
         other => format!("{other:?}"),
     }

@@ -1,5 +1,5 @@
 //! The seeded client workload: creates, deletes and re-creates of a few names (so
-//! incarnations collide), keyed and keyless produces, fetches, lists and describes.
+//! incarnations collide), keyed and keyless produces (some to a named partition), fetches, lists and describes.
 
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
@@ -7,6 +7,9 @@ use broker_core::{Command, ProduceRecord, TopicSettings};
 
 /// The most records one produce may carry (`Config::max_batch_records`, unchanged).
 const MAX_BATCH_RECORDS: u64 = 10_000;
+
+/// How often a produce names its partition instead of letting keys choose.
+const NAMED_PARTITION: f64 = 0.15;
 
 /// Generates a seed's commands.
 #[derive(Debug)]
@@ -115,7 +118,11 @@ impl Workload {
                         })
                         .collect()
                 };
-                Command::Produce { topic, records }
+                // As a Kafka client does, a produce may name its partition, at times one
+                // past the topic's last.
+                let named = self.rng.chance(NAMED_PARTITION);
+                let partition = named.then(|| self.rng.below(u64::from(self.params.max_partitions) + 1) as u32);
+                Command::Produce { topic, partition, records }
             }
             3 => Command::Fetch {
                 topic: self.name(),

@@ -173,7 +173,7 @@ fn produce(h: &mut Harness, acks: &mut Acks, name: &str, id: TopicId, step: u64)
             value: (0..(7 + (step * 131 + i * 977) % 1400)).map(|b| (b as u8) ^ (step as u8)).collect(),
         })
         .collect();
-    let (reply, at) = h.request(Command::Produce { topic: name.into(), records: records.clone() });
+    let (reply, at) = h.request(Command::Produce { topic: name.into(), partition: None, records: records.clone() });
     let Ok(Reply::Produced { positions, .. }) = reply else { panic!("produce to {name}: {reply:?}") };
     for (p, r) in positions.into_iter().zip(records) {
         acks.produced.push((id, p.partition, p.offset, (r.key, r.value), at));
@@ -281,7 +281,7 @@ fn check<F: FileSystem>(d: &mut SyncDriver<F>, acks: &Acks, k: usize, names: &[S
 fn writable<F: FileSystem>(d: &mut SyncDriver<F>, seen: &Observed, what: &str) {
     for (name, (_, hws)) in &seen.topics {
         let records = vec![ProduceRecord { key: None, value: b"after".to_vec() }; hws.len()];
-        let reply = d.request(Command::Produce { topic: name.clone(), records });
+        let reply = d.request(Command::Produce { topic: name.clone(), partition: None, records });
         assert!(matches!(reply, Ok(Reply::Produced { .. })), "{what}: produce to {name} after recovery: {reply:?}");
     }
 }

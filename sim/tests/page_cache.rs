@@ -10,7 +10,11 @@ use broker_sim::disk::{DiskFaults, SimDisk};
 use broker_testkit::hooked::{Hooked, Hooks};
 
 fn produce(value: &str) -> Command {
-    Command::Produce { topic: "t".into(), records: vec![ProduceRecord { key: None, value: value.into() }] }
+    Command::Produce {
+        topic: "t".into(),
+        partition: None,
+        records: vec![ProduceRecord { key: None, value: value.into() }],
+    }
 }
 
 fn fetch_all(d: &mut SyncDriver<SimDisk>) -> Result<(Vec<Vec<u8>>, u64), BrokerError> {

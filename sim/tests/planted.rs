@@ -134,6 +134,11 @@ fn finished_at_tombstone_is_caught() {
 }
 
 #[test]
+fn named_partition_ignored_is_caught() {
+    fired_by(Bug::NamedPartitionIgnored, Checker::ModelAgreement);
+}
+
+#[test]
 fn removal_concurrency_off_by_one_is_caught() {
     fired_by(Bug::RemovalConcurrencyOffByOne, Checker::RemovalConcurrency);
 }

@@ -25,7 +25,7 @@ impl Broker {
         let result = match command {
             Command::CreateTopic { name, partitions, settings } => self.create(request, name, partitions, settings),
             Command::DeleteTopic { name } => self.delete(request, name),
-            Command::Produce { topic, records } => self.produce(request, &topic, records),
+            Command::Produce { topic, partition, records } => self.produce(request, &topic, partition, records),
             Command::Fetch { topic, partition, offset, max_records } => {
                 self.fetch(request, &topic, partition, offset, max_records)
             }
@@ -136,9 +136,14 @@ impl Broker {
         &mut self,
         request: RequestId,
         topic: &str,
+        partition: Option<u32>,
         records: Vec<ProduceRecord>,
     ) -> Result<Option<Reply>, BrokerError> {
         let t = self.visible(topic)?;
+        let n = t.meta.partitions;
+        if let Some(p) = partition.filter(|p| *p >= n) {
+            return Err(BrokerError::PartitionNotFound { name: topic.to_string(), partition: p, partitions: n });
+        }
         if records.is_empty() {
             return Err(BrokerError::InvalidRequest("a produce needs at least one record".into()));
         }
@@ -160,14 +165,15 @@ impl Broker {
         // Assign partitions and group the records into one batch per partition, in
         // ascending partition order, without touching state, so a rejection changes
         // nothing. Offsets within each batch count from 0 until the checks pass.
-        let n = t.meta.partitions;
+        let partition = partition.filter(|_| !self.bug(Bug::NamedPartitionIgnored));
         let mut cursor = t.round_robin;
         let mut batches: Vec<(u32, Vec<AppendRecord>)> = Vec::new();
         let mut positions = Vec::with_capacity(records.len());
         for record in records {
-            let p = match &record.key {
-                Some(key) => partition_for_key(key, n),
-                None => {
+            let p = match (partition, &record.key) {
+                (Some(p), _) => p,
+                (None, Some(key)) => partition_for_key(key, n),
+                (None, None) => {
                     let p = cursor % n;
                     cursor = cursor.wrapping_add(1);
                     p

@@ -25,12 +25,16 @@ pub fn rec(key: Option<&str>, value: &str) -> ProduceRecord {
 
 /// `Produce` of keyless records with these values.
 pub fn produce(topic: &str, values: &[&str]) -> Command {
-    Command::Produce { topic: topic.into(), records: values.iter().map(|v| rec(None, v)).collect() }
+    Command::Produce { topic: topic.into(), partition: None, records: values.iter().map(|v| rec(None, v)).collect() }
 }
 
 /// `Produce` of keyed records `(key, value)`.
 pub fn produce_keyed(topic: &str, records: &[(&str, &str)]) -> Command {
-    Command::Produce { topic: topic.into(), records: records.iter().map(|(k, v)| rec(Some(k), v)).collect() }
+    Command::Produce {
+        topic: topic.into(),
+        partition: None,
+        records: records.iter().map(|(k, v)| rec(Some(k), v)).collect(),
+    }
 }
 
 /// `Fetch`.

@@ -515,7 +515,14 @@ fn command(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
                 let value = if u.ratio(1, 30)? { vec![7; 33] } else { small_bytes(u, 6)? };
                 records.push(ProduceRecord { key, value });
             }
-            Command::Produce { topic: topic_name(u)?, records }
+            let topic = topic_name(u)?;
+            // Mostly the keys decide; sometimes the client names a partition, at times
+            // one the topic does not have.
+            let partition = match u.int_in_range(0u8..=7)? {
+                0..=5 => None,
+                i => Some(u32::from(i - 6) * 3),
+            };
+            Command::Produce { topic, partition, records }
         }
         8..=9 => Command::Fetch {
             topic: topic_name(u)?,
@@ -620,7 +627,7 @@ fn target(op: &StorageOp) -> Target {
 enum Sent {
     Create { name: String, partitions: u32, delete_epoch: u64 },
     Delete,
-    Produce { topic: Option<(TopicId, u32)>, records: Vec<ProduceRecord> },
+    Produce { topic: Option<(TopicId, u32)>, partition: Option<u32>, records: Vec<ProduceRecord> },
     Fetch { topic: Option<TopicId>, partition: u32, offset: u64, max_records: u32 },
     List,
     Describe { topic: Option<TopicId> },
@@ -677,12 +684,14 @@ impl Oracle {
                 self.deleted.insert(*topic);
                 self.maybe_deleted.insert(*topic);
             }
-            (Sent::Produce { topic, records }, Reply::Produced { positions, .. }) => {
+            (Sent::Produce { topic, partition, records }, Reply::Produced { positions, .. }) => {
                 let Some((id, partitions)) = topic else { panic!("produce to a hidden topic succeeded") };
                 assert_eq!(positions.len(), records.len());
                 for (record, pos) in records.iter().zip(positions) {
                     assert!(pos.partition < *partitions);
-                    if let Some(key) = &record.key {
+                    if let Some(p) = partition {
+                        assert_eq!(pos.partition, *p, "the partition the produce named");
+                    } else if let Some(key) = &record.key {
                         assert_eq!(pos.partition, partition_for_key(key, *partitions), "keyed record's partition");
                     }
                     let at = (*id, pos.partition, pos.offset);
@@ -880,9 +889,11 @@ impl Harness {
                 }
                 Sent::Delete
             }
-            Command::Produce { topic, records } => {
-                Sent::Produce { topic: visible(topic).map(|t| (t.id, t.partitions)), records: records.clone() }
-            }
+            Command::Produce { topic, partition, records } => Sent::Produce {
+                topic: visible(topic).map(|t| (t.id, t.partitions)),
+                partition: *partition,
+                records: records.clone(),
+            },
             Command::Fetch { topic, partition, offset, max_records } => Sent::Fetch {
                 topic: visible(topic).map(|t| t.id),
                 partition: *partition,

@@ -169,7 +169,7 @@ fn fill(d: &mut Driver, name: &str, partitions: u32, bytes: u64, grace_ms: u64) 
     while left > 0 {
         let n = left.min(per_produce);
         let batch = (0..n).map(|_| ProduceRecord { key: None, value: value.clone() }).collect();
-        d.request(Command::Produce { topic: name.into(), records: batch }).expect("produce");
+        d.request(Command::Produce { topic: name.into(), partition: None, records: batch }).expect("produce");
         left -= n;
     }
 }

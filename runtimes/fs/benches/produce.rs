@@ -39,7 +39,9 @@ fn broker_slice(d: &mut Driver, batch: usize, slice: Duration) -> usize {
     let start = Instant::now();
     let mut produced = 0;
     while start.elapsed() < slice {
-        let reply = d.request(Command::Produce { topic: "p".into(), records: records(batch) }).expect("produce");
+        let reply = d
+            .request(Command::Produce { topic: "p".into(), partition: None, records: records(batch) })
+            .expect("produce");
         let Reply::Produced { positions, .. } = reply else { panic!("{reply:?}") };
         produced += positions.len();
     }

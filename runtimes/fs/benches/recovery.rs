@@ -48,7 +48,7 @@ fn create(d: &mut SyncDriver<MemFs>, name: &str, grace_ms: u64) {
 
 fn produce(d: &mut SyncDriver<MemFs>, name: &str, bytes: usize) {
     let records = vec![ProduceRecord { key: None, value: vec![0x42; bytes] }];
-    d.request(Command::Produce { topic: name.into(), records }).expect("produce");
+    d.request(Command::Produce { topic: name.into(), partition: None, records }).expect("produce");
 }
 
 /// `n` live topics of one partition holding one 100-byte record each.

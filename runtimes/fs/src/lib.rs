@@ -9,16 +9,19 @@
 //!   broker's files from anything else in it.
 //! - [`serve`]: the JSON-lines protocol of `broker-fs serve`, with keys and values as
 //!   [`jsonbytes`] writes and reads them.
+//! - [`kafka`]: the Kafka listener of `broker-fs serve --kafka ADDR`, for standard Kafka
+//!   clients.
 //!
 //! The storage executor (the fsync discipline) and the journal and log codecs come
-//! from the core; this crate adds only the real file system, the driver loop and the
-//! CLI. See the README for a session with the CLI.
+//! from the core; this crate adds only the real file system, the driver loop, the CLI
+//! and the Kafka listener. See the README for a session with the CLI.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod datadir;
 pub mod driver;
 pub mod jsonbytes;
+pub mod kafka;
 mod pool;
 pub mod realfs;
 pub mod serve;

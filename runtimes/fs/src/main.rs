@@ -95,8 +95,14 @@ enum Cmd {
     Status,
     /// Recover the directory, wait until every pending deletion has finished, report.
     Recover,
-    /// Serve JSON-lines commands from standard input until its end.
-    Serve,
+    /// Serve JSON-lines commands from standard input until its end; with --kafka, also
+    /// serve Kafka clients, until SIGINT or SIGTERM.
+    Serve {
+        /// Listen for Kafka clients on this address (for example 127.0.0.1:9092; port 0
+        /// picks a free port, which the `kafka-listening` event names).
+        #[arg(long, value_name = "ADDR")]
+        kafka: Option<String>,
+    },
 }
 
 /// What to do when a command other than create, `delete --wait` and recover gives up.
@@ -328,14 +334,8 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
     let json = cli.json;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    if let Cmd::Serve = cli.command {
-        let driver = Driver::<serve::Input>::open(&data_dir, options)?;
-        let stdin = std::io::BufReader::new(std::io::stdin());
-        return match serve::serve(driver, stdin, &mut out, &mut std::io::stderr()) {
-            Outcome::Finished => Ok(()),
-            Outcome::Halted(reason) => Err(halted(&reason)),
-            Outcome::OutputClosed(e) => Err(e.into()),
-        };
+    if let Cmd::Serve { kafka } = &cli.command {
+        return serve_command(&data_dir, options, kafka.as_deref(), &mut out);
     }
     let mut d = Driver::<()>::open(&data_dir, options)?;
     let mut patience = Patience::new(cli.timeout, &data_dir);
@@ -345,6 +345,47 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
         return Err(halted(reason));
     }
     result
+}
+
+/// `serve`, with the Kafka listener on `kafka` if given.
+fn serve_command(
+    data_dir: &Path,
+    options: DriverOptions,
+    kafka: Option<&str>,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    // Bound before recovery, so that an address in use is reported at once.
+    let listener = match kafka {
+        Some(addr) => Some(
+            std::net::TcpListener::bind(addr)
+                .map_err(|e| Failure { code: 1, message: format!("cannot listen for Kafka clients on {addr}: {e}") })?,
+        ),
+        None => None,
+    };
+    let limits = broker_fs::kafka::Limits::from(&options.config);
+    let driver = Driver::<serve::Input>::open(data_dir, options)?;
+    let mut serve_options = serve::ServeOptions::default();
+    let kafka = match listener {
+        Some(listener) => {
+            let address = listener.local_addr()?;
+            let core = broker_fs::kafka::Core::new(driver.mailbox());
+            let kafka = broker_fs::kafka::Kafka::start(listener, core, limits)?;
+            serve_options.outlive_input = true;
+            serve_options.ready_events.push(json!({ "event": "kafka-listening", "address": address.to_string() }));
+            Some(kafka)
+        }
+        None => None,
+    };
+    let stdin = std::io::BufReader::new(std::io::stdin());
+    let outcome = serve::serve(driver, stdin, out, &mut std::io::stderr(), serve_options);
+    if let Some(kafka) = kafka {
+        kafka.stop();
+    }
+    match outcome {
+        Outcome::Finished => Ok(()),
+        Outcome::Halted(reason) => Err(halted(&reason)),
+        Outcome::OutputClosed(e) => Err(e.into()),
+    }
 }
 
 /// Runs one command other than `serve` on an open directory, writing to `out`.
@@ -415,7 +456,7 @@ fn command(
             let records = values.into_iter().map(|v| ProduceRecord { key: key.clone(), value: v.into_bytes() });
             for records in produce_chunks(records.collect(), d.broker().config().batch_bytes_limit()) {
                 let len = records.len();
-                match patience.request(d, Command::Produce { topic: name.clone(), records }, AGAIN) {
+                match patience.request(d, Command::Produce { topic: name.clone(), partition: None, records }, AGAIN) {
                     Ok(Reply::Produced { positions: p, .. }) => positions.extend(p),
                     Ok(reply) => failed = Some((positions.len() + 1, len, unexpected(&reply))),
                     Err(e) => failed = Some((positions.len() + 1, len, e)),
@@ -595,7 +636,7 @@ fn command(
             }
             return Ok(());
         }
-        Cmd::Serve => unreachable!("handled above"),
+        Cmd::Serve { .. } => unreachable!("handled above"),
     }
     for n in d.take_notices() {
         eprintln!("{}: {n}", if n.is_warning() { "warning" } else { "note" });

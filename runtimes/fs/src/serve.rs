@@ -34,13 +34,36 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
-/// A line of input, or its end, sent from the reading thread to the driver's loop.
+/// What reaches the driver's loop from other threads: lines of standard input, and
+/// commands of the Kafka listener.
 #[derive(Debug)]
 pub enum Input {
     /// One request line.
     Line(String),
     /// End of input (or a read error).
     End,
+    /// A command from the Kafka listener, answered through the channel.
+    Call(Command, tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>),
+    /// Stop serving (a signal): answer what is in flight, then end.
+    Stop,
+}
+
+/// How `serve` runs.
+#[derive(Debug, Default)]
+pub struct ServeOptions {
+    /// Keep serving after the end of standard input (the Kafka listener serves on);
+    /// then only [`Input::Stop`] ends `serve`.
+    pub outlive_input: bool,
+    /// Event lines written right after `{"event": "ready"}`.
+    pub ready_events: Vec<Value>,
+}
+
+/// Who waits for the reply to a submitted command.
+enum Waiter {
+    /// A JSON-lines request, by its id.
+    Line(Value),
+    /// A Kafka request.
+    Kafka(tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>),
 }
 
 /// One request line.
@@ -184,13 +207,16 @@ pub enum Outcome {
     OutputClosed(std::io::Error),
 }
 
-/// Serves JSON-lines requests from `input` until its end, writing replies to `output`
-/// and notices (warnings) to `log`. `input` is read on its own thread.
+/// Serves JSON-lines requests from `input` until its end (or, with
+/// [`ServeOptions::outlive_input`], until [`Input::Stop`]), and commands sent as
+/// [`Input::Call`]; writes replies to `output` and notices (warnings) to `log`. `input`
+/// is read on its own thread.
 pub fn serve(
     mut driver: Driver<Input>,
     input: impl BufRead + Send + 'static,
     output: &mut impl Write,
     log: &mut impl Write,
+    options: ServeOptions,
 ) -> Outcome {
     let mailbox = driver.mailbox();
     // Reading blocks, so it has a thread of its own; it feeds lines into the loop.
@@ -210,11 +236,14 @@ pub fn serve(
     if let Err(e) = spawned {
         return Outcome::OutputClosed(e);
     }
-    let mut in_flight: BTreeMap<RequestId, Value> = BTreeMap::new();
+    let mut in_flight: BTreeMap<RequestId, Waiter> = BTreeMap::new();
     let mut ended = false;
     let result = (|| -> std::io::Result<Outcome> {
         emit_notices(&mut driver, log);
         write_line(output, &serde_json::json!({ "event": "ready" }))?;
+        for event in &options.ready_events {
+            write_line(output, event)?;
+        }
         loop {
             if ended && in_flight.is_empty() {
                 // A halt that came with the last replies still ends in a halt.
@@ -227,7 +256,16 @@ pub fn serve(
             emit_notices(&mut driver, log);
             match event {
                 None => {}
-                Some(DriverEvent::Message(Input::End)) => ended = true,
+                Some(DriverEvent::Message(Input::End)) => ended |= !options.outlive_input,
+                Some(DriverEvent::Message(Input::Stop)) => ended = true,
+                Some(DriverEvent::Message(Input::Call(command, reply))) => {
+                    if ended {
+                        let _ = reply.send(Err(BrokerError::Unavailable("broker-fs is stopping".into())));
+                        continue;
+                    }
+                    let request = driver.submit(command);
+                    in_flight.insert(request, Waiter::Kafka(reply));
+                }
                 Some(DriverEvent::Message(Input::Line(line))) => {
                     if line.trim().is_empty() {
                         continue;
@@ -236,7 +274,7 @@ pub fn serve(
                         Ok(Request { id, command: Some(command), status: None }) => match command_from_json(command) {
                             Ok(command) => {
                                 let request = driver.submit(command);
-                                in_flight.insert(request, id);
+                                in_flight.insert(request, Waiter::Line(id));
                             }
                             Err(e) => {
                                 let msg = format!("invalid command: {e}");
@@ -261,10 +299,14 @@ pub fn serve(
                         }
                     }
                 }
-                Some(DriverEvent::Reply { request, reply }) => {
-                    let id = in_flight.remove(&request).unwrap_or(Value::Null);
-                    write_line(output, &reply_json(id, &reply))?;
-                }
+                Some(DriverEvent::Reply { request, reply }) => match in_flight.remove(&request) {
+                    Some(Waiter::Kafka(tx)) => {
+                        // The connection may be gone; its reply is then dropped.
+                        let _ = tx.send(reply);
+                    }
+                    Some(Waiter::Line(id)) => write_line(output, &reply_json(id, &reply))?,
+                    None => write_line(output, &reply_json(Value::Null, &reply))?,
+                },
                 Some(DriverEvent::Halted(reason)) => return halt(output, reason),
             }
         }

@@ -35,7 +35,7 @@ pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>, rotted: &dy
                 flags.flag(Checker::Durability, detail);
             }
         }
-        Seen::Produced { at: (topic, partition, offset), record } => {
+        Seen::Produced { at: (topic, partition, offset), record, .. } => {
             if let Some(served) = model.records.served.get(&(*topic, *partition, *offset)).filter(|s| *s != *record) {
                 let detail = format!(
                     "{topic}/p{partition}@{offset} was served as {}, then acknowledged for {}",

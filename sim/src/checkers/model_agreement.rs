@@ -5,8 +5,9 @@
 //!   command's kind;
 //! - a create never answers with an id an earlier reply revealed, and a delete accepted
 //!   for a known id names that id's topic;
-//! - a produce is acknowledged with one position per record; a keyed record goes to the
-//!   partition murmur2 gives its key; no position is acknowledged twice;
+//! - a produce is acknowledged with one position per record, all in the partition the
+//!   produce named if it named one, else a keyed record in the partition murmur2 gives its
+//!   key; no position is acknowledged twice;
 //! - a fetch returns a dense run of offsets from the one asked for, and every record it
 //!   shows where the model holds none was produced by some client;
 //! - a list or describe shows a known incarnation with the name and partition count it
@@ -30,7 +31,14 @@ pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>) {
             flags.flag(Checker::ModelAgreement, format!("reply to unknown request {}", request.0));
         }
         Seen::Reply { command, issued_at, reply } => replied(flags, model, command, *issued_at, reply),
-        Seen::Produced { at: (topic, partition, _), record } => {
+        Seen::Produced { at: (topic, partition, _), named: Some(named), .. } => {
+            if partition != named {
+                let detail =
+                    format!("a produce to partition {named} of {topic} landed a record in partition {partition}");
+                flags.flag(Checker::ModelAgreement, detail);
+            }
+        }
+        Seen::Produced { at: (topic, partition, _), record, named: None } => {
             let (Some((_, n)), Some(key)) = (model.topics.get(topic), &record.key) else { return };
             let want = partition_for_key(key, *n);
             if *partition != want {

@@ -1,0 +1,121 @@
+//! Kafka clients on a real disk: produce throughput through confluent-kafka (librdkafka)
+//! with acks=all against `broker-fs serve --kafka`, next to the raw `write` +
+//! `fdatasync` floor of the same bytes on the same disk, and fetch throughput.
+//!
+//! ```sh
+//! .ci/kafka-clients                      # once: the clients, in target/kafka-clients-venv
+//! cargo bench -p broker-fs --bench kafka
+//! BROKER_FS_BENCH_SECS=10 BROKER_FS_BENCH_VALUE=1000 cargo bench -p broker-fs --bench kafka
+//! ```
+//!
+//! The load (`kafka_load.py`) produces keyless values of `BROKER_FS_BENCH_VALUE` bytes
+//! (default 1000) to one partition for `BROKER_FS_BENCH_SECS` seconds (default 6) with
+//! librdkafka's default batching (linger.ms=5), then fetches them all back. librdkafka's
+//! statistics count the produce requests the broker got; the floor then appends exactly
+//! the bytes the partition's log grew by, in as many writes as there were requests, each
+//! followed by `fdatasync`, to a file in the same directory. Each produce request is one
+//! core produce and one log fsync, so the floor is what the disk allows for that pattern.
+//! MiB/s counts record values on both sides. Without the clients, the bench says so in
+//! one line and measures nothing.
+
+mod common;
+
+use common::{bench_root, env_or, settle};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const BIN: &str = env!("CARGO_BIN_EXE_broker-fs");
+
+fn python() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/kafka-clients-venv/bin/python");
+    let python = std::env::var_os("BROKER_KAFKA_PYTHON").map(PathBuf::from).unwrap_or(venv);
+    let ok = Command::new(&python).args(["-c", "import confluent_kafka"]).status().is_ok_and(|s| s.success());
+    ok.then_some(python)
+}
+
+fn main() {
+    let Some(python) = python() else {
+        println!("kafka: skipped: confluent-kafka is not installed (run .ci/kafka-clients)");
+        return;
+    };
+    let secs: f64 = env_or("BROKER_FS_BENCH_SECS", 6.0);
+    let value: usize = env_or("BROKER_FS_BENCH_VALUE", 1000);
+    let root = bench_root("kafka");
+    let data = root.join("data");
+
+    let mut server = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["serve", "--kafka", "127.0.0.1:0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start broker-fs serve");
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    let address = loop {
+        let event = next();
+        if event["event"] == "kafka-listening" {
+            break event["address"].as_str().unwrap().to_string();
+        }
+    };
+    let create = r#"{"id": 1, "command": {"CreateTopic": {"name": "bench", "partitions": 1, "settings": {"deletion_grace_ms": 0}}}}"#;
+    writeln!(stdin, "{create}").unwrap();
+    let id = next()["ok"]["Created"]["topic"].as_u64().expect("the topic is created");
+    let log = data.join(broker_core::LogId { topic: broker_core::TopicId(id), partition: 0 }.file_name());
+    let before = std::fs::metadata(&log).unwrap().len();
+    settle();
+
+    let load = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/kafka_load.py");
+    let out = Command::new(&python)
+        .arg(load)
+        .args([&address, "bench", &secs.to_string(), &value.to_string()])
+        .output()
+        .expect("run kafka_load.py");
+    assert!(out.status.success(), "kafka_load.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("the load's JSON line");
+    let _ = server.kill();
+    let _ = server.wait();
+
+    let records = result["records"].as_u64().unwrap();
+    let requests = result["produce_requests"].as_u64().unwrap().max(1);
+    let produce_secs = result["produce_seconds"].as_f64().unwrap();
+    let fetch_secs = result["fetch_seconds"].as_f64().unwrap();
+    let grown = std::fs::metadata(&log).unwrap().len() - before;
+
+    settle();
+    let floor_secs = floor(&root.join("floor"), grown, requests);
+    let _ = std::fs::remove_dir_all(&root);
+
+    let mib = (records * value as u64) as f64 / (1024.0 * 1024.0);
+    let (kafka_rate, floor_rate) = (mib / produce_secs, mib / floor_secs);
+    println!(
+        "kafka produce (acks=all, {value}-byte values): {records} records in {requests} requests, \
+         {:.0} records/s, {kafka_rate:.1} MiB/s",
+        records as f64 / produce_secs
+    );
+    println!(
+        "floor (write + fdatasync of the same {:.1} MiB of log in {requests} writes): {floor_rate:.1} MiB/s",
+        grown as f64 / (1024.0 * 1024.0)
+    );
+    println!("kafka produce / floor: {:.2}", kafka_rate / floor_rate);
+    println!("kafka fetch: {:.0} records/s, {:.1} MiB/s", records as f64 / fetch_secs, mib / fetch_secs);
+}
+
+/// Appends `bytes` to a new file in `requests` equal writes, each followed by
+/// `fdatasync`; returns the seconds it took.
+fn floor(path: &Path, bytes: u64, requests: u64) -> f64 {
+    let chunk = vec![0x61u8; (bytes / requests).max(1) as usize];
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("create the floor file");
+    let start = Instant::now();
+    for _ in 0..requests {
+        f.write_all(&chunk).expect("write");
+        f.sync_data().expect("fdatasync");
+    }
+    start.elapsed().as_secs_f64()
+}

@@ -1,0 +1,92 @@
+"""Load for the `kafka` benchmark: produce through confluent-kafka (librdkafka) with
+acks=all for a while, then fetch everything back, and print one JSON line of counts.
+
+    python kafka_load.py BOOTSTRAP TOPIC SECONDS VALUE_BYTES
+
+The producer runs with librdkafka's defaults for batching (linger.ms=5,
+batch.size=1000000), acks=all and idempotence off; values are VALUE_BYTES bytes, keyless,
+to partition 0. Produce requests are counted from librdkafka's own statistics, so the
+caller can match the floor's write sizes to the requests the broker really got.
+"""
+
+import json
+import sys
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+
+def main():
+    bootstrap, topic, seconds, value_bytes = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+    stats = {}
+
+    def on_stats(raw):
+        stats.update(json.loads(raw))
+
+    producer = Producer({
+        "bootstrap.servers": bootstrap,
+        "acks": "all",
+        "enable.idempotence": False,
+        "statistics.interval.ms": 100,
+        "stats_cb": on_stats,
+        "queue.buffering.max.kbytes": 65536,
+    })
+    value = b"v" * value_bytes
+    failures = []
+
+    def delivered(err, _msg):
+        if err is not None:
+            failures.append(str(err))
+
+    sent = 0
+    start = time.monotonic()
+    deadline = start + seconds
+    while time.monotonic() < deadline:
+        try:
+            producer.produce(topic, value=value, partition=0, on_delivery=delivered)
+            sent += 1
+        except BufferError:
+            producer.poll(0.001)
+            continue
+        if sent % 1000 == 0:
+            producer.poll(0)
+    left = producer.flush(60)
+    produce_seconds = time.monotonic() - start
+    if left or failures:
+        sys.exit(f"produce failed: {left} undelivered, errors: {failures[:3]}")
+    # The last statistics, after the flush: requests sent to the broker.
+    time.sleep(0.3)
+    producer.poll(0)
+    requests = sum(b.get("req", {}).get("Produce", 0) for b in stats.get("brokers", {}).values())
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "unused",
+        "enable.auto.commit": False,
+        "fetch.max.bytes": 52428800,
+        "max.partition.fetch.bytes": 10485760,
+    })
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    start = time.monotonic()
+    while got < sent:
+        messages = consumer.consume(num_messages=10000, timeout=5)
+        if not messages:
+            sys.exit(f"fetch stalled after {got} of {sent} records")
+        for m in messages:
+            if m.error():
+                sys.exit(f"fetch failed: {m.error()}")
+        got += len(messages)
+    fetch_seconds = time.monotonic() - start
+    consumer.close()
+    print(json.dumps({
+        "records": sent,
+        "value_bytes": value_bytes,
+        "produce_seconds": produce_seconds,
+        "produce_requests": requests,
+        "fetch_seconds": fetch_seconds,
+    }))
+
+
+if __name__ == "__main__":
+    main()

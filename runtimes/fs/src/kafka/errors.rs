@@ -1,0 +1,27 @@
+//! The Kafka error code a client gets for each broker-core error.
+
+use broker_core::BrokerError;
+use kafka_protocol::ResponseError as E;
+
+/// The Kafka error code for `e`. Unknown topics and partitions (deleted ones included,
+/// from the moment their deletion is acknowledged) are `UNKNOWN_TOPIC_OR_PARTITION`,
+/// which clients treat as a retriable metadata error; a request cut off by a halt, whose
+/// outcome is unknown, is `REQUEST_TIMED_OUT`, as a broker that never answered would be.
+pub fn code(e: &BrokerError) -> i16 {
+    match e {
+        BrokerError::TopicNotFound { .. } | BrokerError::PartitionNotFound { .. } => E::UnknownTopicOrPartition,
+        BrokerError::InvalidTopicName { .. } => E::InvalidTopicException,
+        BrokerError::InvalidPartitionCount { .. } => E::InvalidPartitions,
+        BrokerError::InvalidSettings(_) => E::InvalidConfig,
+        BrokerError::TopicAlreadyExists { .. } => E::TopicAlreadyExists,
+        BrokerError::OffsetOutOfRange { .. } => E::OffsetOutOfRange,
+        BrokerError::BatchTooLarge { .. } => E::RecordListTooLarge,
+        BrokerError::InvalidRequest(_) => E::InvalidRequest,
+        BrokerError::Unavailable(_) => E::LeaderNotAvailable,
+        BrokerError::Halted(_) => E::RequestTimedOut,
+        BrokerError::CorruptRecord { .. } => E::CorruptMessage,
+        BrokerError::ReadOnly(_) | BrokerError::Storage(_) => E::KafkaStorageError,
+        BrokerError::DuplicateRequestId(_) => E::UnknownServerError,
+    }
+    .code()
+}

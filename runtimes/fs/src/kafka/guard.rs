@@ -1,0 +1,363 @@
+//! A structural check of a request body before `kafka-protocol` decodes it.
+//!
+//! The crate's decoders size every array from the count on the wire before reading an
+//! element (`Vec::with_capacity(count)`), so a few bytes declaring two billion topics make
+//! an allocation the system refuses, and a refused allocation aborts the process: one
+//! hostile client would take the broker down. This walk follows the schema of each
+//! request this listener accepts, field by field, and refuses any array whose count is
+//! larger than the bytes left (every element takes at least one byte), as well as any
+//! string or byte field that runs past the end. It allocates nothing.
+//!
+//! The schemas are Apache Kafka's (`clients/src/main/resources/common/message/*.json`),
+//! for the versions [`crate::kafka::apis::SUPPORTED`] lists; a walk and the crate's
+//! decoder disagreeing is caught by the tests, which encode each request at each version
+//! with the crate's own encoder and walk it.
+
+use kafka_protocol::messages::ApiKey;
+
+/// A cursor over a request body.
+struct Walk<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    /// Whether this version uses the compact ("flexible") encodings and tagged fields.
+    flexible: bool,
+}
+
+type Step = Result<(), String>;
+
+impl Walk<'_> {
+    fn left(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
+    fn skip(&mut self, n: usize, what: &str) -> Step {
+        if n > self.left() {
+            return Err(format!("{what} needs {n} bytes at byte {}, {} are left", self.at, self.left()));
+        }
+        self.at += n;
+        Ok(())
+    }
+
+    fn fixed(&mut self, n: usize) -> Step {
+        self.skip(n, "a fixed-size field")
+    }
+
+    fn uvarint(&mut self) -> Result<u64, String> {
+        let mut v: u64 = 0;
+        for i in 0..5 {
+            let Some(&b) = self.bytes.get(self.at) else { return Err(format!("a varint runs past byte {}", self.at)) };
+            self.at += 1;
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(format!("a varint longer than 5 bytes at byte {}", self.at))
+    }
+
+    fn i16_len(&mut self) -> Result<i16, String> {
+        let b = self.bytes.get(self.at..self.at + 2).ok_or("a length runs past the end")?;
+        self.at += 2;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn i32_len(&mut self) -> Result<i32, String> {
+        let b = self.bytes.get(self.at..self.at + 4).ok_or("a length runs past the end")?;
+        self.at += 4;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// A string, nullable or not (the walk does not care which).
+    fn string(&mut self) -> Step {
+        if self.flexible {
+            let n = self.uvarint()?;
+            return self.skip(n.saturating_sub(1) as usize, "a string");
+        }
+        match self.i16_len()? {
+            -1 => Ok(()),
+            n if n >= 0 => self.skip(n as usize, "a string"),
+            n => Err(format!("string length {n}")),
+        }
+    }
+
+    /// A byte field (record batches), nullable or not.
+    fn bytes(&mut self) -> Step {
+        if self.flexible {
+            let n = self.uvarint()?;
+            return self.skip(n.saturating_sub(1) as usize, "a byte field");
+        }
+        match self.i32_len()? {
+            -1 => Ok(()),
+            n if n >= 0 => self.skip(n as usize, "a byte field"),
+            n => Err(format!("byte field length {n}")),
+        }
+    }
+
+    /// An array's element count, at most the bytes left.
+    fn count(&mut self, what: &str) -> Result<usize, String> {
+        let n = if self.flexible {
+            self.uvarint()?.saturating_sub(1)
+        } else {
+            match self.i32_len()? {
+                -1 => 0,
+                n if n >= 0 => n as u64,
+                n => return Err(format!("{what}: array length {n}")),
+            }
+        };
+        if n > self.left() as u64 {
+            return Err(format!("{what}: an array of {n} elements in {} bytes", self.left()));
+        }
+        Ok(n as usize)
+    }
+
+    /// The tagged fields of a flexible version, skipped by their sizes.
+    fn tags(&mut self) -> Step {
+        if !self.flexible {
+            return Ok(());
+        }
+        let n = self.uvarint()?;
+        for _ in 0..n {
+            self.uvarint()?;
+            let size = self.uvarint()?;
+            self.skip(size as usize, "a tagged field")?;
+        }
+        Ok(())
+    }
+
+    fn each(&mut self, what: &str, mut element: impl FnMut(&mut Self) -> Step) -> Step {
+        for _ in 0..self.count(what)? {
+            element(self)?;
+        }
+        Ok(())
+    }
+}
+
+/// The first version of each request with the flexible encoding.
+fn first_flexible(api: ApiKey) -> i16 {
+    match api {
+        ApiKey::Produce => 9,
+        ApiKey::Fetch => 12,
+        ApiKey::ListOffsets => 6,
+        ApiKey::Metadata => 9,
+        ApiKey::CreateTopics => 5,
+        ApiKey::DeleteTopics => 4,
+        ApiKey::ApiVersions => 3,
+        _ => i16::MAX,
+    }
+}
+
+/// Checks the body of a request of `api` at `v` (a supported version); `Err` says what
+/// is wrong with it.
+pub fn check(api: ApiKey, v: i16, body: &[u8]) -> Result<(), String> {
+    let w = &mut Walk { bytes: body, at: 0, flexible: v >= first_flexible(api) };
+    match api {
+        ApiKey::ApiVersions => {
+            if v >= 3 {
+                w.string()?;
+                w.string()?;
+            }
+        }
+        ApiKey::Metadata => {
+            w.each("topics", |w| {
+                if v >= 10 {
+                    w.fixed(16)?;
+                }
+                w.string()?;
+                w.tags()
+            })?;
+            // Booleans follow: allow_auto_topic_creation (v4+), the authorized operations (v8+).
+        }
+        ApiKey::Produce => {
+            w.string()?; // transactional id
+            w.fixed(2 + 4)?; // acks, timeout
+            w.each("topics", |w| {
+                w.string()?;
+                w.each("partitions", |w| {
+                    w.fixed(4)?;
+                    w.bytes()?;
+                    w.tags()
+                })?;
+                w.tags()
+            })?;
+        }
+        ApiKey::Fetch => {
+            w.fixed(4 + 4 + 4 + 4 + 1)?; // replica id, max wait, min bytes, max bytes, isolation
+            if v >= 7 {
+                w.fixed(4 + 4)?; // session id and epoch
+            }
+            w.each("topics", |w| {
+                w.string()?;
+                w.each("partitions", |w| {
+                    w.fixed(4)?; // partition
+                    if v >= 9 {
+                        w.fixed(4)?; // current leader epoch
+                    }
+                    w.fixed(8)?; // fetch offset
+                    if v >= 12 {
+                        w.fixed(4)?; // last fetched epoch
+                    }
+                    if v >= 5 {
+                        w.fixed(8)?; // log start offset
+                    }
+                    w.fixed(4)?; // partition max bytes
+                    w.tags()
+                })?;
+                w.tags()
+            })?;
+            if v >= 7 {
+                w.each("forgotten topics", |w| {
+                    w.string()?;
+                    let n = w.count("forgotten partitions")?;
+                    w.skip(4 * n, "forgotten partitions")?;
+                    w.tags()
+                })?;
+            }
+        }
+        ApiKey::ListOffsets => {
+            w.fixed(4)?; // replica id
+            if v >= 2 {
+                w.fixed(1)?; // isolation level
+            }
+            w.each("topics", |w| {
+                w.string()?;
+                w.each("partitions", |w| {
+                    w.fixed(4)?;
+                    if v >= 4 {
+                        w.fixed(4)?; // current leader epoch
+                    }
+                    w.fixed(8)?; // timestamp
+                    w.tags()
+                })?;
+                w.tags()
+            })?;
+        }
+        ApiKey::CreateTopics => {
+            w.each("topics", |w| {
+                w.string()?;
+                w.fixed(4 + 2)?; // partitions, replication factor
+                w.each("assignments", |w| {
+                    w.fixed(4)?;
+                    let n = w.count("broker ids")?;
+                    w.skip(4 * n, "broker ids")?;
+                    w.tags()
+                })?;
+                w.each("configs", |w| {
+                    w.string()?;
+                    w.string()?;
+                    w.tags()
+                })?;
+                w.tags()
+            })?;
+        }
+        ApiKey::DeleteTopics => {
+            w.each("topic names", |w| w.string())?;
+        }
+        other => return Err(format!("no schema walk for {other:?}")),
+    }
+    // What follows the last array is fixed-size fields and tagged fields, which the
+    // decoder reads without allocating from a count.
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use kafka_protocol::messages::create_topics_request::{
+        CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+    };
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::*;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+
+    /// The message at `version`, or `None` if it sets a field that version lacks.
+    fn encoded(message: &impl Encodable, version: i16) -> Option<Vec<u8>> {
+        let mut buf = BytesMut::new();
+        message.encode(&mut buf, version).ok()?;
+        Some(buf.to_vec())
+    }
+
+    fn name(s: &str) -> TopicName {
+        TopicName(StrBytes::from_string(s.to_string()))
+    }
+
+    /// Every supported version of every request, as the crate encodes it with arrays
+    /// filled in, walks without complaint; every truncation of it walks without a panic.
+    #[test]
+    fn requests_encoded_by_the_crate_pass_the_walk() {
+        let produce = ProduceRequest::default().with_acks(-1).with_topic_data(vec![TopicProduceData::default()
+            .with_name(name("t"))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(2)
+                .with_records(Some(bytes::Bytes::from_static(b"0123456789")))])]);
+        let fetch = FetchRequest::default().with_topics(vec![FetchTopic::default()
+            .with_topic(name("t"))
+            .with_partitions(vec![FetchPartition::default(), FetchPartition::default().with_partition(1)])]);
+        let fetch_forgetting = fetch.clone().with_forgotten_topics_data(vec![ForgottenTopic::default()
+            .with_topic(name("old"))
+            .with_partitions(vec![0, 1, 2])]);
+        let metadata = MetadataRequest::default()
+            .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(name("t")))]));
+        let list_offsets = ListOffsetsRequest::default().with_topics(vec![ListOffsetsTopic::default()
+            .with_name(name("t"))
+            .with_partitions(vec![ListOffsetsPartition::default().with_timestamp(-1)])]);
+        let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+            .with_name(name("t"))
+            .with_num_partitions(3)
+            .with_assignments(vec![CreatableReplicaAssignment::default().with_broker_ids(vec![BrokerId(0)])])
+            .with_configs(vec![CreatableTopicConfig::default()
+                .with_name(StrBytes::from_static_str("deletion.grace.ms"))
+                .with_value(Some(StrBytes::from_static_str("5")))])]);
+        let delete = DeleteTopicsRequest::default().with_topic_names(vec![name("a"), name("b")]);
+        let api_versions = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("test"))
+            .with_client_software_version(StrBytes::from_static_str("1"));
+        type Encoder = Box<dyn Fn(i16) -> Option<Vec<u8>>>;
+        let cases: Vec<(ApiKey, Encoder)> = vec![
+            (ApiKey::Produce, Box::new(move |v| encoded(&produce, v))),
+            (ApiKey::Fetch, Box::new(move |v| encoded(&fetch, v))),
+            (ApiKey::Fetch, Box::new(move |v| encoded(&fetch_forgetting, v))),
+            (ApiKey::Metadata, Box::new(move |v| encoded(&metadata, v))),
+            (ApiKey::ListOffsets, Box::new(move |v| encoded(&list_offsets, v))),
+            (ApiKey::CreateTopics, Box::new(move |v| encoded(&create, v))),
+            (ApiKey::DeleteTopics, Box::new(move |v| encoded(&delete, v))),
+            (ApiKey::ApiVersions, Box::new(move |v| encoded(&api_versions, v))),
+        ];
+        for (api, encode) in cases {
+            let range = crate::kafka::apis::supported(api).unwrap();
+            let mut walked = 0;
+            for v in range.0..=range.1 {
+                let Some(body) = encode(v) else { continue };
+                check(api, v, &body).unwrap_or_else(|e| panic!("{api:?} v{v}: {e}"));
+                // The crate's own decoder reads the whole body.
+                let mut buf = bytes::Bytes::from(body.clone());
+                crate::kafka::apis::decode_body(api, v, &mut buf).unwrap_or_else(|e| panic!("{api:?} v{v}: {e}"));
+                assert!(buf.is_empty(), "{api:?} v{v}: {} bytes left after decoding", buf.len());
+                // Cut anywhere, the walk fails or stays inside the bytes, and never panics.
+                for cut in 0..body.len() {
+                    let _ = check(api, v, &body[..cut]);
+                }
+                walked += 1;
+            }
+            assert!(walked >= 1, "{api:?}: no version encoded");
+        }
+    }
+
+    /// Array counts far past the bytes are refused before the crate's decoder sees them.
+    #[test]
+    fn huge_array_counts_are_refused() {
+        for (api, v, body) in [
+            (ApiKey::Metadata, 1, i32::MAX.to_be_bytes().to_vec()),
+            (ApiKey::Metadata, 9, vec![0xff, 0xff, 0xff, 0xff, 0x0f]),
+            (ApiKey::CreateTopics, 2, [i32::MAX.to_be_bytes(), [0; 4]].concat()),
+            (ApiKey::DeleteTopics, 1, 2_000_000_000i32.to_be_bytes().to_vec()),
+            (ApiKey::Produce, 3, [vec![0xff, 0xff, 0, 1, 0, 0, 0, 0], i32::MAX.to_be_bytes().to_vec()].concat()),
+        ] {
+            let e = check(api, v, &body).expect_err("refused");
+            assert!(e.contains("array of") || e.contains("length"), "{api:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The Kafka listener of `broker-fs serve --kafka ADDR`: standard Kafka clients create,
+//! produce to, fetch from, list and delete topics of broker-core.
+//!
+//! - **APIs**: ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch and
+//!   ListOffsets, at the versions [`apis::SUPPORTED`] lists. There are no consumer groups,
+//!   transactions or idempotent producers: consumers assign partitions and seek, and
+//!   producers run with `enable.idempotence=false`. Anything else closes the connection
+//!   with the reason on standard error ([`listener`]).
+//! - **Records** are Kafka v2 record batches, CRC checked on produce and stored one
+//!   record per core offset, so Kafka offsets are the core's ([`batches`]).
+//! - **Deletion**: a topic whose deletion is acknowledged is gone from Metadata at once,
+//!   and produce and fetch get `UNKNOWN_TOPIC_OR_PARTITION`, while its logs are removed in
+//!   the background; creating the name again works at once, with a new topic id.
+//!   Metadata never creates a topic.
+//! - **acks**: `acks=all` (-1) and `acks=1` both answer once the records are durable
+//!   (fsynced) in their partition's log: this broker is the only replica, so the two are
+//!   the same. `acks=0` gets no answer, as Kafka specifies; its records are appended
+//!   (and made durable) all the same, and a client learns nothing of a failure.
+//! - **Partitioning** is the client's: a produce lands in the partition it names.
+//!   Kafka's Java client and kafka-python choose `murmur2(key) % partitions`, the core's
+//!   own [`broker_core::partitioner`]; librdkafka does with `partitioner=murmur2_random`.
+//!
+//! The listener runs on a tokio runtime of its own; every request becomes commands sent
+//! to the thread that runs the broker, as the JSON-lines requests of `serve` do.
+
+pub mod apis;
+pub mod batches;
+pub mod errors;
+pub mod guard;
+pub mod handlers;
+pub mod listener;
+
+use crate::driver::Mailbox;
+use crate::serve::Input;
+use broker_core::{BrokerError, Command, Config, Reply};
+use std::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// The core's limits that the listener checks itself, so that a client gets Kafka's own
+/// error for them (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// [`Config::max_record_bytes`].
+    pub max_record_bytes: usize,
+    /// [`Config::max_batch_records`].
+    pub max_batch_records: usize,
+    /// [`Config::max_fetch_records`].
+    pub max_fetch_records: u32,
+}
+
+impl From<&Config> for Limits {
+    fn from(c: &Config) -> Limits {
+        Limits {
+            max_record_bytes: c.max_record_bytes,
+            max_batch_records: c.max_batch_records,
+            max_fetch_records: c.max_fetch_records,
+        }
+    }
+}
+
+/// Sends commands to the thread that runs the broker.
+#[derive(Clone)]
+pub struct Core {
+    mailbox: Mailbox<Input>,
+}
+
+/// The reply to a submitted command, to wait for.
+pub struct Answer(Option<oneshot::Receiver<Result<Reply, BrokerError>>>);
+
+impl Core {
+    /// A handle on the broker behind `mailbox`.
+    pub fn new(mailbox: Mailbox<Input>) -> Core {
+        Core { mailbox }
+    }
+
+    /// Submits `command` now (commands reach the broker in the order they are
+    /// submitted); its reply comes through the [`Answer`].
+    pub fn submit(&self, command: Command) -> Answer {
+        let (tx, rx) = oneshot::channel();
+        Answer(self.mailbox.send(Input::Call(command, tx)).then_some(rx))
+    }
+}
+
+impl Answer {
+    /// The reply. If the broker stopped before answering (a halt, or the end of
+    /// `serve`), the outcome is unknown: [`BrokerError::Halted`].
+    pub async fn get(self) -> Result<Reply, BrokerError> {
+        let gone = || BrokerError::Halted("the broker stopped before answering".into());
+        match self.0 {
+            Some(rx) => rx.await.unwrap_or_else(|_| Err(gone())),
+            None => Err(gone()),
+        }
+    }
+}
+
+/// The Kafka listener, running on its own runtime.
+pub struct Kafka {
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Kafka {
+    /// Serves Kafka clients on `listener` (already bound, so a bind error is reported
+    /// before recovery) with the broker behind `core`; SIGINT and SIGTERM send
+    /// [`Input::Stop`] to the broker's thread.
+    pub fn start(listener: TcpListener, core: Core, limits: Limits) -> std::io::Result<Kafka> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("broker-fs-kafka")
+            .enable_io()
+            .enable_time()
+            .build()?;
+        listener.set_nonblocking(true)?;
+        let local = listener.local_addr()?;
+        let listener = runtime.block_on(async { tokio::net::TcpListener::from_std(listener) })?;
+        let mailbox = core.mailbox.clone();
+        let ctx = handlers::Context { core, limits, local };
+        runtime.spawn(listener::accept(listener, ctx));
+        let stop = runtime.block_on(async { stop_signals() })?;
+        runtime.spawn(async move {
+            stop.await;
+            mailbox.send(Input::Stop);
+        });
+        Ok(Kafka { runtime })
+    }
+
+    /// Stops serving: open connections are dropped.
+    pub fn stop(self) {
+        self.runtime.shutdown_background();
+    }
+}
+
+/// A future that resolves at the first SIGINT or SIGTERM.
+#[cfg(unix)]
+fn stop_signals() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
+}
+
+/// A future that resolves at the first Ctrl-C.
+#[cfg(not(unix))]
+fn stop_signals() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+}
