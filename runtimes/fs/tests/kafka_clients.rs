@@ -10,6 +10,7 @@
 
 mod common;
 
+use base64::Engine as _;
 use broker_core::partitioner::partition_for_key;
 use common::{cli_ok, log_files, KafkaServer, TempDir};
 use serde_json::Value;
@@ -122,13 +123,78 @@ fn listed(dir: &Path) -> BTreeMap<String, Value> {
         .collect()
 }
 
-/// `broker-fs --json fetch` of one whole partition: (offset, key, value).
+/// `broker-fs --json fetch` of one whole partition: (offset, key, value), keys and
+/// values as UTF-8 text. The Kafka listener stores each produced record as one core
+/// record with no key whose value is a single-record Kafka batch (v2); such a record is
+/// unwrapped here into the Kafka record's key and value.
 fn fetched(dir: &Path, topic: &str, partition: u64) -> Vec<(u64, Value, Value)> {
     let p = partition.to_string();
-    lines_json(&cli_ok(dir, &["--json", "fetch", topic, "--partition", &p, "--offset", "0", "--max", "100000"]))
+    lines_json(&cli_ok(dir, &["--json", "fetch", topic, "--partition", &p, "--offset", "0", "--max", "10000"]))
         .into_iter()
-        .map(|r| (r["offset"].as_u64().unwrap(), r["key"].clone(), r["value"].clone()))
+        .map(|r| {
+            let offset = r["offset"].as_u64().unwrap();
+            let Some(b64) = r["value"]["base64"].as_str() else {
+                return (offset, r["key"].clone(), r["value"].clone());
+            };
+            assert!(r["key"].is_null(), "{topic}/{p} offset {offset}: a stored batch with a key: {r}");
+            let batch = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+            let (key, value) = single_record_batch(&batch)
+                .unwrap_or_else(|e| panic!("{topic}/{p} offset {offset}: stored value is not a one-record batch: {e}"));
+            let text = |b: Vec<u8>| Value::String(String::from_utf8(b).unwrap());
+            (offset, key.map_or(Value::Null, text), text(value))
+        })
         .collect()
+}
+
+/// The key and value of a Kafka record batch (format v2, uncompressed) that holds
+/// exactly one record.
+fn single_record_batch(batch: &[u8]) -> Result<(Option<Vec<u8>>, Vec<u8>), String> {
+    const HEADER: usize = 61;
+    if batch.len() < HEADER || batch[16] != 2 {
+        return Err(format!("{} bytes, magic {:?}", batch.len(), batch.get(16)));
+    }
+    let count = i32::from_be_bytes(batch[57..61].try_into().unwrap());
+    if count != 1 {
+        return Err(format!("{count} records"));
+    }
+    let mut r = Cursor { bytes: batch, at: HEADER };
+    let _length = r.varint()?;
+    let _attributes = r.take(1)?;
+    let (_timestamp_delta, _offset_delta) = (r.varint()?, r.varint()?);
+    let key = match r.varint()? {
+        n if n < 0 => None,
+        n => Some(r.take(n as usize)?.to_vec()),
+    };
+    let value_len = r.varint()?;
+    let value = r.take(value_len.max(0) as usize)?.to_vec();
+    Ok((key, value))
+}
+
+/// Reads a Kafka v2 record: zigzag varints and byte strings.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let out =
+            self.bytes.get(self.at..self.at + n).ok_or_else(|| format!("{n} bytes past the end at {}", self.at))?;
+        self.at += n;
+        Ok(out)
+    }
+
+    fn varint(&mut self) -> Result<i64, String> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            n |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok((n >> 1) as i64 ^ -((n & 1) as i64));
+            }
+        }
+        Err("varint too long".into())
+    }
 }
 
 /// The records a scenario printed for `partition`, as `fetched` gives them.
