@@ -38,7 +38,7 @@ fn python() -> String {
 /// the test is to be skipped (its one `skipped:` line is printed here).
 fn clients() -> Option<MutexGuard<'static, ()>> {
     let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = Command::new(python()).arg(SCENARIOS).arg("clients").output();
+    let out = Command::new(python()).env("PYTHONDONTWRITEBYTECODE", "1").arg(SCENARIOS).arg("clients").output();
     let why = match &out {
         Ok(o) if o.status.success() => return Some(guard),
         Ok(o) => format!("{}: {}", o.status, String::from_utf8_lossy(&o.stderr).trim()),
@@ -74,6 +74,7 @@ fn scenario(server: &mut KafkaServer, args: &[&str]) -> Value {
 
 fn spawn_scenario(server: &KafkaServer, args: &[&str]) -> Child {
     Command::new(python())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .arg(SCENARIOS)
         .args(args)
         .args(["--bootstrap", &server.address])
