@@ -286,3 +286,146 @@ fn pipelined_requests_are_answered_in_order() {
     let _ = s.read_to_end(&mut rest);
     assert!(rest.is_empty(), "{} bytes more than 40 responses", rest.len());
 }
+
+fn fetch_error(s: &mut TcpStream, correlation_id: i32, leader_epoch: i32) -> i16 {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    let request =
+        FetchRequest::default().with_max_wait_ms(0).with_max_bytes(1 << 20).with_topics(vec![FetchTopic::default()
+            .with_topic(name("t"))
+            .with_partitions(vec![FetchPartition::default()
+                .with_current_leader_epoch(leader_epoch)
+                .with_partition_max_bytes(1 << 20)])]);
+    s.write_all(&frame(ApiKey::Fetch, 12, correlation_id, &request)).unwrap();
+    let (_, r) = response::<FetchResponse>(s, 12);
+    r.responses[0].partitions[0].error_code
+}
+
+/// A re-created topic has a new id and a higher leader epoch: a consumer still at the
+/// old incarnation's epoch is told its offset is out of range (and applies its reset
+/// policy) instead of reading the new incarnation at its old position.
+#[test]
+fn a_recreated_topic_puts_the_old_incarnations_readers_out_of_range() {
+    let dir = TempDir::new("kafka-recreate");
+    let server = Server::start(&dir);
+    let mut s = server.connect();
+    let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(name("t"))
+        .with_num_partitions(1)
+        .with_replication_factor(1)]);
+    let mut ids = Vec::new();
+    for round in 0..2 {
+        s.write_all(&frame(ApiKey::CreateTopics, 7, 10 * round, &create)).unwrap();
+        let (_, created) = response::<CreateTopicsResponse>(&mut s, 7);
+        assert_eq!(created.topics[0].error_code, 0, "{created:?}");
+        ids.push(created.topics[0].topic_id);
+        let md = metadata(&mut s, 10 * round + 1);
+        let epoch = md.topics[0].partitions[0].leader_epoch;
+        assert_eq!(md.topics[0].topic_id, created.topics[0].topic_id);
+        assert_eq!(fetch_error(&mut s, 10 * round + 2, epoch), 0);
+        assert_eq!(fetch_error(&mut s, 10 * round + 3, -1), 0, "no epoch given: no check");
+        if round == 0 {
+            let delete = DeleteTopicsRequest::default().with_topic_names(vec![name("t")]);
+            s.write_all(&frame(ApiKey::DeleteTopics, 5, 10 * round + 4, &delete)).unwrap();
+            let (_, deleted) = response::<DeleteTopicsResponse>(&mut s, 5);
+            assert_eq!(deleted.responses[0].error_code, 0, "{deleted:?}");
+            assert!(metadata(&mut s, 10 * round + 5).topics.is_empty(), "a deleted topic is gone from Metadata");
+            assert_eq!(fetch_error(&mut s, 10 * round + 6, epoch), 3, "UNKNOWN_TOPIC_OR_PARTITION");
+        } else {
+            assert_eq!(
+                fetch_error(&mut s, 17, epoch - 1),
+                1,
+                "OFFSET_OUT_OF_RANGE: a position in a deleted incarnation"
+            );
+            assert_eq!(fetch_error(&mut s, 18, epoch + 1), 75, "UNKNOWN_LEADER_EPOCH");
+        }
+    }
+    assert_ne!(ids[0], ids[1], "a re-created topic has a new id");
+}
+
+/// A produce request of `count` records to one partition, values `"{tag}-{i}"`.
+fn produce_request(partition: i32, tag: &str, count: usize) -> ProduceRequest {
+    use kafka_protocol::records::*;
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: -1,
+            timestamp: 1_000 + i as i64,
+            key: Some(Bytes::from(format!("{tag}-{i}"))),
+            value: Some(Bytes::from(format!("{tag}-{i}"))),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    ProduceRequest::default().with_acks(-1).with_timeout_ms(30_000).with_topic_data(vec![TopicProduceData::default()
+        .with_name(name("t"))
+        .with_partition_data(vec![PartitionProduceData::default()
+            .with_index(partition)
+            .with_records(Some(buf.freeze()))])])
+}
+
+/// Many connections at once, each with many produce requests in flight: every record
+/// is acknowledged at its own offset, each connection's in the order it sent them, and
+/// the partitions hold exactly the records acknowledged.
+#[test]
+fn many_connections_pipelining_produces() {
+    const CONNECTIONS: usize = 24;
+    const PARTITIONS: usize = 6;
+    const REQUESTS: usize = 25;
+    const RECORDS: usize = 4;
+    let dir = TempDir::new("kafka-many");
+    let mut server = Server::start(&dir);
+    let mut admin = server.connect();
+    let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(name("t"))
+        .with_num_partitions(PARTITIONS as i32)
+        .with_replication_factor(-1)]);
+    admin.write_all(&frame(ApiKey::CreateTopics, 5, 1, &create)).unwrap();
+    assert_eq!(response::<CreateTopicsResponse>(&mut admin, 5).1.topics[0].error_code, 0);
+    let clients: Vec<_> = (0..CONNECTIONS)
+        .map(|c| {
+            let mut s = server.connect();
+            std::thread::spawn(move || {
+                let partition = (c % PARTITIONS) as i32;
+                let mut burst = Vec::new();
+                for r in 0..REQUESTS {
+                    let request = produce_request(partition, &format!("c{c}r{r}"), RECORDS);
+                    burst.extend(frame(ApiKey::Produce, 7, r as i32, &request));
+                }
+                s.write_all(&burst).unwrap();
+                let mut bases = Vec::new();
+                for r in 0..REQUESTS {
+                    let (id, produced) = response::<ProduceResponse>(&mut s, 7);
+                    assert_eq!(id, r as i32, "responses in request order");
+                    let p = &produced.responses[0].partition_responses[0];
+                    assert_eq!((p.index, p.error_code), (partition, 0), "{p:?}");
+                    bases.push(p.base_offset);
+                }
+                assert!(bases.windows(2).all(|w| w[0] < w[1]), "one connection's produces land in order: {bases:?}");
+                (partition, bases)
+            })
+        })
+        .collect();
+    let mut bases: Vec<Vec<i64>> = vec![Vec::new(); PARTITIONS];
+    for client in clients {
+        let (partition, b) = client.join().unwrap();
+        bases[partition as usize].extend(b);
+    }
+    let per_partition = (CONNECTIONS / PARTITIONS * REQUESTS * RECORDS) as i64;
+    for (p, mut b) in bases.into_iter().enumerate() {
+        b.sort_unstable();
+        let want: Vec<i64> = (0..per_partition).step_by(RECORDS).collect();
+        assert_eq!(b, want, "partition {p}: every request got its own run of offsets");
+    }
+    let status = server.status();
+    let hws = &status["topics"][0]["high_watermarks"];
+    assert_eq!(hws, &serde_json::json!(vec![per_partition; PARTITIONS]), "{status}");
+}

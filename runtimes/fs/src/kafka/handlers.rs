@@ -63,6 +63,26 @@ pub fn topic_uuid(id: TopicId) -> Uuid {
     Uuid::from_u64_pair(0x6272_6f6b_6572_2d63, id.0)
 }
 
+/// The leader epoch of every partition of an incarnation: its id (saturated), which
+/// grows with every create. A consumer still fetching at a position of the name's
+/// previous incarnation sends an older epoch and is told `OFFSET_OUT_OF_RANGE`, so it
+/// applies its offset reset policy instead of reading the new incarnation from its old
+/// position (librdkafka sends its epoch; a client that sends none, -1, is not checked).
+pub fn leader_epoch(id: TopicId) -> i32 {
+    i32::try_from(id.0).unwrap_or(i32::MAX)
+}
+
+/// The error for a request that names `asked` as the leader epoch (-1: none) of a
+/// partition of incarnation `id`, if they differ.
+fn epoch_mismatch(asked: i32, id: TopicId) -> Option<i16> {
+    let epoch = leader_epoch(id);
+    match asked {
+        a if a < 0 || a == epoch => None,
+        a if a < epoch => Some(E::FencedLeaderEpoch.code()),
+        _ => Some(E::UnknownLeaderEpoch.code()),
+    }
+}
+
 fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
@@ -148,7 +168,7 @@ fn describe_topic(t: &TopicDescription) -> MetadataResponseTopic {
             MetadataResponsePartition::default()
                 .with_partition_index(p)
                 .with_leader_id(BrokerId(NODE))
-                .with_leader_epoch(0)
+                .with_leader_epoch(leader_epoch(t.id))
                 .with_replica_nodes(vec![BrokerId(NODE)])
                 .with_isr_nodes(vec![BrokerId(NODE)])
         })
@@ -259,6 +279,8 @@ fn append(ctx: &Context, topic: &str, index: i32, records: Option<&[u8]>) -> App
 struct Wanted {
     topic: TopicName,
     partition: i32,
+    /// The leader epoch the client believes in (-1: none given).
+    leader_epoch: i32,
     offset: i64,
     max_bytes: i64,
 }
@@ -270,6 +292,7 @@ fn fetch(ctx: &Context, r: FetchRequest) -> Pending {
             wanted.push(Wanted {
                 topic: topic.topic.clone(),
                 partition: p.partition,
+                leader_epoch: p.current_leader_epoch,
                 offset: p.fetch_offset,
                 max_bytes: i64::from(p.partition_max_bytes.max(0)),
             });
@@ -326,6 +349,19 @@ fn fetch_response(wanted: &[Wanted], replies: Vec<Result<Reply, i16>>, max_bytes
     for (w, reply) in wanted.iter().zip(replies) {
         let mut data = PartitionData::default().with_partition_index(w.partition).with_aborted_transactions(None);
         match reply {
+            Ok(Reply::Fetched { topic, high_watermark, .. }) if epoch_mismatch(w.leader_epoch, topic).is_some() => {
+                // An older epoch is a position in an incarnation deleted since: it means
+                // nothing in this one, so the consumer applies its offset reset policy.
+                let error = match epoch_mismatch(w.leader_epoch, topic) {
+                    Some(e) if e == E::FencedLeaderEpoch.code() => E::OffsetOutOfRange.code(),
+                    other => other.unwrap_or_default(),
+                };
+                failed = true;
+                data = data
+                    .with_error_code(error)
+                    .with_high_watermark(high_watermark as i64)
+                    .with_records(Some(Bytes::new()));
+            }
             Ok(Reply::Fetched { records, high_watermark, .. }) => {
                 let mut out = Vec::new();
                 for r in &records {
@@ -351,7 +387,7 @@ fn fetch_response(wanted: &[Wanted], replies: Vec<Result<Reply, i16>>, max_bytes
             }
             Err(error) => {
                 failed = true;
-                data = data.with_error_code(error).with_high_watermark(-1).with_records(None);
+                data = data.with_error_code(error).with_high_watermark(-1).with_records(Some(Bytes::new()));
             }
         }
         match topics.last_mut().filter(|t| t.topic == w.topic) {
@@ -384,20 +420,24 @@ fn list_offsets(ctx: &Context, r: ListOffsetsRequest) -> Pending {
                     let response = ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index)
                         .with_timestamp(-1);
-                    let hw = match &described {
+                    let found = match &described {
                         Ok(Reply::Described(t)) => usize::try_from(p.partition_index)
                             .ok()
                             .and_then(|i| t.high_watermarks.get(i).copied())
-                            .ok_or(E::UnknownTopicOrPartition.code()),
+                            .ok_or(E::UnknownTopicOrPartition.code())
+                            .and_then(|hw| match epoch_mismatch(p.current_leader_epoch, t.id) {
+                                Some(error) => Err(error),
+                                None => Ok((hw, leader_epoch(t.id))),
+                            }),
                         Ok(_) => Err(E::UnknownServerError.code()),
                         Err(e) => Err(code(e)),
                     };
-                    match (hw, p.timestamp) {
+                    match (found, p.timestamp) {
                         (Err(error), _) => response.with_error_code(error).with_offset(-1),
                         // Latest, and the offset of the newest timestamp: the high watermark.
-                        (Ok(hw), -1) => response.with_offset(hw as i64).with_leader_epoch(0),
+                        (Ok((hw, epoch)), -1) => response.with_offset(hw as i64).with_leader_epoch(epoch),
                         // Earliest: nothing is ever cut from the front of a log here.
-                        (Ok(_), -2) => response.with_offset(0).with_leader_epoch(0),
+                        (Ok((_, epoch)), -2) => response.with_offset(0).with_leader_epoch(epoch),
                         // Lookups by time need a time index, which this broker does not keep.
                         (Ok(_), _) => response.with_error_code(E::UnsupportedForMessageFormat.code()).with_offset(-1),
                     }

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::decode_request_header_from_buffer;
 use kafka_protocol::ResponseError;
+use std::io::ErrorKind;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -84,7 +85,10 @@ async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Co
                 Err(e) => return Err(format!("cannot encode a response: {e}")),
             };
             if let Err(e) = writer.write_all(&frame).await {
-                return Err(format!("cannot write a response: {e}"));
+                // A client that hangs up with a request unanswered (a consumer closing
+                // during a fetch's wait) is no fault of anyone's: nothing to log.
+                let hung_up = matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset);
+                return if hung_up { Ok(()) } else { Err(format!("cannot write a response: {e}")) };
             }
         }
         let _ = writer.shutdown().await;
@@ -111,7 +115,7 @@ async fn read_requests(
         let mut size = [0u8; 4];
         match reader.read_exact(&mut size).await {
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(format!("read failed: {e}")),
         }
         let size = i32::from_be_bytes(size);
