@@ -226,3 +226,117 @@ pub fn log_files(dir: &Path) -> Vec<(u64, u32)> {
     out.sort();
     out
 }
+
+/// A `broker-fs serve --kafka 127.0.0.1:0` process: the JSON-lines protocol on
+/// standard input (given end of file at once: with `--kafka`, that does not stop it)
+/// and a Kafka listener on a port the kernel picks.
+pub struct KafkaServer {
+    child: Child,
+    /// `host:port` from the `kafka-listening` line.
+    pub address: String,
+    /// Where its standard error goes.
+    pub log: PathBuf,
+}
+
+impl KafkaServer {
+    /// Starts the server on `dir` and waits for `{"event":"ready"}` and
+    /// `{"event":"kafka-listening","address":...}`, in either order.
+    pub fn start(dir: &Path, log: &Path) -> KafkaServer {
+        let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let mut child = Command::new(BIN)
+            .arg("--data-dir")
+            .arg(dir)
+            .args(["serve", "--kafka", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log_file))
+            .spawn()
+            .expect("spawn broker-fs serve --kafka");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let (mut ready, mut address) = (false, None);
+        while !(ready && address.is_some()) {
+            let line = match lines.recv_timeout(REPLY_TIMEOUT) {
+                Ok(line) => line,
+                Err(e) => panic!(
+                    "serve --kafka: no ready and kafka-listening lines within {REPLY_TIMEOUT:?} ({e}); exit: {:?}; \
+                     stderr:\n{}",
+                    child.try_wait(),
+                    std::fs::read_to_string(log).unwrap_or_default()
+                ),
+            };
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"));
+            match v["event"].as_str() {
+                Some("ready") => ready = true,
+                Some("kafka-listening") => {
+                    let a = v["address"].as_str().unwrap_or_else(|| panic!("kafka-listening without address: {v}"));
+                    let sock: std::net::SocketAddr = a.parse().unwrap_or_else(|e| panic!("address {a:?}: {e}"));
+                    assert!(sock.ip().is_loopback() && sock.port() != 0, "kafka-listening on {a}: not the bound port");
+                    address = Some(a.to_string());
+                }
+                _ => panic!("unexpected line from serve --kafka before it listens: {v}"),
+            }
+        }
+        // Later lines (none are expected) are drained so that the pipe never fills.
+        std::thread::spawn(move || while lines.recv().is_ok() {});
+        KafkaServer { child, address: address.unwrap(), log: log.to_path_buf() }
+    }
+
+    /// Its standard error so far, for failure messages.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Fails the test if the process has exited (its standard input ended at once, so
+    /// this also checks that end of input does not stop a Kafka listener).
+    pub fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().unwrap() {
+            panic!("serve --kafka exited by itself ({status}); stderr:\n{}", self.stderr());
+        }
+    }
+
+    /// SIGTERM, then waits: the process must exit with status 0.
+    pub fn terminate(mut self) {
+        self.assert_running();
+        let pid = self.child.id().to_string();
+        let kill = Command::new("kill").args(["-TERM", &pid]).status().expect("run kill -TERM");
+        assert!(kill.success(), "kill -TERM {pid}: {kill}");
+        let deadline = std::time::Instant::now() + REPLY_TIMEOUT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("serve --kafka still running {REPLY_TIMEOUT:?} after SIGTERM; stderr:\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "serve --kafka exited with {status} on SIGTERM; stderr:\n{}", self.stderr());
+    }
+
+    /// `kill -9`.
+    pub fn kill9(mut self) {
+        self.assert_running();
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for KafkaServer {
+    /// A server left running by a failed test is killed, not leaked.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,745 @@
+#!/usr/bin/env python3
+"""Real Kafka clients against `broker-fs serve --kafka ADDR`.
+
+Driven by runtimes/fs/tests/kafka_clients.rs; runnable by hand too:
+
+    python scenarios.py SCENARIO --bootstrap 127.0.0.1:PORT [options]
+
+Two clients: kafka-python (pure Python, its own protocol code) and confluent-kafka
+(librdkafka). Each scenario exits 0 when every check holds, and otherwise exits 1 with a
+message on standard error that names the client, the operation and what came back.
+Whatever the Rust side checks itself (partition choices, topic ids, offsets, the
+records it compares with `broker-fs fetch`) is printed as one JSON object on the last
+line of standard output.
+
+The server has no consumer groups, no idempotence and no compression, so:
+- producers set `enable_idempotence=False` / `enable.idempotence=false` and no
+  compression;
+- consumers read with assign and an explicit offset, never subscribe or commit.
+  kafka-python runs with `group_id=None`. confluent-kafka refuses to build a consumer
+  without `group.id` ("group.id must be set"), so it gets a throwaway one; with assign,
+  explicit offsets and no commits librdkafka sends nothing about the group.
+"""
+
+import argparse
+import json
+import sys
+import threading
+import time
+
+import confluent_kafka
+import kafka
+import kafka.errors as kerrors
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+# Bounds on every wait, so that a hung server fails the scenario instead of hanging it.
+TIMEOUT_S = 30.0
+KP_TIMEOUT_MS = int(TIMEOUT_S * 1000)
+
+# A consumer that has seen nothing new for this long is taken to have read everything.
+QUIET_S = 2.0
+
+
+class ScenarioFailed(Exception):
+    """A check did not hold; the message says which and what came back."""
+
+
+def check(condition, message):
+    if not condition:
+        raise ScenarioFailed(message)
+
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def emit(result):
+    """The scenario's result, for the Rust side: one JSON line on standard output."""
+    print(json.dumps(result, sort_keys=True), flush=True)
+
+
+# --- kafka-python ------------------------------------------------------------------------
+
+
+def kp_admin(bootstrap):
+    return kafka.KafkaAdminClient(
+        bootstrap_servers=bootstrap,
+        client_id="broker-fs-test-admin",
+        request_timeout_ms=KP_TIMEOUT_MS,
+    )
+
+
+def kp_producer(bootstrap, **extra):
+    config = dict(
+        bootstrap_servers=bootstrap,
+        client_id="broker-fs-test-producer",
+        acks="all",
+        compression_type=None,
+        request_timeout_ms=KP_TIMEOUT_MS,
+        max_block_ms=KP_TIMEOUT_MS,
+    )
+    # Idempotence is on by default in recent kafka-python; the server has no
+    # InitProducerId. Older versions have no such option.
+    if "enable_idempotence" in kafka.KafkaProducer.DEFAULT_CONFIG:
+        config["enable_idempotence"] = False
+    config.update(extra)
+    return kafka.KafkaProducer(**config)
+
+
+def kp_consumer(bootstrap):
+    return kafka.KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        client_id="broker-fs-test-consumer",
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        request_timeout_ms=KP_TIMEOUT_MS,
+        fetch_max_wait_ms=200,
+    )
+
+
+def kp_create(admin, name, partitions, configs=None):
+    admin.create_topics(
+        {name: {"num_partitions": partitions, "replication_factor": 1, "configs": configs or {}}},
+        timeout_ms=KP_TIMEOUT_MS,
+    )
+
+
+def kp_describe(admin, name):
+    """The Metadata topic entry for `name` (a dict: error_code, topic_id, partitions...)."""
+    topics = [t for t in admin.describe_topics([name]) if t["name"] == name]
+    check(len(topics) == 1, f"kafka-python Metadata for [{name!r}]: got {len(topics)} entries for it")
+    return topics[0]
+
+
+def kp_topic_id(admin, name):
+    """The topic id (Metadata v10+) as a string, or None if the response has none."""
+    topic = kp_describe(admin, name)
+    check(topic["error_code"] == 0, f"kafka-python Metadata for {name!r}: error {topic['error_code']}")
+    tid = topic.get("topic_id")
+    if tid is None or str(tid) == "00000000-0000-0000-0000-000000000000":
+        return None
+    return str(tid)
+
+
+def kp_assign_from(consumer, topic, partitions, offset):
+    tps = [kafka.TopicPartition(topic, p) for p in partitions]
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek(tp, offset)
+    return tps
+
+
+def kp_poll(consumer, timeout_s):
+    """One poll; the records as dicts."""
+    out = []
+    for tp, records in consumer.poll(timeout_ms=int(timeout_s * 1000)).items():
+        for r in records:
+            out.append(record(tp.topic, tp.partition, r.offset, r.key, r.value))
+    return out
+
+
+# --- confluent-kafka (librdkafka) --------------------------------------------------------
+
+
+def ck_admin(bootstrap):
+    return AdminClient({"bootstrap.servers": bootstrap, "client.id": "broker-fs-test-admin"})
+
+
+def ck_producer(bootstrap, **extra):
+    config = {
+        "bootstrap.servers": bootstrap,
+        "client.id": "broker-fs-test-producer",
+        "acks": "all",
+        "enable.idempotence": False,
+        "compression.type": "none",
+        "message.timeout.ms": int(TIMEOUT_S * 1000),
+    }
+    config.update(extra)
+    return confluent_kafka.Producer(config)
+
+
+def ck_consumer(bootstrap):
+    return confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": "broker-fs-test-consumer",
+            # Required by the binding, unused: assign with explicit offsets, no commits.
+            "group.id": "broker-fs-test-unused",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 200,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+
+
+def ck_result(future, what):
+    """Waits for an admin future; returns None on success, else the KafkaError."""
+    try:
+        future.result(timeout=TIMEOUT_S)
+        return None
+    except KafkaException as e:
+        return e.args[0]
+    except Exception as e:  # a timeout or a transport failure: the scenario fails
+        raise ScenarioFailed(f"confluent-kafka {what}: {type(e).__name__}: {e}") from e
+
+
+def ck_create(admin, name, partitions, configs=None):
+    """Creates a topic; returns None on success, else the KafkaError."""
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=configs or {})],
+        request_timeout=TIMEOUT_S,
+    )
+    return ck_result(futures[name], f"CreateTopics {name!r}")
+
+
+def ck_delete(admin, name):
+    futures = admin.delete_topics([name], request_timeout=TIMEOUT_S)
+    return ck_result(futures[name], f"DeleteTopics {name!r}")
+
+
+def ck_topics(admin):
+    """All topics: name -> partition count."""
+    md = admin.list_topics(timeout=TIMEOUT_S)
+    return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+
+def ck_poll(consumer, timeout_s, errors):
+    """One poll; the record as a one-element list, errors appended to `errors`."""
+    msg = consumer.poll(timeout_s)
+    if msg is None:
+        return []
+    if msg.error() is not None:
+        errors.append(msg.error().name())
+        return []
+    return [record(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value())]
+
+
+def ck_produce_all(producer, topic, items, partition=None):
+    """Produces (key, value) pairs and waits for every delivery report.
+
+    Returns the reports as records in production order; a failed delivery fails the
+    scenario.
+    """
+    reports = [None] * len(items)
+
+    def on_delivery(i):
+        def cb(err, msg):
+            if err is not None:
+                reports[i] = ScenarioFailed(f"confluent-kafka Produce to {topic!r}: {err.name()}: {err.str()}")
+            else:
+                reports[i] = record(topic, msg.partition(), msg.offset(), msg.key(), msg.value())
+
+        return cb
+
+    for i, (key, value) in enumerate(items):
+        kwargs = {"key": key, "value": value, "on_delivery": on_delivery(i)}
+        if partition is not None:
+            kwargs["partition"] = partition
+        producer.produce(topic, **kwargs)
+        producer.poll(0)
+    left = producer.flush(TIMEOUT_S)
+    check(left == 0, f"confluent-kafka Produce to {topic!r}: {left} records undelivered after {TIMEOUT_S}s")
+    for r in reports:
+        if isinstance(r, ScenarioFailed):
+            raise r
+    return reports
+
+
+def kp_produce_all(producer, topic, items, partition=None):
+    """Like ck_produce_all, with kafka-python: waits for every acknowledgement."""
+    futures = [producer.send(topic, key=key, value=value, partition=partition) for key, value in items]
+    producer.flush(timeout=TIMEOUT_S)
+    out = []
+    for (key, value), f in zip(items, futures):
+        try:
+            md = f.get(timeout=TIMEOUT_S)
+        except kerrors.KafkaError as e:
+            raise ScenarioFailed(f"kafka-python Produce to {topic!r}: {type(e).__name__}: {e}") from e
+        out.append(record(topic, md.partition, md.offset, key, value))
+    return out
+
+
+# --- shared ------------------------------------------------------------------------------
+
+
+def record(topic, partition, offset, key, value):
+    """A record as both sides print it: keys and values are UTF-8 text here."""
+    return {
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "key": None if key is None else key.decode(),
+        "value": None if value is None else value.decode(),
+    }
+
+
+def consume_until(poll_once, expected_count, what):
+    """Polls until `expected_count` records came and then QUIET_S passed with nothing
+    more (so that extra records are caught too), or TIMEOUT_S passed."""
+    got = []
+    deadline = time.monotonic() + TIMEOUT_S
+    quiet_since = None
+    while time.monotonic() < deadline:
+        batch = poll_once(0.2)
+        got.extend(batch)
+        if batch:
+            quiet_since = None
+        elif len(got) >= expected_count:
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since >= QUIET_S:
+                return got
+    check(
+        len(got) >= expected_count,
+        f"{what}: {len(got)} of {expected_count} records within {TIMEOUT_S}s: {got}",
+    )
+    return got
+
+
+def key_of(r):
+    return (r["topic"], r["partition"], r["offset"])
+
+
+def check_dense(records, partitions, what):
+    """Per partition, the offsets are exactly 0..n-1, each once."""
+    for p in range(partitions):
+        offsets = sorted(r["offset"] for r in records if r["partition"] == p)
+        check(offsets == list(range(len(offsets))), f"{what}: partition {p} offsets {offsets}, not dense from 0")
+
+
+# --- scenarios ---------------------------------------------------------------------------
+
+
+def scenario_clients(_args):
+    """Both clients import: the harness's precondition. Prints their versions."""
+    emit(
+        {
+            "kafka-python": kafka.__version__,
+            "confluent-kafka": confluent_kafka.__version__,
+            "librdkafka": confluent_kafka.libversion()[0],
+        }
+    )
+
+
+def scenario_create(args):
+    """(a) Admin create with both clients; both list the topics; a second create of
+    either name, by either client, fails with TOPIC_ALREADY_EXISTS; a create with a
+    config other than deletion.grace.ms fails with INVALID_CONFIG and creates nothing."""
+    kp_name, ck_name = f"{args.prefix}-kp", f"{args.prefix}-ck"
+    kp, ck = kp_admin(args.bootstrap), ck_admin(args.bootstrap)
+    try:
+        kp_create(kp, kp_name, 3)
+    except kerrors.KafkaError as e:
+        raise ScenarioFailed(f"kafka-python CreateTopics {kp_name!r} (3 partitions): {type(e).__name__}: {e}") from e
+    err = ck_create(ck, ck_name, 5, {"deletion.grace.ms": "100"})
+    check(err is None, f"confluent-kafka CreateTopics {ck_name!r} (5 partitions, grace 100 ms): {err}")
+
+    expected = {kp_name: 3, ck_name: 5}
+    ck_seen = ck_topics(ck)
+    kp_listed = set(kp.list_topics())
+    for name, n in expected.items():
+        check(ck_seen.get(name) == n, f"confluent-kafka Metadata (all topics): {name!r} has {ck_seen.get(name)} partitions, want {n}; all: {ck_seen}")
+        check(name in kp_listed, f"kafka-python list_topics: {name!r} missing from {sorted(kp_listed)}")
+        desc = kp_describe(kp, name)
+        check(desc["error_code"] == 0, f"kafka-python Metadata [{name!r}]: error {desc['error_code']}")
+        check(len(desc["partitions"]) == n, f"kafka-python Metadata [{name!r}]: {len(desc['partitions'])} partitions, want {n}")
+
+    for name in expected:
+        try:
+            kp_create(kp, name, 2)
+            raise ScenarioFailed(f"kafka-python CreateTopics of existing {name!r}: succeeded")
+        except kerrors.TopicAlreadyExistsError:
+            pass
+        except kerrors.KafkaError as e:
+            raise ScenarioFailed(f"kafka-python CreateTopics of existing {name!r}: {type(e).__name__}, want TopicAlreadyExistsError") from e
+        err = ck_create(ck, name, 2)
+        check(
+            err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS,
+            f"confluent-kafka CreateTopics of existing {name!r}: {err}, want TOPIC_ALREADY_EXISTS",
+        )
+
+    bad = f"{args.prefix}-badconfig"
+    err = ck_create(ck, bad, 1, {"cleanup.policy": "compact"})
+    check(err is not None and err.code() == KafkaError.INVALID_CONFIG, f"confluent-kafka CreateTopics {bad!r} with cleanup.policy: {err}, want INVALID_CONFIG")
+    try:
+        kp_create(kp, bad, 1, {"retention.ms": "1000"})
+        raise ScenarioFailed(f"kafka-python CreateTopics {bad!r} with retention.ms: succeeded, want INVALID_CONFIG")
+    except kerrors.InvalidConfigurationError:
+        pass
+    check(bad not in ck_topics(ck), f"topic {bad!r} exists after its creates were refused")
+
+    # The second creates changed nothing.
+    after = ck_topics(ck)
+    check(after == expected, f"confluent-kafka Metadata (all topics) after the refused creates: {after}, want {expected}")
+    kp.close()
+    emit({"topics": expected})
+
+
+def scenario_produce_consume(args):
+    """(b) Keyed and keyless records, acks=all, from both producers; consumers of both
+    clients read every record back by assign and seek; offsets dense from 0."""
+    topic, partitions = args.topic, 3
+    err = ck_create(ck_admin(args.bootstrap), topic, partitions)
+    check(err is None, f"confluent-kafka CreateTopics {topic!r}: {err}")
+
+    kp_items = [(f"kp-key-{i % 4}".encode(), f"kp-keyed-{i}".encode()) for i in range(12)]
+    kp_items += [(None, f"kp-keyless-{i}".encode()) for i in range(6)]
+    ck_items = [(f"ck-key-{i % 4}".encode(), f"ck-keyed-{i}".encode()) for i in range(12)]
+    ck_items += [(None, f"ck-keyless-{i}".encode()) for i in range(6)]
+
+    kpp = kp_producer(args.bootstrap)
+    produced = kp_produce_all(kpp, topic, kp_items)
+    kpp.close(timeout=TIMEOUT_S)
+    produced += ck_produce_all(ck_producer(args.bootstrap), topic, ck_items)
+
+    check_dense(produced, partitions, "acknowledged positions")
+    for r in produced:
+        check(0 <= r["partition"] < partitions, f"acknowledged partition out of range: {r}")
+    # Records with one key went to one partition, in order (both producers hash alike
+    # only where the partitioner scenario says so; here each key is checked on its own).
+    by_key = {}
+    for r in produced:
+        if r["key"] is not None:
+            by_key.setdefault(r["key"], set()).add(r["partition"])
+    for key, ps in by_key.items():
+        check(len(ps) == 1, f"records with key {key!r} were spread over partitions {sorted(ps)}")
+
+    want = sorted(produced, key=key_of)
+    high = {p: sum(1 for r in produced if r["partition"] == p) for p in range(partitions)}
+
+    # kafka-python: assign, seek to 0, poll; ListOffsets through beginning/end_offsets.
+    kpc = kp_consumer(args.bootstrap)
+    tps = kp_assign_from(kpc, topic, range(partitions), 0)
+    ends = kpc.end_offsets(tps)
+    begins = kpc.beginning_offsets(tps)
+    for tp in tps:
+        check(begins[tp] == 0, f"kafka-python ListOffsets earliest {tp}: {begins[tp]}, want 0")
+        check(ends[tp] == high[tp.partition], f"kafka-python ListOffsets latest {tp}: {ends[tp]}, want {high[tp.partition]}")
+    got = consume_until(lambda t: kp_poll(kpc, t), len(want), "kafka-python Fetch")
+    kpc.close()
+    check(sorted(got, key=key_of) == want, f"kafka-python consumer read {sorted(got, key=key_of)}, want {want}")
+
+    # confluent-kafka: assign at offset 0; ListOffsets through get_watermark_offsets.
+    ckc = ck_consumer(args.bootstrap)
+    ckc.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+    for p in range(partitions):
+        low, hi = ckc.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=TIMEOUT_S, cached=False)
+        check((low, hi) == (0, high[p]), f"confluent-kafka ListOffsets partition {p}: ({low}, {hi}), want (0, {high[p]})")
+    errors = []
+    got = consume_until(lambda t: ck_poll(ckc, t, errors), len(want), "confluent-kafka Fetch")
+    ckc.close()
+    check(not errors, f"confluent-kafka consumer errors: {errors}")
+    check(sorted(got, key=key_of) == want, f"confluent-kafka consumer read {sorted(got, key=key_of)}, want {want}")
+    emit({"topic": topic, "partitions": partitions, "records": want})
+
+
+def scenario_delete_while_polling(args):
+    """(c) A consumer polls the topic while the admin client of the same library
+    deletes it. The consumer has read every record of partitions 0 and 1 before the
+    delete; partition 2 holds records it never read. After the acknowledgement it must
+    get no record at all: not by polling on, and not after seeking every partition,
+    2 included, back to offset 0 (unknown-topic errors are fine). Then the name is
+    created again: read from offset 0 it is empty, and produces to it start at 0."""
+    topic, partitions = args.topic, 3
+    client = args.client
+    ck = ck_admin(args.bootstrap)
+    kp = kp_admin(args.bootstrap)
+
+    def create():
+        if client == "confluent":
+            err = ck_create(ck, topic, partitions)
+            check(err is None, f"confluent-kafka CreateTopics {topic!r}: {err}")
+        else:
+            kp_create(kp, topic, partitions)
+
+    create()
+    old_id = kp_topic_id(kp, topic)
+    producer = ck_producer(args.bootstrap)
+    # Five records in each partition; the consumer will read partitions 0 and 1 only.
+    old = {p: ck_produce_all(producer, topic, [(None, f"old-p{p}-{i}".encode()) for i in range(5)], p) for p in range(partitions)}
+    seen_part, unseen = old[0] + old[1], old[2]
+
+    errors = []
+    if client == "confluent":
+        consumer = ck_consumer(args.bootstrap)
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in (0, 1)])
+
+        def poll_once(t):
+            return ck_poll(consumer, t, errors)
+
+        def seek_all_to_zero():
+            consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+
+        def delete():
+            err = ck_delete(ck, topic)
+            check(err is None, f"confluent-kafka DeleteTopics {topic!r}: {err}")
+
+    else:
+        consumer = kp_consumer(args.bootstrap)
+        kp_assign_from(consumer, topic, (0, 1), 0)
+
+        def poll_once(t):
+            try:
+                return kp_poll(consumer, t)
+            except kerrors.KafkaError as e:
+                errors.append(type(e).__name__)
+                return []
+
+        def seek_all_to_zero():
+            kp_assign_from(consumer, topic, range(partitions), 0)
+
+        def delete():
+            kp.delete_topics([topic], timeout_ms=KP_TIMEOUT_MS)
+
+    # Read everything of partitions 0 and 1, so that nothing is left for it to get.
+    before = consume_until(poll_once, len(seen_part), f"{client} consumer before the delete")
+    check(sorted(before, key=key_of) == sorted(seen_part, key=key_of), f"{client} consumer before the delete read {before}, want {seen_part}")
+
+    # The delete runs in its own thread while this one keeps polling, so that fetches
+    # are in flight when it arrives.
+    acked = threading.Event()
+    delete_error = []
+
+    def run_delete():
+        try:
+            delete()
+        except Exception as e:
+            delete_error.append(f"{type(e).__name__}: {e}")
+        finally:
+            acked.set()
+
+    deleter = threading.Thread(target=run_delete)
+    deleter.start()
+    during, after = [], []
+    deadline = time.monotonic() + TIMEOUT_S
+    while not acked.is_set() and time.monotonic() < deadline:
+        # A poll that began before the acknowledgement was seen counts as "during":
+        # what it returns may have been served before the acknowledgement.
+        during.extend(poll_once(0.1))
+    deleter.join(TIMEOUT_S)
+    check(not delete_error, f"{client} DeleteTopics {topic!r}: {delete_error}")
+    check(acked.is_set(), f"{client} DeleteTopics {topic!r}: no acknowledgement within {TIMEOUT_S}s")
+
+    # Poll on for a while, then seek every partition back to 0 and poll again.
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:
+        after.extend(poll_once(0.2))
+    seek_all_to_zero()
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:
+        after.extend(poll_once(0.2))
+    check(not after, f"{client} consumer got records after the delete of {topic!r} was acknowledged: {after}")
+    check(not during, f"{client} consumer, which had read everything, got records while the delete ran: {during}")
+    consumer.close()
+
+    # The same name again: a new, empty topic.
+    create()
+    new_id = kp_topic_id(kp, topic)
+    for p in range(partitions):
+        low, hi = ck_consumer_watermarks(args.bootstrap, topic, p)
+        check((low, hi) == (0, 0), f"confluent-kafka ListOffsets of re-created {topic!r} partition {p}: ({low}, {hi}), want (0, 0)")
+    fresh = kp_consumer(args.bootstrap)
+    kp_assign_from(fresh, topic, range(partitions), 0)
+    stale = []
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:
+        stale.extend(kp_poll(fresh, 0.2))
+    check(not stale, f"kafka-python consumer read re-created {topic!r} from offset 0 and got {stale}")
+    # A new producer: what the old one cached about the first incarnation is not tested.
+    producer = ck_producer(args.bootstrap)
+    new = [r for p in range(partitions) for r in ck_produce_all(producer, topic, [(None, f"new-p{p}".encode())], p)]
+    for r in new:
+        check(r["offset"] == 0, f"confluent-kafka Produce to re-created {topic!r}: acknowledged at {r}, want offset 0")
+    got = consume_until(lambda t: kp_poll(fresh, t), len(new), "kafka-python consumer of the re-created topic")
+    fresh.close()
+    check(sorted(got, key=key_of) == sorted(new, key=key_of), f"kafka-python consumer of re-created {topic!r} read {got}, want only {new}")
+    kp.close()
+    emit(
+        {
+            "topic": topic,
+            "client": client,
+            "old_topic_id": old_id,
+            "new_topic_id": new_id,
+            "consumer_errors": sorted(set(errors)),
+            "unseen_before_delete": unseen,
+            "records": sorted(new, key=key_of),
+        }
+    )
+
+
+def ck_consumer_watermarks(bootstrap, topic, partition):
+    consumer = ck_consumer(bootstrap)
+    try:
+        return consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, partition), timeout=TIMEOUT_S, cached=False)
+    finally:
+        consumer.close()
+
+
+# Keys for the partitioner: lengths 0 to 26 (every murmur2 tail length), non-ASCII
+# UTF-8, and Kafka's own test vectors ("21", "foobar", ...).
+PARTITIONER_KEYS = (
+    ["", "a", "ab", "abc", "21", "foobar", "a-little-bit-long-string", "a-little-bit-longer-string"]
+    + ["lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", "clé-ü-日本", "customer-7"]
+    + [f"key-{i}" for i in range(40)]
+)
+
+
+def scenario_partitioner(args):
+    """(d) Keyed records, no partition chosen: librdkafka with murmur2_random and
+    kafka-python's default partitioner. Prints every (key, partition) for the Rust side
+    to check against broker_core::partitioner::partition_for_key."""
+    results = []
+    admin = ck_admin(args.bootstrap)
+    for partitions in (5, 16):
+        topic = f"{args.prefix}-{partitions}"
+        err = ck_create(admin, topic, partitions)
+        check(err is None, f"confluent-kafka CreateTopics {topic!r}: {err}")
+        items = [(k.encode(), f"v-{k}".encode()) for k in PARTITIONER_KEYS]
+        ck = ck_produce_all(ck_producer(args.bootstrap, partitioner="murmur2_random"), topic, items)
+        kpp = kp_producer(args.bootstrap)
+        kp = kp_produce_all(kpp, topic, items)
+        kpp.close(timeout=TIMEOUT_S)
+        for client, reports in (("confluent-kafka", ck), ("kafka-python", kp)):
+            for r in reports:
+                results.append({"client": client, "partitions": partitions, "key": r["key"], "partition": r["partition"]})
+    emit({"results": results})
+
+
+def scenario_metadata_missing(args):
+    """(e) Metadata for a name that does not exist: an error for it, and no topic made,
+    though both producers ask with allow_auto_topic_creation=true."""
+    name = args.topic
+    ck = ck_admin(args.bootstrap)
+    md = ck.list_topics(topic=name, timeout=TIMEOUT_S)
+    t = md.topics.get(name)
+    check(t is not None and t.error is not None, f"confluent-kafka Metadata [{name!r}]: no error for it: {t}")
+    check(t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART, f"confluent-kafka Metadata [{name!r}]: {t.error}, want UNKNOWN_TOPIC_OR_PART")
+    ck_error = t.error.name()
+
+    # A librdkafka producer asks with allow_auto_topic_creation=true.
+    producer = ck_producer(args.bootstrap)
+    pmd = producer.list_topics(topic=name, timeout=TIMEOUT_S)
+    check(pmd.topics[name].error is not None, f"confluent-kafka producer Metadata [{name!r}]: no error: {pmd.topics[name]}")
+
+    kp = kp_admin(args.bootstrap)
+    desc = kp_describe(kp, name)
+    check(desc["error_code"] == 3, f"kafka-python Metadata [{name!r}]: error code {desc['error_code']}, want 3 (UNKNOWN_TOPIC_OR_PARTITION)")
+    # kafka-python's producer also asks with allow_auto_topic_creation=true; it waits
+    # for the topic and gives up.
+    kpp = kp_producer(args.bootstrap, max_block_ms=3000)
+    try:
+        parts = kpp.partitions_for(name)
+        raise ScenarioFailed(f"kafka-python producer partitions_for({name!r}): {parts}, want a timeout")
+    except kerrors.KafkaTimeoutError:
+        pass
+    kpp.close(timeout=TIMEOUT_S)
+
+    all_topics = ck_topics(ck)
+    check(name not in all_topics, f"{name!r} exists after Metadata requests for it: {all_topics}")
+    check(name not in kp.list_topics(), f"kafka-python list_topics shows {name!r}")
+    kp.close()
+    emit({"topic": name, "confluent_error": ck_error, "kafka_python_error_code": desc["error_code"], "topics": all_topics})
+
+
+# --- steps for the kill -9 test ----------------------------------------------------------
+
+
+def step_create(args):
+    """Creates one topic with confluent-kafka's admin, with the given topic configs."""
+    configs = dict(c.split("=", 1) for c in args.config)
+    err = ck_create(ck_admin(args.bootstrap), args.topic, args.partitions, configs)
+    check(err is None, f"confluent-kafka CreateTopics {args.topic!r} {configs}: {err}")
+    emit({"topic": args.topic, "partitions": args.partitions})
+
+
+def step_produce(args):
+    """`count` keyless records to every partition, with kafka-python."""
+    kpp = kp_producer(args.bootstrap)
+    out = []
+    for p in range(args.partitions):
+        out += kp_produce_all(kpp, args.topic, [(None, f"r-{p}-{i}".encode()) for i in range(args.count)], p)
+    kpp.close(timeout=TIMEOUT_S)
+    check_dense(out, args.partitions, f"kafka-python Produce to {args.topic!r}")
+    emit({"topic": args.topic, "records": len(out)})
+
+
+def step_delete(args):
+    """Deletes with kafka-python's admin; prints the acknowledgement at once, so that
+    the caller can act on it before this process has even shut its client down."""
+    kp = kp_admin(args.bootstrap)
+    try:
+        kp.delete_topics([args.topic], timeout_ms=KP_TIMEOUT_MS)
+    except kerrors.KafkaError as e:
+        raise ScenarioFailed(f"kafka-python DeleteTopics {args.topic!r}: {type(e).__name__}: {e}") from e
+    emit({"deleted": args.topic})
+    kp.close()
+
+
+def step_absent(args):
+    """The topic is absent for both clients: not listed, and Metadata for it errs."""
+    ck = ck_admin(args.bootstrap)
+    all_topics = ck_topics(ck)
+    check(args.topic not in all_topics, f"confluent-kafka Metadata (all topics) lists {args.topic!r}: {all_topics}")
+    t = ck.list_topics(topic=args.topic, timeout=TIMEOUT_S).topics.get(args.topic)
+    check(t is not None and t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART, f"confluent-kafka Metadata [{args.topic!r}]: {t and t.error}, want UNKNOWN_TOPIC_OR_PART")
+    kp = kp_admin(args.bootstrap)
+    desc = kp_describe(kp, args.topic)
+    check(desc["error_code"] == 3, f"kafka-python Metadata [{args.topic!r}]: error {desc['error_code']}, want 3")
+    kp.close()
+    emit({"absent": args.topic, "topics": all_topics})
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="scenario", required=True)
+
+    def add(name, fn, *options):
+        p = sub.add_parser(name, help=" ".join(fn.__doc__.split("\n\n")[0].split()))
+        if name != "clients":
+            p.add_argument("--bootstrap", required=True, help="host:port of the Kafka listener")
+        for opt in options:
+            opt(p)
+        p.set_defaults(run=fn)
+
+    def prefix(p):
+        p.add_argument("--prefix", default="t", help="prefix of the topic names")
+
+    def topic(p):
+        p.add_argument("--topic", required=True)
+
+    def client(p):
+        p.add_argument("--client", choices=["confluent", "kafka-python"], required=True)
+
+    def partitions(p):
+        p.add_argument("--partitions", type=int, default=1)
+
+    def config(p):
+        p.add_argument("--config", action="append", default=[], help="KEY=VALUE topic config")
+
+    def count(p):
+        p.add_argument("--count", type=int, default=5, help="records per partition")
+
+    add("clients", scenario_clients)
+    add("create", scenario_create, prefix)
+    add("produce-consume", scenario_produce_consume, topic)
+    add("delete-while-polling", scenario_delete_while_polling, topic, client)
+    add("partitioner", scenario_partitioner, prefix)
+    add("metadata-missing", scenario_metadata_missing, topic)
+    add("create-topic", step_create, topic, partitions, config)
+    add("produce", step_produce, topic, partitions, count)
+    add("delete", step_delete, topic)
+    add("absent", step_absent, topic)
+
+    args = parser.parse_args()
+    try:
+        args.run(args)
+    except ScenarioFailed as e:
+        log(f"FAILED {args.scenario}: {e}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

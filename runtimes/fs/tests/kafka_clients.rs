@@ -1,0 +1,399 @@
+//! Real Kafka clients against `broker-fs serve --kafka`: kafka-python and
+//! confluent-kafka (librdkafka) run the scenarios of `tests/kafka/scenarios.py`, and
+//! this side checks what they print and what the data directory holds afterwards
+//! (with `broker-fs list` and `fetch`, once the server has stopped on SIGTERM).
+//!
+//! The Python comes from `BROKER_KAFKA_PYTHON` (else `python3`); `.ci/kafka-clients`
+//! makes a virtual environment with both clients and prints its python. Without the
+//! clients each test prints one `skipped:` line and passes, unless
+//! `BROKER_REQUIRE_KAFKA_CLIENTS=1` (as in CI), where it fails.
+
+mod common;
+
+use base64::Engine as _;
+use broker_core::partitioner::partition_for_key;
+use common::{cli_ok, log_files, KafkaServer, TempDir};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/scenarios.py");
+
+/// Longest a scenario may run (each wait inside it is bounded at 30 s).
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// One test at a time: each starts its own server, but the clients' threads and the
+/// servers share two cores, and a starved client times out.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn python() -> String {
+    std::env::var("BROKER_KAFKA_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// Takes the test lock and checks that both clients import. `None`: they do not, and
+/// the test is to be skipped (its one `skipped:` line is printed here).
+fn clients() -> Option<MutexGuard<'static, ()>> {
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new(python()).env("PYTHONDONTWRITEBYTECODE", "1").arg(SCENARIOS).arg("clients").output();
+    let why = match &out {
+        Ok(o) if o.status.success() => return Some(guard),
+        Ok(o) => format!("{}: {}", o.status, String::from_utf8_lossy(&o.stderr).trim()),
+        Err(e) => e.to_string(),
+    };
+    if std::env::var("BROKER_REQUIRE_KAFKA_CLIENTS").as_deref() == Ok("1") {
+        panic!(
+            "BROKER_REQUIRE_KAFKA_CLIENTS=1 but the Kafka clients do not import with {} ({why}); \
+             run .ci/kafka-clients and set BROKER_KAFKA_PYTHON to the python it prints",
+            python()
+        );
+    }
+    println!("skipped: kafka clients not installed (run .ci/kafka-clients, see README)");
+    None
+}
+
+/// Runs `scenarios.py ARGS... --bootstrap ADDR`; it must exit 0. Returns the JSON
+/// object on the last line of its standard output.
+fn scenario(server: &mut KafkaServer, args: &[&str]) -> Value {
+    let mut child = spawn_scenario(server, args);
+    let (status, stdout, stderr) = wait_scenario(&mut child, args);
+    if !status.success() {
+        panic!(
+            "scenario {args:?} failed ({status}):\n--- its stderr ---\n{stderr}\n--- its stdout ---\n{stdout}\n\
+             --- broker-fs stderr ---\n{}",
+            server.stderr()
+        );
+    }
+    server.assert_running();
+    let last = stdout.lines().last().unwrap_or_else(|| panic!("scenario {args:?} printed nothing"));
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("scenario {args:?}: last line {last:?}: {e}"))
+}
+
+fn spawn_scenario(server: &KafkaServer, args: &[&str]) -> Child {
+    Command::new(python())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .arg(SCENARIOS)
+        .args(args)
+        .args(["--bootstrap", &server.address])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {} {SCENARIOS}: {e}", python()))
+}
+
+/// Waits for a scenario (killing it after SCENARIO_TIMEOUT); its status and output.
+fn wait_scenario(child: &mut Child, args: &[&str]) -> (std::process::ExitStatus, String, String) {
+    let read = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = child.stdout.take().map(|s| read(Box::new(s)));
+    let err = read(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + SCENARIO_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("scenario {args:?} still running after {SCENARIO_TIMEOUT:?}; stderr:\n{}", err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = out.map(|h| h.join().unwrap()).unwrap_or_default();
+    (status, stdout, err.join().unwrap())
+}
+
+fn lines_json(out: &str) -> Vec<Value> {
+    out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}"))).collect()
+}
+
+/// `broker-fs --json list` (the server must have stopped): name to its JSON line.
+fn listed(dir: &Path) -> BTreeMap<String, Value> {
+    lines_json(&cli_ok(dir, &["--json", "list"]))
+        .into_iter()
+        .map(|t| (t["name"].as_str().unwrap().to_string(), t))
+        .collect()
+}
+
+/// `broker-fs --json fetch` of one whole partition: (offset, key, value), keys and
+/// values as UTF-8 text. The Kafka listener stores each produced record as one core
+/// record with no key whose value is a single-record Kafka batch (v2); such a record is
+/// unwrapped here into the Kafka record's key and value.
+fn fetched(dir: &Path, topic: &str, partition: u64) -> Vec<(u64, Value, Value)> {
+    let p = partition.to_string();
+    lines_json(&cli_ok(dir, &["--json", "fetch", topic, "--partition", &p, "--offset", "0", "--max", "10000"]))
+        .into_iter()
+        .map(|r| {
+            let offset = r["offset"].as_u64().unwrap();
+            let Some(b64) = r["value"]["base64"].as_str() else {
+                return (offset, r["key"].clone(), r["value"].clone());
+            };
+            assert!(r["key"].is_null(), "{topic}/{p} offset {offset}: a stored batch with a key: {r}");
+            let batch = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+            let (key, value) = single_record_batch(&batch)
+                .unwrap_or_else(|e| panic!("{topic}/{p} offset {offset}: stored value is not a one-record batch: {e}"));
+            let text = |b: Vec<u8>| Value::String(String::from_utf8(b).unwrap());
+            (offset, key.map_or(Value::Null, text), text(value))
+        })
+        .collect()
+}
+
+/// The key and value of a Kafka record batch (format v2, uncompressed) that holds
+/// exactly one record.
+fn single_record_batch(batch: &[u8]) -> Result<(Option<Vec<u8>>, Vec<u8>), String> {
+    const HEADER: usize = 61;
+    if batch.len() < HEADER || batch[16] != 2 {
+        return Err(format!("{} bytes, magic {:?}", batch.len(), batch.get(16)));
+    }
+    let count = i32::from_be_bytes(batch[57..61].try_into().unwrap());
+    if count != 1 {
+        return Err(format!("{count} records"));
+    }
+    let mut r = Cursor { bytes: batch, at: HEADER };
+    let _length = r.varint()?;
+    let _attributes = r.take(1)?;
+    let (_timestamp_delta, _offset_delta) = (r.varint()?, r.varint()?);
+    let key = match r.varint()? {
+        n if n < 0 => None,
+        n => Some(r.take(n as usize)?.to_vec()),
+    };
+    let value_len = r.varint()?;
+    let value = r.take(value_len.max(0) as usize)?.to_vec();
+    Ok((key, value))
+}
+
+/// Reads a Kafka v2 record: zigzag varints and byte strings.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let out =
+            self.bytes.get(self.at..self.at + n).ok_or_else(|| format!("{n} bytes past the end at {}", self.at))?;
+        self.at += n;
+        Ok(out)
+    }
+
+    fn varint(&mut self) -> Result<i64, String> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            n |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok((n >> 1) as i64 ^ -((n & 1) as i64));
+            }
+        }
+        Err("varint too long".into())
+    }
+}
+
+/// The records a scenario printed for `partition`, as `fetched` gives them.
+fn printed(records: &Value, partition: u64) -> Vec<(u64, Value, Value)> {
+    let mut out: Vec<_> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["partition"].as_u64() == Some(partition))
+        .map(|r| (r["offset"].as_u64().unwrap(), r["key"].clone(), r["value"].clone()))
+        .collect();
+    out.sort_by_key(|r| r.0);
+    out
+}
+
+/// (a) Both admin clients create topics; both list them; creating either again fails
+/// with TOPIC_ALREADY_EXISTS; an unknown config is refused. On disk: exactly those two
+/// topics, with their partition counts and the grace delay `deletion.grace.ms` set.
+#[test]
+fn admin_creates_lists_and_refuses_duplicates() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-create");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let out = scenario(&mut server, &["create", "--prefix", "orders"]);
+    assert_eq!(out["topics"], serde_json::json!({ "orders-kp": 3, "orders-ck": 5 }));
+    server.terminate();
+
+    let topics = listed(&data);
+    assert_eq!(topics.keys().collect::<Vec<_>>(), ["orders-ck", "orders-kp"], "{topics:?}");
+    assert_eq!(topics["orders-kp"]["partitions"], 3);
+    assert_eq!(topics["orders-ck"]["partitions"], 5);
+    assert_eq!(topics["orders-ck"]["grace_ms"], 100, "deletion.grace.ms=100 was asked for");
+    assert_eq!(topics["orders-kp"]["grace_ms"], 0, "no deletion.grace.ms: no grace delay");
+    assert_eq!(log_files(&data).len(), 8, "one log per partition of the two topics");
+}
+
+/// (b) Keyed and keyless records from both producers, read back by both consumers;
+/// the same records, at the same offsets, are on disk.
+#[test]
+fn records_produced_by_both_clients_read_back_everywhere() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-produce");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let out = scenario(&mut server, &["produce-consume", "--topic", "events"]);
+    server.terminate();
+
+    let records = &out["records"];
+    assert_eq!(records.as_array().unwrap().len(), 36, "18 records from each client");
+    let topics = listed(&data);
+    let hw: Vec<u64> =
+        topics["events"]["high_watermarks"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    assert_eq!(hw.len(), 3);
+    for p in 0..3u64 {
+        let on_disk = fetched(&data, "events", p);
+        assert_eq!(on_disk, printed(records, p), "partition {p}: broker-fs fetch against what the clients read");
+        assert_eq!(hw[p as usize], on_disk.len() as u64, "partition {p}: high watermark");
+    }
+}
+
+/// (c) A consumer of each client polls while the admin client of the same library
+/// deletes the topic: nothing is delivered after the acknowledgement; the same name
+/// re-created is a new topic, empty from offset 0.
+#[test]
+fn delete_while_consumers_poll_delivers_nothing_afterwards() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-delete");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let mut outs = Vec::new();
+    for (client, topic) in [("confluent", "polled-ck"), ("kafka-python", "polled-kp")] {
+        let out = scenario(&mut server, &["delete-while-polling", "--client", client, "--topic", topic]);
+        eprintln!("{client}: consumer errors after the delete: {}", out["consumer_errors"]);
+        match (out["old_topic_id"].as_str(), out["new_topic_id"].as_str()) {
+            (Some(old), Some(new)) => assert_ne!(old, new, "{client}: the re-created {topic} kept its topic id"),
+            _ => eprintln!("{client}: Metadata gave no topic ids (version below 10): {out}"),
+        }
+        outs.push((topic, out));
+    }
+    server.terminate();
+
+    let topics = listed(&data);
+    assert_eq!(topics.len(), 2, "{topics:?}");
+    for (topic, out) in &outs {
+        for p in 0..3u64 {
+            let on_disk = fetched(&data, topic, p);
+            assert_eq!(
+                on_disk,
+                printed(&out["records"], p),
+                "{topic} partition {p}: only the new incarnation's record"
+            );
+            assert_eq!(on_disk.len(), 1);
+        }
+    }
+}
+
+/// (d) Without a chosen partition, librdkafka (`murmur2_random`) and kafka-python's
+/// default partitioner put every keyed record where the core's partitioner would.
+#[test]
+fn clients_partition_keys_as_the_core_does() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-partitioner");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let out = scenario(&mut server, &["partitioner", "--prefix", "keyed"]);
+    server.terminate();
+
+    let results = out["results"].as_array().unwrap();
+    let mut seen = BTreeSet::new();
+    let mut wrong = Vec::new();
+    for r in results {
+        let (client, key) = (r["client"].as_str().unwrap(), r["key"].as_str().unwrap());
+        let (partitions, partition) = (r["partitions"].as_u64().unwrap() as u32, r["partition"].as_u64().unwrap());
+        let want = partition_for_key(key.as_bytes(), partitions);
+        if u64::from(want) != partition {
+            wrong.push(format!(
+                "{client}: key {key:?} of {partitions} partitions went to {partition}, core says {want}"
+            ));
+        }
+        seen.insert((client.to_string(), partitions));
+    }
+    assert!(wrong.is_empty(), "{} disagreements:\n{}", wrong.len(), wrong.join("\n"));
+    let want: BTreeSet<_> =
+        ["confluent-kafka", "kafka-python"].iter().flat_map(|c| [(c.to_string(), 5), (c.to_string(), 16)]).collect();
+    assert_eq!(seen, want, "both clients, both topics");
+    assert_eq!(results.len(), 4 * 51, "51 keys for each client and topic");
+    // The keys spread: agreement is not the trivial kind where every key goes to 0.
+    let partitions_of_16: BTreeSet<u64> =
+        results.iter().filter(|r| r["partitions"] == 16).map(|r| r["partition"].as_u64().unwrap()).collect();
+    assert!(partitions_of_16.len() > 8, "keys over 16 partitions used only {partitions_of_16:?}");
+}
+
+/// (e) Metadata for a missing name answers with an error for it and creates nothing,
+/// though both producers ask with allow_auto_topic_creation.
+#[test]
+fn metadata_for_a_missing_topic_creates_nothing() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-metadata");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let out = scenario(&mut server, &["metadata-missing", "--topic", "nowhere"]);
+    assert_eq!(out["confluent_error"], "UNKNOWN_TOPIC_OR_PART");
+    server.terminate();
+    assert!(listed(&data).is_empty(), "no topic on disk");
+    assert!(log_files(&data).is_empty(), "no log on disk: {:?}", log_files(&data));
+}
+
+/// kill -9 right after a delete's acknowledgement, inside its grace delay: the logs
+/// are still there; after a restart the topic is gone for the clients and its logs
+/// leave the directory.
+#[test]
+fn kill9_after_delete_ack_then_restart_finishes_the_deletion() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-kill9");
+    let data = tmp.path().join("data");
+    let log = tmp.path().join("stderr");
+    let mut server = KafkaServer::start(&data, &log);
+    scenario(
+        &mut server,
+        &["create-topic", "--topic", "doomed", "--partitions", "3", "--config", "deletion.grace.ms=2000"],
+    );
+    scenario(&mut server, &["produce", "--topic", "doomed", "--partitions", "3", "--count", "20"]);
+    let logs = log_files(&data);
+    assert_eq!(logs.len(), 3, "three partition logs: {logs:?}");
+    assert!(logs.iter().all(|l| l.0 == logs[0].0), "one topic: {logs:?}");
+
+    // The delete prints its acknowledgement and flushes; the kill follows at once,
+    // without waiting for the script to shut its client down.
+    let args = ["delete", "--topic", "doomed"];
+    let mut child = spawn_scenario(&server, &args);
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+    if first.trim().is_empty() {
+        let (status, _, stderr) = wait_scenario(&mut child, &args);
+        panic!("delete: no acknowledgement ({status}):\n{stderr}\n--- broker-fs stderr ---\n{}", server.stderr());
+    }
+    server.kill9();
+    let at_kill = log_files(&data);
+    let _ = wait_scenario(&mut child, &args);
+    let ack: Value = serde_json::from_str(first.trim()).unwrap();
+    assert_eq!(ack["deleted"], "doomed");
+    assert_eq!(at_kill, logs, "the grace delay (2 s) keeps every log past the acknowledgement");
+
+    let mut server = KafkaServer::start(&data, &log);
+    scenario(&mut server, &["absent", "--topic", "doomed"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left: Vec<_> = log_files(&data).into_iter().filter(|l| logs.contains(l)).collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "30 s after the restart these logs are still on disk: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    scenario(&mut server, &["absent", "--topic", "doomed"]);
+    server.terminate();
+    assert!(listed(&data).is_empty(), "no topic after the restart");
+    let status: Value = serde_json::from_str(cli_ok(&data, &["--json", "status"]).trim()).unwrap();
+    assert_eq!(status["pending"], serde_json::json!([]), "no pending deletion left: {status}");
+}
