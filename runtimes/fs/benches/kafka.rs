@@ -10,7 +10,9 @@
 //!
 //! The load (`kafka_load.py`) produces keyless values of `BROKER_FS_BENCH_VALUE` bytes
 //! (default 1000) to one partition for `BROKER_FS_BENCH_SECS` seconds (default 6) with
-//! librdkafka's default batching (linger.ms=5), then fetches them all back. librdkafka's
+//! librdkafka's default batching (linger.ms=5), then fetches them all back. Both phases
+//! report the CPU seconds of the broker and of the client, whose produce loop in Python
+//! is the limit at small values on a small machine. librdkafka's
 //! statistics count the produce requests the broker got; the floor then appends exactly
 //! the bytes the partition's log grew by, in as many writes as there were requests, each
 //! followed by `fdatasync`, to a file in the same directory. Each produce request is one
@@ -72,21 +74,26 @@ fn main() {
     settle();
 
     let load = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/kafka_load.py");
-    let out = Command::new(&python)
-        .arg(load)
-        .args([&address, "bench", &secs.to_string(), &value.to_string()])
-        .output()
-        .expect("run kafka_load.py");
-    assert!(out.status.success(), "kafka_load.py failed: {}", String::from_utf8_lossy(&out.stderr));
-    let result: Value = serde_json::from_slice(&out.stdout).expect("the load's JSON line");
+    let run = |args: &[String]| -> Value {
+        let out = Command::new(&python).arg(&load).args(args).output().expect("run kafka_load.py");
+        assert!(out.status.success(), "kafka_load.py failed: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("the load's JSON line")
+    };
+    let cpu_before = cpu_seconds(server.id());
+    let produced = run(&["produce".into(), address.clone(), "bench".into(), secs.to_string(), value.to_string()]);
+    let cpu_produce = cpu_seconds(server.id()) - cpu_before;
+    let grown = std::fs::metadata(&log).unwrap().len() - before;
+    let records = produced["records"].as_u64().unwrap();
+    settle();
+    let cpu_before = cpu_seconds(server.id());
+    let fetched = run(&["fetch".into(), address, "bench".into(), records.to_string()]);
+    let cpu_fetch = cpu_seconds(server.id()) - cpu_before;
     let _ = server.kill();
     let _ = server.wait();
 
-    let records = result["records"].as_u64().unwrap();
-    let requests = result["produce_requests"].as_u64().unwrap().max(1);
-    let produce_secs = result["produce_seconds"].as_f64().unwrap();
-    let fetch_secs = result["fetch_seconds"].as_f64().unwrap();
-    let grown = std::fs::metadata(&log).unwrap().len() - before;
+    let requests = produced["requests"].as_u64().unwrap().max(1);
+    let produce_secs = produced["seconds"].as_f64().unwrap();
+    let fetch_secs = fetched["seconds"].as_f64().unwrap();
 
     settle();
     let floor_secs = floor(&root.join("floor"), grown, requests);
@@ -105,6 +112,23 @@ fn main() {
     );
     println!("kafka produce / floor: {:.2}", kafka_rate / floor_rate);
     println!("kafka fetch: {:.0} records/s, {:.1} MiB/s", records as f64 / fetch_secs, mib / fetch_secs);
+    println!(
+        "CPU seconds, broker / client: produce {cpu_produce:.1} / {:.1} over {produce_secs:.1} s; \
+         fetch {cpu_fetch:.1} / {:.1} over {fetch_secs:.1} s",
+        produced["client_cpu_seconds"].as_f64().unwrap(),
+        fetched["client_cpu_seconds"].as_f64().unwrap(),
+    );
+}
+
+/// The CPU seconds (user and system) process `pid` has used, from `/proc`; 0 where
+/// there is no `/proc`.
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|t| t.parse::<f64>().ok()).sum());
+    // USER_HZ: 100 ticks a second on every mainstream Linux.
+    ticks / 100.0
 }
 
 /// Appends `bytes` to a new file in `requests` equal writes, each followed by

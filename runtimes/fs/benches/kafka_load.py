@@ -1,7 +1,11 @@
 """Load for the `kafka` benchmark: produce through confluent-kafka (librdkafka) with
-acks=all for a while, then fetch everything back, and print one JSON line of counts.
+acks=all for a while, or fetch everything back, and print one JSON line of counts.
 
-    python kafka_load.py BOOTSTRAP TOPIC SECONDS VALUE_BYTES
+    python kafka_load.py produce BOOTSTRAP TOPIC SECONDS VALUE_BYTES
+    python kafka_load.py fetch BOOTSTRAP TOPIC RECORDS
+
+Each phase reports the CPU seconds this process used (librdkafka's threads included),
+so the caller can tell a busy client from a busy broker.
 
 The producer runs with librdkafka's defaults for batching (linger.ms=5,
 batch.size=1000000), acks=all and idempotence off; values are VALUE_BYTES bytes, keyless,
@@ -10,14 +14,19 @@ caller can match the floor's write sizes to the requests the broker really got.
 """
 
 import json
+import resource
 import sys
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 
-def main():
-    bootstrap, topic, seconds, value_bytes = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+def cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def produce(bootstrap, topic, seconds, value_bytes):
     stats = {}
 
     def on_stats(raw):
@@ -58,7 +67,15 @@ def main():
     time.sleep(0.3)
     producer.poll(0)
     requests = sum(b.get("req", {}).get("Produce", 0) for b in stats.get("brokers", {}).values())
+    print(json.dumps({
+        "records": sent,
+        "seconds": produce_seconds,
+        "requests": requests,
+        "client_cpu_seconds": cpu_seconds(),
+    }))
 
+
+def fetch(bootstrap, topic, sent):
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "unused",
@@ -78,15 +95,13 @@ def main():
                 sys.exit(f"fetch failed: {m.error()}")
         got += len(messages)
     fetch_seconds = time.monotonic() - start
+    cpu = cpu_seconds()
     consumer.close()
-    print(json.dumps({
-        "records": sent,
-        "value_bytes": value_bytes,
-        "produce_seconds": produce_seconds,
-        "produce_requests": requests,
-        "fetch_seconds": fetch_seconds,
-    }))
+    print(json.dumps({"records": got, "seconds": fetch_seconds, "client_cpu_seconds": cpu}))
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "produce":
+        produce(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]))
+    else:
+        fetch(sys.argv[2], sys.argv[3], int(sys.argv[4]))
