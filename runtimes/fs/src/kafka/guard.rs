@@ -346,6 +346,61 @@ mod tests {
         }
     }
 
+    /// Valid requests with bytes flipped: whatever the walk lets through, the crate's
+    /// decoder reads without a panic or an outsized allocation.
+    #[test]
+    fn mutated_requests_never_get_past_the_walk_into_trouble() {
+        let metadata = MetadataRequest::default().with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(name("a"))),
+            MetadataRequestTopic::default().with_name(Some(name("bb"))),
+        ]));
+        let produce = ProduceRequest::default().with_topic_data(vec![TopicProduceData::default()
+            .with_name(name("t"))
+            .with_partition_data(vec![
+                PartitionProduceData::default().with_records(Some(bytes::Bytes::from_static(b"records")))
+            ])]);
+        let fetch = FetchRequest::default().with_topics(vec![FetchTopic::default()
+            .with_topic(name("t"))
+            .with_partitions(vec![FetchPartition::default()])]);
+        let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+            .with_name(name("t"))
+            .with_configs(vec![CreatableTopicConfig::default().with_name(StrBytes::from_static_str("k"))])]);
+        let mut bodies = Vec::new();
+        for v in [1, 9, 12] {
+            bodies.push((ApiKey::Metadata, v, encoded(&metadata, v).unwrap()));
+        }
+        for v in [3, 9, 12] {
+            bodies.push((ApiKey::Produce, v, encoded(&produce, v).unwrap()));
+        }
+        for v in [4, 7, 12] {
+            bodies.push((ApiKey::Fetch, v, encoded(&fetch, v).unwrap()));
+        }
+        for v in [2, 7] {
+            bodies.push((ApiKey::CreateTopics, v, encoded(&create, v).unwrap()));
+        }
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut passed = 0;
+        for (api, v, body) in &bodies {
+            for _ in 0..3_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let mut b = body.clone();
+                let at = (x % b.len() as u64) as usize;
+                b[at] = (x >> 24) as u8;
+                if x & 4 == 0 {
+                    let at2 = ((x >> 40) % b.len() as u64) as usize;
+                    b[at2] = 0xff;
+                }
+                if check(*api, *v, &b).is_ok() {
+                    passed += 1;
+                    let _ = crate::kafka::apis::decode_body(*api, *v, &mut bytes::Bytes::from(b));
+                }
+            }
+        }
+        assert!(passed > 1_000, "the mutations reach the decoder too ({passed} did)");
+    }
+
     /// Array counts far past the bytes are refused before the crate's decoder sees them.
     #[test]
     fn huge_array_counts_are_refused() {

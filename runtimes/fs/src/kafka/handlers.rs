@@ -316,7 +316,8 @@ fn fetch(ctx: &Context, r: FetchRequest) -> Pending {
             }
             let (response, bytes, failed) = fetch_response(&wanted, replies, max_bytes);
             let now = tokio::time::Instant::now();
-            if bytes >= min_bytes.max(1) || failed || now >= deadline {
+            // min_bytes 0 asks for no wait at all; an error is news worth answering at once.
+            if bytes >= min_bytes || failed || now >= deadline {
                 return Some(Response::Fetch(response));
             }
             tokio::time::sleep(FETCH_POLL.min(deadline - now)).await;
