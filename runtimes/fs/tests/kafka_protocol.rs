@@ -6,89 +6,41 @@
 mod common;
 
 use bytes::{Buf, Bytes, BytesMut};
-use common::{TempDir, BIN};
+use common::{KafkaServer, TempDir};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// `broker-fs serve --kafka 127.0.0.1:0`, its standard input and the Kafka address.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    lines: std::sync::mpsc::Receiver<Value>,
-    address: String,
-    stderr: std::path::PathBuf,
+/// Starts `serve --kafka` on a fresh directory under `dir`.
+fn start(dir: &TempDir) -> KafkaServer {
+    KafkaServer::start(&dir.path().join("data"), &dir.path().join("stderr"))
 }
 
-impl Server {
-    fn start(dir: &TempDir) -> Server {
-        let stderr = dir.path().with_extension("stderr");
-        let mut child = Command::new(BIN)
-            .arg("--data-dir")
-            .arg(dir.path())
-            .args(["serve", "--kafka", "127.0.0.1:0"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(serde_json::from_str::<Value>(&line).unwrap());
-            }
-        });
-        let mut server = Server { child, stdin, lines, address: String::new(), stderr };
-        loop {
-            let event = server.line();
-            if event["event"] == "kafka-listening" {
-                server.address = event["address"].as_str().unwrap().to_string();
-                return server;
-            }
-        }
-    }
-
-    fn line(&self) -> Value {
-        self.lines.recv_timeout(TIMEOUT).expect("a line from serve")
-    }
-
-    /// The live topics and their high watermarks, by the JSON status request.
-    fn status(&mut self) -> Value {
-        writeln!(self.stdin, r#"{{"id": "s", "status": true}}"#).unwrap();
-        loop {
-            let line = self.line();
-            if line["id"] == "s" {
-                return line["status"].clone();
-            }
-        }
-    }
-
-    fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(&self.address).unwrap();
-        s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        s
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap()
-    }
+fn connect(server: &KafkaServer) -> TcpStream {
+    let s = TcpStream::connect(&server.address).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    s
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The high watermark of each of `partitions` partitions of "t", by ListOffsets.
+fn high_watermarks(s: &mut TcpStream, partitions: i32) -> Vec<i64> {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    let latest = (0..partitions).map(|p| ListOffsetsPartition::default().with_partition_index(p).with_timestamp(-1));
+    let request = ListOffsetsRequest::default()
+        .with_topics(vec![ListOffsetsTopic::default().with_name(name("t")).with_partitions(latest.collect())]);
+    s.write_all(&frame(ApiKey::ListOffsets, 7, 99, &request)).unwrap();
+    let (_, r) = response::<ListOffsetsResponse>(s, 7);
+    r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| if p.error_code == 0 { p.offset } else { -1 - i64::from(p.error_code) })
+        .collect()
 }
 
 /// A request frame: size, header, body.
@@ -129,28 +81,37 @@ fn closed(s: &mut TcpStream) -> bool {
     }
 }
 
-/// A record batch, as a producer encodes it, with one byte of its value flipped.
-fn rotten_batch() -> Vec<u8> {
-    use kafka_protocol::records::*;
-    let record = Record {
+/// A record as a producer with idempotence off makes it.
+fn record(offset: i64, key: Option<String>, value: String) -> kafka_protocol::records::Record {
+    kafka_protocol::records::Record {
         transactional: false,
         control: false,
         delete_horizon: false,
         partition_leader_epoch: -1,
         producer_id: -1,
         producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
+        timestamp_type: kafka_protocol::records::TimestampType::Creation,
+        offset,
         sequence: -1,
-        timestamp: 1,
-        key: None,
-        value: Some(Bytes::from_static(b"value")),
+        timestamp: 1_000 + offset,
+        key: key.map(Bytes::from),
+        value: Some(Bytes::from(value)),
         headers: Default::default(),
-    };
+    }
+}
+
+/// `records` as one v2 batch.
+fn batch(records: &[kafka_protocol::records::Record]) -> Bytes {
+    use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
     let mut buf = BytesMut::new();
     let options = RecordEncodeOptions { version: 2, compression: Compression::None };
-    RecordBatchEncoder::encode(&mut buf, [&record], &options).unwrap();
-    let mut bytes = buf.to_vec();
+    RecordBatchEncoder::encode(&mut buf, records, &options).unwrap();
+    buf.freeze()
+}
+
+/// A record batch, as a producer encodes it, with one byte of its value flipped.
+fn rotten_batch() -> Vec<u8> {
+    let mut bytes = batch(&[record(0, None, "value".into())]).to_vec();
     *bytes.last_mut().unwrap() ^= 0x20;
     bytes
 }
@@ -169,8 +130,8 @@ fn metadata(s: &mut TcpStream, correlation_id: i32) -> MetadataResponse {
 #[test]
 fn bad_frames_close_their_connection_with_a_reason_and_write_nothing() {
     let dir = TempDir::new("kafka-protocol");
-    let mut server = Server::start(&dir);
-    let mut good = server.connect();
+    let server = start(&dir);
+    let mut good = connect(&server);
     let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
         .with_name(name("t"))
         .with_num_partitions(2)
@@ -214,25 +175,25 @@ fn bad_frames_close_their_connection_with_a_reason_and_write_nothing() {
         ("garbage body", garbage_body, "malformed Metadata v1 request"),
     ];
     for (what, bytes, reason) in &cases {
-        let mut s = server.connect();
+        let mut s = connect(&server);
         s.write_all(bytes).unwrap();
         assert!(closed(&mut s), "{what}: the connection stays open");
         // The server goes on serving the good connection.
         assert_eq!(metadata(&mut good, 2).topics.len(), 1, "{what}");
-        assert!(server.log().contains(reason), "{what}: no {reason:?} in the log:\n{}", server.log());
+        assert!(server.stderr().contains(reason), "{what}: no {reason:?} in the log:\n{}", server.stderr());
     }
 
     // A request cut short by the client closing its side.
-    let mut s = server.connect();
+    let mut s = connect(&server);
     let whole = frame(ApiKey::Metadata, 12, 12, &MetadataRequest::default().with_topics(None));
     s.write_all(&whole[..whole.len() - 3]).unwrap();
     s.shutdown(std::net::Shutdown::Write).unwrap();
     assert!(closed(&mut s));
     assert!(metadata(&mut good, 3).topics.len() == 1);
-    assert!(server.log().contains("the connection ended inside a request"), "{}", server.log());
+    assert!(server.stderr().contains("the connection ended inside a request"), "{}", server.stderr());
 
     // A newer ApiVersions than served gets UNSUPPORTED_VERSION in a version 0 answer.
-    let mut s = server.connect();
+    let mut s = connect(&server);
     let mut newer = frame(ApiKey::ApiVersions, 3, 13, &ApiVersionsRequest::default());
     newer[6..8].copy_from_slice(&99i16.to_be_bytes());
     s.write_all(&newer).unwrap();
@@ -253,17 +214,18 @@ fn bad_frames_close_their_connection_with_a_reason_and_write_nothing() {
     assert!(p.error_message.as_deref().unwrap_or("").contains("CRC"), "{p:?}");
 
     // Nothing reached the broker: one topic, nothing in it.
-    let status = server.status();
-    assert_eq!(status["topics"].as_array().unwrap().len(), 1, "{status}");
-    assert_eq!(status["topics"][0]["high_watermarks"], serde_json::json!([0, 0]), "{status}");
+    assert_eq!(metadata(&mut good, 15).topics.len(), 1);
+    assert_eq!(high_watermarks(&mut good, 2), vec![0, 0]);
+    // And the server is still up, and stops cleanly on SIGTERM.
+    server.terminate();
 }
 
 /// Requests sent back to back on one connection are answered in the order sent.
 #[test]
 fn pipelined_requests_are_answered_in_order() {
     let dir = TempDir::new("kafka-pipeline");
-    let server = Server::start(&dir);
-    let mut s = server.connect();
+    let server = start(&dir);
+    let mut s = connect(&server);
     let mut burst = Vec::new();
     for id in 0..40 {
         if id % 2 == 0 {
@@ -306,8 +268,8 @@ fn fetch_error(s: &mut TcpStream, correlation_id: i32, leader_epoch: i32) -> i16
 #[test]
 fn a_recreated_topic_puts_the_old_incarnations_readers_out_of_range() {
     let dir = TempDir::new("kafka-recreate");
-    let server = Server::start(&dir);
-    let mut s = server.connect();
+    let server = start(&dir);
+    let mut s = connect(&server);
     let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
         .with_name(name("t"))
         .with_num_partitions(1)
@@ -344,32 +306,13 @@ fn a_recreated_topic_puts_the_old_incarnations_readers_out_of_range() {
 
 /// A produce request of `count` records to one partition, values `"{tag}-{i}"`.
 fn produce_request(partition: i32, tag: &str, count: usize) -> ProduceRequest {
-    use kafka_protocol::records::*;
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: 1_000 + i as i64,
-            key: Some(Bytes::from(format!("{tag}-{i}"))),
-            value: Some(Bytes::from(format!("{tag}-{i}"))),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    let records: Vec<_> =
+        (0..count as i64).map(|i| record(i, Some(format!("{tag}-{i}")), format!("{tag}-{i}"))).collect();
     ProduceRequest::default().with_acks(-1).with_timeout_ms(30_000).with_topic_data(vec![TopicProduceData::default()
         .with_name(name("t"))
         .with_partition_data(vec![PartitionProduceData::default()
             .with_index(partition)
-            .with_records(Some(buf.freeze()))])])
+            .with_records(Some(batch(&records)))])])
 }
 
 /// Many connections at once, each with many produce requests in flight: every record
@@ -382,8 +325,8 @@ fn many_connections_pipelining_produces() {
     const REQUESTS: usize = 25;
     const RECORDS: usize = 4;
     let dir = TempDir::new("kafka-many");
-    let mut server = Server::start(&dir);
-    let mut admin = server.connect();
+    let server = start(&dir);
+    let mut admin = connect(&server);
     let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
         .with_name(name("t"))
         .with_num_partitions(PARTITIONS as i32)
@@ -392,7 +335,7 @@ fn many_connections_pipelining_produces() {
     assert_eq!(response::<CreateTopicsResponse>(&mut admin, 5).1.topics[0].error_code, 0);
     let clients: Vec<_> = (0..CONNECTIONS)
         .map(|c| {
-            let mut s = server.connect();
+            let mut s = connect(&server);
             std::thread::spawn(move || {
                 let partition = (c % PARTITIONS) as i32;
                 let mut burst = Vec::new();
@@ -425,7 +368,5 @@ fn many_connections_pipelining_produces() {
         let want: Vec<i64> = (0..per_partition).step_by(RECORDS).collect();
         assert_eq!(b, want, "partition {p}: every request got its own run of offsets");
     }
-    let status = server.status();
-    let hws = &status["topics"][0]["high_watermarks"];
-    assert_eq!(hws, &serde_json::json!(vec![per_partition; PARTITIONS]), "{status}");
+    assert_eq!(high_watermarks(&mut admin, PARTITIONS as i32), vec![per_partition; PARTITIONS]);
 }
