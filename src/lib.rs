@@ -4,6 +4,7 @@
 
 pub mod broker;
 mod bytes;
+pub mod cluster;
 pub mod command;
 pub mod driver;
 pub mod effect;

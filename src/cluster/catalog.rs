@@ -1,0 +1,302 @@
+//! The catalog: what every node folds from the shared journal, in seq order, and the
+//! validation of a create or delete against it.
+//!
+//! Folding is deterministic: nodes that folded the same entries hold the same catalog.
+//! An entry is validated by its writer against the catalog just before its seq (rule A:
+//! a writer appends at `p + 1` only when it has folded exactly `p` entries), so a valid
+//! journal never holds an entry its catalog refuses. Should one be there anyway (a
+//! store that broke create-if-absent), every node ignores it alike and [`Folded`] says
+//! so, which the simulator's checkers watch.
+
+use crate::broker::Config;
+use crate::cluster::entry::{Entry, EntryKind};
+use crate::command::TopicSettings;
+use crate::error::BrokerError;
+use crate::ids::TopicId;
+use crate::journal::MAX_PARTITIONS_EVER;
+use crate::name::validate_topic_name;
+use std::collections::BTreeMap;
+
+/// An incarnation that is live or being deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Incarnation {
+    /// The name.
+    pub name: String,
+    /// The partition count.
+    pub partitions: u32,
+    /// The settings chosen at creation.
+    pub settings: TopicSettings,
+    /// The seq of its tombstone, once deleted.
+    pub deleted_at: Option<u64>,
+}
+
+/// What folding one entry did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Folded {
+    /// The entry took effect.
+    Applied,
+    /// The entry contradicts the catalog before it and changed nothing (a create of a
+    /// live name, a delete of an incarnation not live, a second `Removed`).
+    Ignored(String),
+}
+
+/// How a delete of a name is to be answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteOf {
+    /// The live incarnation: append its tombstone.
+    Live(TopicId),
+    /// No live incarnation, but this one is already being deleted: its tombstone is in
+    /// the journal, so the delete is answered at once (as on one node).
+    AlreadyDeleted(TopicId),
+}
+
+/// The folded state of the shared journal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Catalog {
+    /// The seq of the last entry folded (0: none).
+    position: u64,
+    /// Live names and their incarnation.
+    live: BTreeMap<String, TopicId>,
+    /// Every incarnation live or being deleted; an id at or below `position` that is
+    /// not here was removed (or was never an incarnation's).
+    topics: BTreeMap<TopicId, Incarnation>,
+    /// Per node, the highest nonce its entries carried.
+    nonces: BTreeMap<u32, u64>,
+}
+
+impl Catalog {
+    /// The seq of the last entry folded; the next is `position() + 1`.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Folds `entry` as the next entry, seq `position() + 1` (the caller reads the
+    /// journal in order).
+    pub fn fold(&mut self, entry: &Entry) -> Folded {
+        let seq = self.position.saturating_add(1);
+        self.position = seq;
+        let nonce = self.nonces.entry(entry.writer.node).or_default();
+        *nonce = (*nonce).max(entry.writer.nonce);
+        match &entry.kind {
+            EntryKind::Create { name, partitions, settings } => {
+                if let Some(id) = self.live.get(name) {
+                    return Folded::Ignored(format!("create of {name:?}, live as {id}"));
+                }
+                let incarnation = Incarnation {
+                    name: name.clone(),
+                    partitions: *partitions,
+                    settings: settings.clone(),
+                    deleted_at: None,
+                };
+                self.live.insert(name.clone(), TopicId(seq));
+                self.topics.insert(TopicId(seq), incarnation);
+            }
+            EntryKind::Delete { name, topic } => {
+                if self.live.get(name) != Some(topic) {
+                    return Folded::Ignored(format!(
+                        "delete of {name:?} as {topic}, which is not its live incarnation"
+                    ));
+                }
+                self.live.remove(name);
+                if let Some(t) = self.topics.get_mut(topic) {
+                    t.deleted_at = Some(seq);
+                }
+            }
+            EntryKind::Removed { topic } => {
+                if !self.validate_removed(*topic) {
+                    return Folded::Ignored(format!("removal of {topic}, which is not being deleted"));
+                }
+                self.topics.remove(topic);
+            }
+        }
+        Folded::Applied
+    }
+
+    /// The live incarnation of `name`.
+    pub fn live(&self, name: &str) -> Option<(TopicId, &Incarnation)> {
+        let id = *self.live.get(name)?;
+        self.topics.get(&id).map(|t| (id, t))
+    }
+
+    /// Every live incarnation, ordered by name.
+    pub fn live_topics(&self) -> impl Iterator<Item = (&str, TopicId, &Incarnation)> {
+        self.live.iter().filter_map(|(name, id)| self.topics.get(id).map(|t| (name.as_str(), *id, t)))
+    }
+
+    /// Every incarnation being deleted (tombstoned, not yet removed), by id.
+    pub fn deleting(&self) -> impl Iterator<Item = (TopicId, &Incarnation)> {
+        self.topics.iter().filter(|(_, t)| t.deleted_at.is_some()).map(|(id, t)| (*id, t))
+    }
+
+    /// Whether `topic` is known to be removed: an id this catalog has folded past that
+    /// is neither live nor being deleted. An id past the position is never removed: it
+    /// may be a create this node has not folded yet (rule O).
+    pub fn is_removed(&self, topic: TopicId) -> bool {
+        topic.0 <= self.position && !self.topics.contains_key(&topic)
+    }
+
+    /// The nonce `node` should use next: past every nonce its entries carried.
+    pub fn next_nonce(&self, node: u32) -> u64 {
+        self.nonces.get(&node).map_or(0, |n| n.saturating_add(1))
+    }
+
+    /// Checks a create against the catalog and `config`'s limits, as one node does.
+    pub fn validate_create(
+        &self,
+        name: &str,
+        partitions: u32,
+        settings: &TopicSettings,
+        config: &Config,
+    ) -> Result<(), BrokerError> {
+        validate_topic_name(name)?;
+        let max = config.max_partitions.min(MAX_PARTITIONS_EVER);
+        if partitions == 0 || partitions > max {
+            return Err(BrokerError::InvalidPartitionCount { requested: partitions, max });
+        }
+        if settings.deletion_grace_ms > config.max_grace_ms {
+            return Err(BrokerError::InvalidSettings(format!(
+                "deletion grace {} ms exceeds the limit of {} ms",
+                settings.deletion_grace_ms, config.max_grace_ms
+            )));
+        }
+        if self.live.contains_key(name) {
+            return Err(BrokerError::TopicAlreadyExists { name: name.to_string() });
+        }
+        Ok(())
+    }
+
+    /// Checks a delete of `name`: its live incarnation gets a tombstone; with none, the
+    /// newest incarnation of the name still being deleted answers it; with neither,
+    /// the name is not found.
+    pub fn validate_delete(&self, name: &str) -> Result<DeleteOf, BrokerError> {
+        if let Some((id, _)) = self.live(name) {
+            return Ok(DeleteOf::Live(id));
+        }
+        self.deleting()
+            .filter(|(_, t)| t.name == name)
+            .map(|(id, _)| DeleteOf::AlreadyDeleted(id))
+            .last()
+            .ok_or_else(|| BrokerError::TopicNotFound { name: name.to_string() })
+    }
+
+    /// Whether a `Removed` entry for `topic` would take effect: it is being deleted and
+    /// no `Removed` for it has been folded.
+    pub fn validate_removed(&self, topic: TopicId) -> bool {
+        self.topics.get(&topic).is_some_and(|t| t.deleted_at.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::entry::EntryWriter;
+
+    fn entry(node: u32, nonce: u64, kind: EntryKind) -> Entry {
+        Entry { writer: EntryWriter { node, nonce }, kind }
+    }
+
+    fn create(name: &str, partitions: u32) -> EntryKind {
+        EntryKind::Create { name: name.into(), partitions, settings: TopicSettings::default() }
+    }
+
+    fn delete(name: &str, topic: u64) -> EntryKind {
+        EntryKind::Delete { name: name.into(), topic: TopicId(topic) }
+    }
+
+    /// Folds `kinds` as entries 1, 2, ... written by node 0.
+    fn folded(kinds: Vec<EntryKind>) -> (Catalog, Vec<Folded>) {
+        let mut c = Catalog::default();
+        let results = kinds.into_iter().enumerate().map(|(i, k)| c.fold(&entry(0, i as u64, k))).collect();
+        (c, results)
+    }
+
+    #[test]
+    fn an_incarnation_is_its_create_seq_and_lives_until_its_tombstone() {
+        let (c, results) = folded(vec![create("a", 2), create("b", 1), delete("a", 1), create("a", 3)]);
+        assert!(results.iter().all(|r| *r == Folded::Applied), "{results:?}");
+        assert_eq!(c.position(), 4);
+        assert_eq!(c.live("a").map(|(id, t)| (id, t.partitions)), Some((TopicId(4), 3)));
+        assert_eq!(c.live("b").map(|(id, _)| id), Some(TopicId(2)));
+        let deleting: Vec<_> = c.deleting().map(|(id, t)| (id, t.name.clone(), t.deleted_at)).collect();
+        assert_eq!(deleting, vec![(TopicId(1), "a".to_string(), Some(3))]);
+        let names: Vec<_> = c.live_topics().map(|(n, id, _)| (n.to_string(), id)).collect();
+        assert_eq!(names, vec![("a".to_string(), TopicId(4)), ("b".to_string(), TopicId(2))]);
+    }
+
+    #[test]
+    fn removal_forgets_the_incarnation_and_only_folded_ids_count_as_removed() {
+        let (mut c, _) = folded(vec![create("a", 1), delete("a", 1)]);
+        assert!(c.validate_removed(TopicId(1)));
+        assert!(!c.is_removed(TopicId(1)), "being deleted, not removed");
+        assert_eq!(c.fold(&entry(1, 0, EntryKind::Removed { topic: TopicId(1) })), Folded::Applied);
+        assert!(c.is_removed(TopicId(1)));
+        assert!(!c.validate_removed(TopicId(1)), "a second Removed would change nothing");
+        assert!(!c.is_removed(TopicId(4)), "an id past the position may be a create not folded yet");
+        assert!(matches!(c.fold(&entry(1, 1, EntryKind::Removed { topic: TopicId(1) })), Folded::Ignored(_)));
+    }
+
+    #[test]
+    fn contradicting_entries_are_ignored_alike_everywhere() {
+        let kinds =
+            vec![create("a", 1), create("a", 2), delete("a", 2), delete("b", 1), delete("a", 1), delete("a", 1)];
+        let (c1, r1) = folded(kinds.clone());
+        let (c2, r2) = folded(kinds);
+        assert_eq!((&c1, &r1), (&c2, &r2), "folding is deterministic");
+        let ignored: Vec<usize> =
+            r1.iter().enumerate().filter(|(_, r)| matches!(r, Folded::Ignored(_))).map(|(i, _)| i + 1).collect();
+        assert_eq!(ignored, vec![2, 3, 4, 6]);
+        assert!(c1.live("a").is_none());
+    }
+
+    /// Two nodes validate a create of one name at the same position; the store lets one
+    /// append it. The other folds the winner and validates again: already exists.
+    #[test]
+    fn the_loser_of_a_race_validates_again_against_the_winner() {
+        let config = Config::default();
+        let settings = TopicSettings::default();
+        let (mut n1, _) = folded(vec![create("x", 1)]);
+        let mut n2 = n1.clone();
+        assert_eq!(n1.validate_create("t", 2, &settings, &config), Ok(()));
+        assert_eq!(n2.validate_create("t", 3, &settings, &config), Ok(()));
+        let winner = entry(1, n1.next_nonce(1), create("t", 2));
+        n1.fold(&winner);
+        n2.fold(&winner);
+        assert_eq!(
+            n2.validate_create("t", 3, &settings, &config),
+            Err(BrokerError::TopicAlreadyExists { name: "t".into() })
+        );
+        assert_eq!(n1, n2);
+    }
+
+    #[test]
+    fn a_delete_answers_for_a_name_being_deleted_and_not_found_for_an_unknown_one() {
+        let (c, _) = folded(vec![create("a", 1), delete("a", 1), create("a", 1), delete("a", 3)]);
+        assert_eq!(c.validate_delete("a"), Ok(DeleteOf::AlreadyDeleted(TopicId(3))), "the newest being deleted");
+        assert_eq!(c.validate_delete("b"), Err(BrokerError::TopicNotFound { name: "b".into() }));
+        let (c, _) = folded(vec![create("a", 1)]);
+        assert_eq!(c.validate_delete("a"), Ok(DeleteOf::Live(TopicId(1))));
+    }
+
+    #[test]
+    fn creates_are_validated_as_on_one_node() {
+        let c = Catalog::default();
+        let config = Config { max_partitions: 4, max_grace_ms: 10, ..Config::default() };
+        let ok = TopicSettings::default();
+        assert!(matches!(c.validate_create("a/b", 1, &ok, &config), Err(BrokerError::InvalidTopicName { .. })));
+        assert!(matches!(c.validate_create("a", 0, &ok, &config), Err(BrokerError::InvalidPartitionCount { .. })));
+        assert!(matches!(c.validate_create("a", 5, &ok, &config), Err(BrokerError::InvalidPartitionCount { .. })));
+        let long = TopicSettings { deletion_grace_ms: 11 };
+        assert!(matches!(c.validate_create("a", 1, &long, &config), Err(BrokerError::InvalidSettings(_))));
+        assert_eq!(c.validate_create("a", 4, &ok, &config), Ok(()));
+    }
+
+    #[test]
+    fn nonces_count_on_past_every_entry_a_node_wrote() {
+        let mut c = Catalog::default();
+        assert_eq!(c.next_nonce(7), 0);
+        c.fold(&entry(7, 41, create("a", 1)));
+        c.fold(&entry(8, 3, create("b", 1)));
+        c.fold(&entry(7, 5, create("c", 1)));
+        assert_eq!((c.next_nonce(7), c.next_nonce(8), c.next_nonce(9)), (42, 4, 0));
+    }
+}

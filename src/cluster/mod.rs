@@ -1,0 +1,14 @@
+//! The cluster over shared storage, being built (DESIGN.md, section 10): several nodes
+//! share one store for metadata and data, coordinated only by the store's
+//! create-if-absent.
+//!
+//! - [`store`]: the store contract, four operations and how each may fail;
+//! - [`keys`]: where the journal, snapshots and segments live in the store;
+//! - [`entry`]: the journal entries and their codec;
+//! - [`catalog`]: the state every node folds from the journal, and the validation of
+//!   creates and deletes against it.
+
+pub mod catalog;
+pub mod entry;
+pub mod keys;
+pub mod store;

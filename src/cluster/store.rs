@@ -1,0 +1,73 @@
+//! The shared store's contract: four operations, as S3 with conditional writes,
+//! `object_store` and a PostgreSQL table all give them.
+//!
+//! Every object is created once and never overwritten, so nothing here depends on how a
+//! store orders or caches overwrites. What the protocol needs of a store:
+//!
+//! - `Create` succeeds for exactly one of any number of concurrent writers of a key;
+//! - a `Get` or `List` issued after a `Create` or `Delete` completed sees its effect
+//!   (strong read-after-write and list-after-write consistency);
+//! - a `List` returns keys in byte order.
+
+/// One operation on the shared store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreOp {
+    /// Create `key` holding `bytes`, unless it exists.
+    Create {
+        /// The key.
+        key: String,
+        /// Its contents.
+        bytes: Vec<u8>,
+    },
+    /// Read `key`.
+    Get {
+        /// The key.
+        key: String,
+    },
+    /// The keys that start with `prefix` and sort after `after` (all of them if `None`),
+    /// in byte order, at most `limit` of them.
+    List {
+        /// The prefix every key returned starts with.
+        prefix: String,
+        /// Only keys after this one.
+        after: Option<String>,
+        /// The most keys returned.
+        limit: u32,
+    },
+    /// Delete `key`; done also if it did not exist.
+    Delete {
+        /// The key.
+        key: String,
+    },
+}
+
+/// What a store operation that completed gives back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreOutput {
+    /// `Create`: the key is ours.
+    Created,
+    /// `Create`: another writer created the key first; nothing was written.
+    Exists,
+    /// `Get`: the contents.
+    Found(Vec<u8>),
+    /// `Get`: no such key.
+    Missing,
+    /// `List`: the keys, in order.
+    Listed(Vec<String>),
+    /// `Delete`: the key is gone.
+    Deleted,
+}
+
+/// How a store operation failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The store refused or failed the operation: nothing happened.
+    #[error("store operation failed: {0}")]
+    Failed(String),
+    /// No answer came in time: a write may or may not have happened, now or later.
+    #[error("store operation timed out, its outcome unknown: {0}")]
+    Unknown(String),
+}
+
+/// The result of a store operation.
+pub type StoreResult = Result<StoreOutput, StoreError>;
