@@ -60,8 +60,6 @@ pub struct Catalog {
     /// Every incarnation live or being deleted; an id at or below `position` that is
     /// not here was removed (or was never an incarnation's).
     topics: BTreeMap<TopicId, Incarnation>,
-    /// Per node, the highest nonce its entries carried.
-    nonces: BTreeMap<u32, u64>,
 }
 
 impl Catalog {
@@ -75,8 +73,6 @@ impl Catalog {
     pub fn fold(&mut self, entry: &Entry) -> Folded {
         let seq = self.position.saturating_add(1);
         self.position = seq;
-        let nonce = self.nonces.entry(entry.writer.node).or_default();
-        *nonce = (*nonce).max(entry.writer.nonce);
         match &entry.kind {
             EntryKind::Create { name, partitions, settings } => {
                 if let Some(id) = self.live.get(name) {
@@ -135,11 +131,6 @@ impl Catalog {
         topic.0 <= self.position && !self.topics.contains_key(&topic)
     }
 
-    /// The nonce `node` should use next: past every nonce its entries carried.
-    pub fn next_nonce(&self, node: u32) -> u64 {
-        self.nonces.get(&node).map_or(0, |n| n.saturating_add(1))
-    }
-
     /// Checks a create against the catalog and `config`'s limits, as one node does.
     pub fn validate_create(
         &self,
@@ -192,7 +183,7 @@ mod tests {
     use crate::cluster::entry::EntryWriter;
 
     fn entry(node: u32, nonce: u64, kind: EntryKind) -> Entry {
-        Entry { writer: EntryWriter { node, nonce }, kind }
+        Entry { writer: EntryWriter { node, boot: 1, nonce }, kind }
     }
 
     fn create(name: &str, partitions: u32) -> EntryKind {
@@ -258,7 +249,7 @@ mod tests {
         let mut n2 = n1.clone();
         assert_eq!(n1.validate_create("t", 2, &settings, &config), Ok(()));
         assert_eq!(n2.validate_create("t", 3, &settings, &config), Ok(()));
-        let winner = entry(1, n1.next_nonce(1), create("t", 2));
+        let winner = entry(1, 0, create("t", 2));
         n1.fold(&winner);
         n2.fold(&winner);
         assert_eq!(
@@ -288,15 +279,5 @@ mod tests {
         let long = TopicSettings { deletion_grace_ms: 11 };
         assert!(matches!(c.validate_create("a", 1, &long, &config), Err(BrokerError::InvalidSettings(_))));
         assert_eq!(c.validate_create("a", 4, &ok, &config), Ok(()));
-    }
-
-    #[test]
-    fn nonces_count_on_past_every_entry_a_node_wrote() {
-        let mut c = Catalog::default();
-        assert_eq!(c.next_nonce(7), 0);
-        c.fold(&entry(7, 41, create("a", 1)));
-        c.fold(&entry(8, 3, create("b", 1)));
-        c.fold(&entry(7, 5, create("c", 1)));
-        assert_eq!((c.next_nonce(7), c.next_nonce(8), c.next_nonce(9)), (42, 4, 0));
     }
 }

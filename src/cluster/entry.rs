@@ -3,7 +3,7 @@
 //! Object layout: `BRKE`, format version u16, then one frame (`src/frame.rs`) whose
 //! kind is the entry's and whose checksum is salted with the entry's seq, so an entry
 //! copied under another key never validates. The payload is the writer (node u32,
-//! nonce u64) and the entry's fields, little-endian, as the local journal writes them.
+//! boot u64, nonce u64) and the entry's fields, little-endian, as the local journal writes them.
 
 use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
@@ -29,8 +29,11 @@ const KIND_REMOVED: u8 = 3;
 pub struct EntryWriter {
     /// The node.
     pub node: u32,
-    /// A number the node never uses twice (it counts on across restarts by folding its
-    /// own entries).
+    /// The node's life: a number its runtime picks at each start, never the same twice
+    /// (a random number in a real runtime, a seeded one in the simulator), so that an
+    /// entry a previous life wrote, landing late, is never taken for this life's.
+    pub boot: u64,
+    /// A number this life never uses twice.
     pub nonce: u64,
 }
 
@@ -77,6 +80,7 @@ fn salt(seq: u64) -> u64 {
 pub fn encode(seq: u64, entry: &Entry) -> Vec<u8> {
     let mut w = Writer::default();
     w.u32(entry.writer.node);
+    w.u64(entry.writer.boot);
     w.u64(entry.writer.nonce);
     let kind = match &entry.kind {
         EntryKind::Create { name, partitions, settings } => {
@@ -120,7 +124,7 @@ pub fn decode(seq: u64, bytes: &[u8]) -> Result<Entry, DecodeError> {
         return Err(malformed(frame.end(), format!("{} bytes after the entry", bytes.len() as u64 - frame.end())));
     }
     let mut r = Reader::new(frame.payload, (HEADER + crate::frame::FRAME_HEADER_LEN) as u64);
-    let writer = EntryWriter { node: r.u32()?, nonce: r.u64()? };
+    let writer = EntryWriter { node: r.u32()?, boot: r.u64()?, nonce: r.u64()? };
     let kind = match frame.kind {
         KIND_CREATE => EntryKind::Create {
             name: r.string()?,
@@ -139,7 +143,7 @@ mod tests {
     use super::*;
 
     fn entries() -> Vec<Entry> {
-        let writer = EntryWriter { node: 3, nonce: 77 };
+        let writer = EntryWriter { node: 3, boot: 9, nonce: 77 };
         vec![
             Entry {
                 writer,
@@ -151,7 +155,7 @@ mod tests {
             },
             Entry { writer, kind: EntryKind::Delete { name: "orders".into(), topic: TopicId(1) } },
             Entry {
-                writer: EntryWriter { node: u32::MAX, nonce: u64::MAX },
+                writer: EntryWriter { node: u32::MAX, boot: u64::MAX, nonce: u64::MAX },
                 kind: EntryKind::Removed { topic: TopicId(1) },
             },
         ]
