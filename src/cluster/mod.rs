@@ -6,9 +6,14 @@
 //! - [`keys`]: where the journal, snapshots and segments live in the store;
 //! - [`entry`]: the journal entries and their codec;
 //! - [`catalog`]: the state every node folds from the journal, and the validation of
-//!   creates and deletes against it.
+//!   creates and deletes against it;
+//! - [`node`]: one node, as a state machine with the same effects-out shape as the
+//!   broker (so far its metadata path: the append and the fence);
+//! - [`memstore`]: a store in memory that keeps the contract and never fails.
 
 pub mod catalog;
 pub mod entry;
 pub mod keys;
+pub mod memstore;
+pub mod node;
 pub mod store;

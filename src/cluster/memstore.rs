@@ -1,0 +1,86 @@
+//! A shared store in memory that keeps the store contract exactly and never fails: the
+//! reference for tests, and what the simulator wraps in latency and faults.
+
+use crate::cluster::store::{StoreOp, StoreOutput};
+use std::collections::BTreeMap;
+
+/// Objects by key, in key order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemStore {
+    objects: BTreeMap<String, Vec<u8>>,
+}
+
+impl MemStore {
+    /// Carries out `op` at once.
+    pub fn apply(&mut self, op: &StoreOp) -> StoreOutput {
+        match op {
+            StoreOp::Create { key, bytes } => {
+                if self.objects.contains_key(key) {
+                    StoreOutput::Exists
+                } else {
+                    self.objects.insert(key.clone(), bytes.clone());
+                    StoreOutput::Created
+                }
+            }
+            StoreOp::Get { key } => match self.objects.get(key) {
+                Some(bytes) => StoreOutput::Found(bytes.clone()),
+                None => StoreOutput::Missing,
+            },
+            StoreOp::List { prefix, after, limit } => {
+                let keys = self
+                    .objects
+                    .range::<String, _>(prefix..)
+                    .map(|(k, _)| k)
+                    .take_while(|k| k.starts_with(prefix.as_str()))
+                    .filter(|k| after.as_ref().is_none_or(|a| *k > a))
+                    .take(*limit as usize)
+                    .cloned()
+                    .collect();
+                StoreOutput::Listed(keys)
+            }
+            StoreOp::Delete { key } => {
+                self.objects.remove(key);
+                StoreOutput::Deleted
+            }
+        }
+    }
+
+    /// The object under `key`.
+    pub fn get(&self, key: &str) -> Option<&[u8]> {
+        self.objects.get(key).map(Vec::as_slice)
+    }
+
+    /// Every key, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.objects.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(key: &str) -> StoreOp {
+        StoreOp::Create { key: key.into(), bytes: key.as_bytes().to_vec() }
+    }
+
+    #[test]
+    fn create_is_create_if_absent_and_list_walks_a_prefix_in_order() {
+        let mut s = MemStore::default();
+        assert_eq!(s.apply(&create("j/2")), StoreOutput::Created);
+        assert_eq!(s.apply(&StoreOp::Create { key: "j/2".into(), bytes: vec![9] }), StoreOutput::Exists);
+        assert_eq!(s.get("j/2"), Some(&b"j/2"[..]), "the first writer's bytes stay");
+        for k in ["j/1", "j/3", "i/9", "k/0", "j"] {
+            s.apply(&create(k));
+        }
+        let list =
+            |after: Option<&str>, limit| StoreOp::List { prefix: "j/".into(), after: after.map(Into::into), limit };
+        assert_eq!(s.apply(&list(None, 10)), StoreOutput::Listed(vec!["j/1".into(), "j/2".into(), "j/3".into()]));
+        assert_eq!(s.apply(&list(Some("j/1"), 1)), StoreOutput::Listed(vec!["j/2".into()]));
+        assert_eq!(s.apply(&list(Some("j/3"), 10)), StoreOutput::Listed(vec![]));
+        assert_eq!(s.apply(&StoreOp::Delete { key: "j/2".into() }), StoreOutput::Deleted);
+        assert_eq!(s.apply(&StoreOp::Delete { key: "j/2".into() }), StoreOutput::Deleted, "deleting twice is fine");
+        assert_eq!(s.apply(&StoreOp::Get { key: "j/2".into() }), StoreOutput::Missing);
+        assert_eq!(s.keys().collect::<Vec<_>>(), vec!["i/9", "j", "j/1", "j/3", "k/0"]);
+    }
+}

@@ -1,0 +1,832 @@
+//! One cluster node: commands and store results in, store operations and replies out,
+//! with no I/O of its own, as [`crate::Broker`] is.
+//!
+//! Built so far: the metadata path, rules A (append) and F (fence) of DESIGN.md,
+//! section 10. Every command waits for a fence: a round of listing `j/` after the
+//! node's position and folding what it finds, until a listing finds nothing new; a
+//! round serves every command that arrived before it began, so a busy node pays one
+//! round per group of commands. After its fence, list and describe answer from the
+//! catalog, and a create or delete is validated and appended at `position + 1` with a
+//! conditional create; an append that meets another's entry folds it and runs again,
+//! and one whose outcome is unknown reads the key back and knows its own entry by its
+//! writer. Produce and fetch are refused as unavailable: the data path (rule D) is
+//! not built yet, so no topic ever holds records and every high watermark is 0.
+
+use crate::broker::Config;
+use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
+use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
+use crate::cluster::keys::{journal_key, parse_journal_key, JOURNAL_PREFIX};
+use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
+use crate::command::{Command, Reply, TopicDescription};
+use crate::error::BrokerError;
+use crate::ids::{RequestId, TopicId};
+use crate::time::Time;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Identifies one store operation of a node, to match its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StoreOpId(pub u64);
+
+/// What a node asks of its runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeEffect {
+    /// Carry out `op` on the shared store and report its result with `id`.
+    Store {
+        /// The operation's id.
+        id: StoreOpId,
+        /// The operation.
+        op: StoreOp,
+    },
+    /// Answer a request.
+    Reply {
+        /// The request.
+        request: RequestId,
+        /// The answer.
+        reply: Result<Reply, BrokerError>,
+    },
+}
+
+/// How a node runs.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// The node's id in the cluster.
+    pub node: u32,
+    /// This life of the node: never the same twice (see [`EntryWriter::boot`]).
+    pub boot: u64,
+    /// Limits and retry tuning, as for one node.
+    pub config: Config,
+    /// The most keys one listing of the journal asks for.
+    pub list_limit: u32,
+}
+
+/// Why an operation was issued.
+#[derive(Clone, Debug)]
+enum Purpose {
+    /// A fence round's listing of the journal.
+    FenceList,
+    /// A fence round's read of entry `seq`.
+    FenceGet(u64),
+    /// The conditional create of the append in flight.
+    Append,
+    /// Reading the append's key back after an unknown outcome or a lost race.
+    AppendCheck,
+}
+
+/// A fence round in flight.
+#[derive(Debug)]
+struct Round {
+    /// Its number: it serves the commands that arrived before it began.
+    number: u64,
+    /// Entries listed and being read, by seq; `Some` once read, folded in seq order.
+    reads: BTreeMap<u64, Option<Entry>>,
+}
+
+/// The create or delete being appended.
+#[derive(Debug)]
+struct Append {
+    request: RequestId,
+    command: Command,
+    seq: u64,
+    entry: Entry,
+}
+
+/// A failed operation to issue again once its backoff ends.
+#[derive(Debug)]
+struct Retry {
+    op: StoreOp,
+    purpose: Purpose,
+}
+
+/// A cluster node.
+#[derive(Debug)]
+pub struct Node {
+    options: NodeOptions,
+    catalog: Catalog,
+    effects: VecDeque<NodeEffect>,
+    next_op: u64,
+    next_nonce: u64,
+    ops: BTreeMap<StoreOpId, (StoreOp, Purpose)>,
+    /// Requests not yet answered.
+    open: BTreeSet<RequestId>,
+    /// Fence rounds begun so far.
+    rounds: u64,
+    round: Option<Round>,
+    /// Commands waiting for a fence, with the number of rounds begun when they arrived.
+    waiting: Vec<(RequestId, Command, u64)>,
+    /// Fenced creates and deletes, appended one at a time in arrival order.
+    appends: VecDeque<(RequestId, Command)>,
+    appending: Option<Append>,
+    /// The append lost its seq: fold before validating again.
+    behind: bool,
+    /// Failed operations by when they are issued again (then by arrival).
+    retries: BTreeMap<(Time, u64), Retry>,
+    /// Failures in a row, for the backoff; a success resets it.
+    failures: u32,
+    /// Set when the journal cannot be read on (an undecodable entry, a gap): every
+    /// command is refused with it.
+    broken: Option<String>,
+}
+
+impl Node {
+    /// A node that has folded nothing yet; its first fence catches up.
+    pub fn new(options: NodeOptions) -> Node {
+        Node {
+            options,
+            catalog: Catalog::default(),
+            effects: VecDeque::new(),
+            next_op: 0,
+            next_nonce: 0,
+            ops: BTreeMap::new(),
+            open: BTreeSet::new(),
+            rounds: 0,
+            round: None,
+            waiting: Vec::new(),
+            appends: VecDeque::new(),
+            appending: None,
+            behind: false,
+            retries: BTreeMap::new(),
+            failures: 0,
+            broken: None,
+        }
+    }
+
+    /// The catalog as folded so far.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The next effect to carry out.
+    pub fn poll_effect(&mut self) -> Option<NodeEffect> {
+        self.effects.pop_front()
+    }
+
+    /// When a failed operation is next issued again.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.retries.keys().next().map(|(at, _)| *at)
+    }
+
+    /// Issues again every failed operation whose backoff has ended by `now`.
+    pub fn handle_timeout(&mut self, now: Time) {
+        while let Some(entry) = self.retries.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let retry = entry.remove();
+            self.issue(retry.op, retry.purpose);
+        }
+    }
+
+    /// A client command.
+    pub fn handle_command(&mut self, _now: Time, request: RequestId, command: Command) {
+        if !self.open.insert(request) {
+            return self
+                .effects
+                .push_back(NodeEffect::Reply { request, reply: Err(BrokerError::DuplicateRequestId(request.0)) });
+        }
+        if let Some(why) = &self.broken {
+            let reply = Err(BrokerError::Unavailable(why.clone()));
+            return self.reply(request, reply);
+        }
+        if matches!(command, Command::Produce { .. } | Command::Fetch { .. }) {
+            let why = "produce and fetch are not served by a cluster node yet".to_string();
+            return self.reply(request, Err(BrokerError::Unavailable(why)));
+        }
+        self.waiting.push((request, command, self.rounds));
+        if self.round.is_none() {
+            self.begin_round();
+        }
+    }
+
+    /// The result of store operation `id`.
+    pub fn handle_store(&mut self, now: Time, id: StoreOpId, result: StoreResult) {
+        let Some((op, purpose)) = self.ops.remove(&id) else { return };
+        let output = match result {
+            Ok(output) => {
+                self.failures = 0;
+                output
+            }
+            // An unknown outcome of the append is resolved by reading its key back.
+            Err(StoreError::Unknown(_)) if matches!(purpose, Purpose::Append) => {
+                return self.check_append();
+            }
+            Err(_) => {
+                // Nothing happened (or, for a read, nothing was learned): try again.
+                let delay = self.options.config.backoff_ms(self.failures);
+                self.failures = self.failures.saturating_add(1);
+                let at = now.plus_millis(delay);
+                self.retries.insert((at, id.0), Retry { op, purpose });
+                return;
+            }
+        };
+        match (purpose, output) {
+            (Purpose::FenceList, StoreOutput::Listed(keys)) => self.listed(keys),
+            (Purpose::FenceGet(seq), StoreOutput::Found(bytes)) => self.read_entry(seq, &bytes),
+            (Purpose::FenceGet(seq), StoreOutput::Missing) => {
+                self.break_down(format!("journal entry {seq} was listed, then gone: snapshots are not read yet"));
+            }
+            (Purpose::Append, StoreOutput::Created) => self.appended(),
+            (Purpose::Append, StoreOutput::Exists) => self.check_append(),
+            (Purpose::AppendCheck, StoreOutput::Found(bytes)) => self.append_checked(&bytes),
+            (Purpose::AppendCheck, StoreOutput::Missing) => {
+                // The unknown create did not land (yet): create again; should the first
+                // land after all, the second finds it and reads it back as ours.
+                if let Some(a) = &self.appending {
+                    let op = StoreOp::Create { key: journal_key(a.seq), bytes: entry::encode(a.seq, &a.entry) };
+                    self.issue(op, Purpose::Append);
+                }
+            }
+            (purpose, output) => {
+                self.break_down(format!(
+                    "the store answered {purpose:?} with {output:?}, which the contract rules out"
+                ));
+            }
+        }
+    }
+
+    fn issue(&mut self, op: StoreOp, purpose: Purpose) {
+        let id = StoreOpId(self.next_op);
+        self.next_op += 1;
+        self.ops.insert(id, (op.clone(), purpose));
+        self.effects.push_back(NodeEffect::Store { id, op });
+    }
+
+    fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
+        self.open.remove(&request);
+        self.effects.push_back(NodeEffect::Reply { request, reply });
+    }
+
+    /// The journal cannot be read on: refuse everything waiting, and all that comes.
+    fn break_down(&mut self, why: String) {
+        self.broken = Some(why.clone());
+        self.round = None;
+        let waiting: Vec<RequestId> = self.waiting.drain(..).map(|(r, _, _)| r).collect();
+        let appends: Vec<RequestId> = self.appends.drain(..).map(|(r, _)| r).collect();
+        let appending = self.appending.take().map(|a| a.request);
+        for request in waiting.into_iter().chain(appends).chain(appending) {
+            self.reply(request, Err(BrokerError::Unavailable(why.clone())));
+        }
+    }
+
+    // ---- rule F: the fence ----
+
+    fn begin_round(&mut self) {
+        self.rounds += 1;
+        self.round = Some(Round { number: self.rounds, reads: BTreeMap::new() });
+        self.list_journal();
+    }
+
+    fn list_journal(&mut self) {
+        let position = self.catalog.position();
+        let after = (position > 0).then(|| journal_key(position));
+        let op = StoreOp::List { prefix: JOURNAL_PREFIX.into(), after, limit: self.options.list_limit.max(1) };
+        self.issue(op, Purpose::FenceList);
+    }
+
+    fn listed(&mut self, keys: Vec<String>) {
+        if self.round.is_none() {
+            return;
+        }
+        if keys.is_empty() {
+            return self.end_round();
+        }
+        let position = self.catalog.position();
+        let mut expected = position + 1;
+        for key in keys {
+            match parse_journal_key(&key) {
+                // Folded while the listing was in flight (this node's own append).
+                Some(seq) if seq <= position => {}
+                Some(seq) if seq == expected => {
+                    expected += 1;
+                    if let Some(round) = self.round.as_mut() {
+                        round.reads.insert(seq, None);
+                    }
+                    self.issue(StoreOp::Get { key }, Purpose::FenceGet(seq));
+                }
+                // Only ours are listed under `j/`: anything else is skipped, a gap is
+                // a compacted journal.
+                None => {}
+                Some(seq) => {
+                    return self.break_down(format!(
+                        "the journal goes on at entry {seq} after {}: reading snapshots is not built yet",
+                        expected - 1
+                    ));
+                }
+            }
+        }
+        if self.round.as_ref().is_some_and(|r| r.reads.is_empty()) {
+            self.end_round();
+        }
+    }
+
+    fn read_entry(&mut self, seq: u64, bytes: &[u8]) {
+        let entry = match entry::decode(seq, bytes) {
+            Ok(entry) => entry,
+            Err(e) => return self.break_down(format!("journal entry {seq} is corrupt: {e}")),
+        };
+        // Already folded (this node's own append): the round has read on without it.
+        if seq <= self.catalog.position() {
+            return;
+        }
+        let Some(round) = self.round.as_mut() else { return };
+        round.reads.insert(seq, Some(entry));
+        self.advance_round();
+    }
+
+    /// Folds, in seq order, whatever the round has read; once all it listed is folded,
+    /// lists again, until a listing finds nothing. Entries folded meanwhile by another
+    /// path (this node's own append) are dropped from the round.
+    fn advance_round(&mut self) {
+        while let Some(round) = self.round.as_mut() {
+            let position = self.catalog.position();
+            round.reads.retain(|seq, _| *seq > position);
+            let next = position + 1;
+            if !matches!(round.reads.get(&next), Some(Some(_))) {
+                break;
+            }
+            let Some(Some(entry)) = round.reads.remove(&next) else { break };
+            self.fold(&entry);
+        }
+        if self.round.as_ref().is_some_and(|r| r.reads.is_empty()) {
+            self.list_journal();
+        }
+    }
+
+    fn fold(&mut self, entry: &Entry) {
+        // A contradicting entry is ignored alike on every node (see `Catalog::fold`).
+        let _: Folded = self.catalog.fold(entry);
+    }
+
+    fn end_round(&mut self) {
+        let Some(round) = self.round.take() else { return };
+        self.behind = false;
+        let (served, later): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|(_, _, tag)| *tag < round.number);
+        self.waiting = later;
+        for (request, command, _) in served {
+            self.fenced(request, command);
+        }
+        if !self.waiting.is_empty() {
+            self.begin_round();
+        }
+        self.pump_appends();
+    }
+
+    /// A command whose fence has completed.
+    fn fenced(&mut self, request: RequestId, command: Command) {
+        match command {
+            Command::ListTopics => {
+                let topics = self.catalog.live_topics().map(|(n, id, t)| describe(n, id, t)).collect();
+                self.reply(request, Ok(Reply::Topics(topics)));
+            }
+            Command::DescribeTopic { name } => {
+                let reply = match self.catalog.live(&name) {
+                    Some((id, t)) => Ok(Reply::Described(describe(&name, id, t))),
+                    None => Err(BrokerError::TopicNotFound { name }),
+                };
+                self.reply(request, reply);
+            }
+            command => self.appends.push_back((request, command)),
+        }
+    }
+
+    // ---- rule A: the append ----
+
+    fn pump_appends(&mut self) {
+        while self.appending.is_none() && !self.behind && self.broken.is_none() {
+            let Some((request, command)) = self.appends.pop_front() else { return };
+            let kind = match &command {
+                Command::CreateTopic { name, partitions, settings } => {
+                    match self.catalog.validate_create(name, *partitions, settings, &self.options.config) {
+                        Ok(()) => EntryKind::Create {
+                            name: name.clone(),
+                            partitions: *partitions,
+                            settings: settings.clone(),
+                        },
+                        Err(e) => {
+                            self.reply(request, Err(e));
+                            continue;
+                        }
+                    }
+                }
+                Command::DeleteTopic { name } => match self.catalog.validate_delete(name) {
+                    Ok(DeleteOf::Live(topic)) => EntryKind::Delete { name: name.clone(), topic },
+                    Ok(DeleteOf::AlreadyDeleted(topic)) => {
+                        self.reply(request, Ok(Reply::DeleteAccepted { topic }));
+                        continue;
+                    }
+                    Err(e) => {
+                        self.reply(request, Err(e));
+                        continue;
+                    }
+                },
+                other => {
+                    let e = BrokerError::InvalidRequest(format!("{other:?} is not appended to the journal"));
+                    self.reply(request, Err(e));
+                    continue;
+                }
+            };
+            let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
+            self.next_nonce += 1;
+            let entry = Entry { writer, kind };
+            let seq = self.catalog.position() + 1;
+            let op = StoreOp::Create { key: journal_key(seq), bytes: entry::encode(seq, &entry) };
+            self.appending = Some(Append { request, command, seq, entry });
+            self.issue(op, Purpose::Append);
+        }
+    }
+
+    fn check_append(&mut self) {
+        if let Some(a) = &self.appending {
+            let key = journal_key(a.seq);
+            self.issue(StoreOp::Get { key }, Purpose::AppendCheck);
+        }
+    }
+
+    fn append_checked(&mut self, bytes: &[u8]) {
+        let Some(a) = &self.appending else { return };
+        match entry::decode(a.seq, bytes) {
+            Ok(found) if found.writer == a.entry.writer => self.appended(),
+            Ok(_) => {
+                // Another node's entry holds the seq: fold it, then validate again.
+                if let Some(a) = self.appending.take() {
+                    self.appends.push_front((a.request, a.command));
+                }
+                self.behind = true;
+                if self.round.is_none() {
+                    // No command waits on this round: `rounds` grows, nothing is served.
+                    self.begin_round();
+                }
+            }
+            Err(e) => self.break_down(format!("journal entry {} is corrupt: {e}", a.seq)),
+        }
+    }
+
+    fn appended(&mut self) {
+        let Some(a) = self.appending.take() else { return };
+        // A fence round may have folded it already; otherwise it is the next entry, and a
+        // round waiting to read it reads on without it.
+        if self.catalog.position() < a.seq {
+            self.fold(&a.entry);
+            if self.round.as_ref().is_some_and(|r| r.reads.contains_key(&a.seq)) {
+                self.advance_round();
+            }
+        }
+        let reply = match a.entry.kind {
+            EntryKind::Create { .. } => Reply::Created { topic: TopicId(a.seq) },
+            EntryKind::Delete { topic, .. } | EntryKind::Removed { topic } => Reply::DeleteAccepted { topic },
+        };
+        self.reply(a.request, Ok(reply));
+        self.pump_appends();
+    }
+}
+
+/// A live incarnation as list and describe show it. No records exist yet (the data path
+/// is not built), so every high watermark is 0.
+fn describe(name: &str, id: TopicId, t: &crate::cluster::catalog::Incarnation) -> TopicDescription {
+    TopicDescription {
+        name: name.to_string(),
+        id,
+        partitions: t.partitions,
+        settings: t.settings.clone(),
+        high_watermarks: vec![0; t.partitions as usize],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::memstore::MemStore;
+    use crate::command::TopicSettings;
+
+    /// Nodes over one [`MemStore`], store operations carried out in the order issued.
+    struct Net {
+        store: MemStore,
+        nodes: Vec<Node>,
+        pending: VecDeque<(usize, StoreOpId, StoreOp)>,
+        replies: BTreeMap<RequestId, Result<Reply, BrokerError>>,
+        next_request: u64,
+        now: Time,
+    }
+
+    impl Net {
+        fn new(nodes: u32) -> Net {
+            let nodes = (0..nodes)
+                .map(|node| {
+                    Node::new(NodeOptions {
+                        node,
+                        boot: 100 + u64::from(node),
+                        config: Config::default(),
+                        list_limit: 3,
+                    })
+                })
+                .collect();
+            Net {
+                store: MemStore::default(),
+                nodes,
+                pending: VecDeque::new(),
+                replies: BTreeMap::new(),
+                next_request: 0,
+                now: Time::ZERO,
+            }
+        }
+
+        fn submit(&mut self, node: usize, command: Command) -> RequestId {
+            let request = RequestId(self.next_request);
+            self.next_request += 1;
+            self.nodes[node].handle_command(self.now, request, command);
+            self.collect();
+            request
+        }
+
+        fn collect(&mut self) {
+            for (i, node) in self.nodes.iter_mut().enumerate() {
+                while let Some(effect) = node.poll_effect() {
+                    match effect {
+                        NodeEffect::Store { id, op } => self.pending.push_back((i, id, op)),
+                        NodeEffect::Reply { request, reply } => {
+                            assert!(self.replies.insert(request, reply).is_none(), "{request:?} answered twice");
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Carries out the oldest pending operation; `result` may replace its outcome.
+        fn step_with(&mut self, result: impl FnOnce(&mut MemStore, &StoreOp) -> StoreResult) -> bool {
+            let Some((node, id, op)) = self.pending.pop_front() else { return false };
+            let r = result(&mut self.store, &op);
+            self.nodes[node].handle_store(self.now, id, r);
+            self.collect();
+            true
+        }
+
+        fn run(&mut self) {
+            while self.step_with(|store, op| Ok(store.apply(op))) {}
+        }
+
+        fn reply(&self, request: RequestId) -> &Result<Reply, BrokerError> {
+            self.replies.get(&request).unwrap_or_else(|| panic!("{request:?} has no reply"))
+        }
+    }
+
+    fn create(name: &str) -> Command {
+        Command::CreateTopic { name: name.into(), partitions: 2, settings: TopicSettings::default() }
+    }
+
+    fn describe(name: &str) -> Command {
+        Command::DescribeTopic { name: name.into() }
+    }
+
+    fn delete(name: &str) -> Command {
+        Command::DeleteTopic { name: name.into() }
+    }
+
+    #[test]
+    fn a_create_on_one_node_is_seen_by_another() {
+        let mut net = Net::new(2);
+        let r = net.submit(0, create("t"));
+        net.run();
+        assert_eq!(net.reply(r), &Ok(Reply::Created { topic: TopicId(1) }));
+        let d = net.submit(1, describe("t"));
+        net.run();
+        assert!(matches!(net.reply(d), Ok(Reply::Described(t)) if t.id == TopicId(1) && t.partitions == 2));
+        assert_eq!(net.nodes[0].catalog(), net.nodes[1].catalog());
+    }
+
+    #[test]
+    fn two_nodes_creating_one_name_at_once_exactly_one_succeeds() {
+        let mut net = Net::new(2);
+        let a = net.submit(0, create("t"));
+        let b = net.submit(1, create("t"));
+        net.run();
+        let mut replies = vec![net.reply(a).clone(), net.reply(b).clone()];
+        replies.sort_by_key(|r| r.is_err());
+        assert_eq!(
+            replies,
+            vec![Ok(Reply::Created { topic: TopicId(1) }), Err(BrokerError::TopicAlreadyExists { name: "t".into() })]
+        );
+        assert_eq!(net.store.keys().collect::<Vec<_>>(), vec![journal_key(1)], "one entry");
+        assert_eq!(net.nodes[0].catalog(), net.nodes[1].catalog());
+    }
+
+    /// The append's create lands but its answer is lost, or does not land: either way
+    /// the node reads the key back and appends exactly once.
+    #[test]
+    fn an_append_with_an_unknown_outcome_is_read_back() {
+        for lands in [true, false] {
+            let mut net = Net::new(1);
+            let r = net.submit(0, create("t"));
+            net.step_with(|store, op| Ok(store.apply(op))); // the fence's listing
+            assert!(matches!(net.pending.front(), Some((_, _, StoreOp::Create { .. }))));
+            net.step_with(|store, op| {
+                if lands {
+                    store.apply(op);
+                }
+                Err(StoreError::Unknown("timed out".into()))
+            });
+            net.run();
+            assert_eq!(net.reply(r), &Ok(Reply::Created { topic: TopicId(1) }), "lands: {lands}");
+            assert_eq!(net.store.keys().count(), 1, "lands: {lands}");
+        }
+    }
+
+    #[test]
+    fn a_delete_acknowledged_on_one_node_hides_the_topic_on_every_other() {
+        let mut net = Net::new(3);
+        net.submit(0, create("t"));
+        net.run();
+        let seen = net.submit(2, describe("t"));
+        net.run();
+        assert!(net.reply(seen).is_ok());
+        let d = net.submit(1, delete("t"));
+        net.run();
+        assert_eq!(net.reply(d), &Ok(Reply::DeleteAccepted { topic: TopicId(1) }));
+        // Invoked after the acknowledgement: node 2's fence folds the tombstone first.
+        let after = net.submit(2, describe("t"));
+        let list = net.submit(2, Command::ListTopics);
+        net.run();
+        assert_eq!(net.reply(after), &Err(BrokerError::TopicNotFound { name: "t".into() }));
+        assert_eq!(net.reply(list), &Ok(Reply::Topics(vec![])));
+        // Deleting it again answers for the incarnation being deleted; creating the name
+        // again makes a new incarnation at once.
+        let again = net.submit(0, delete("t"));
+        net.run();
+        let recreate = net.submit(2, create("t"));
+        net.run();
+        assert_eq!(net.reply(again), &Ok(Reply::DeleteAccepted { topic: TopicId(1) }));
+        assert_eq!(net.reply(recreate), &Ok(Reply::Created { topic: TopicId(3) }));
+    }
+
+    #[test]
+    fn one_fence_round_serves_every_command_that_arrived_before_it() {
+        let mut net = Net::new(1);
+        let requests: Vec<_> = (0..10).map(|_| net.submit(0, Command::ListTopics)).collect();
+        let lists = net.pending.iter().filter(|(_, _, op)| matches!(op, StoreOp::List { .. })).count();
+        assert_eq!(lists, 1, "one listing for ten commands");
+        net.run();
+        assert!(requests.iter().all(|r| net.reply(*r) == &Ok(Reply::Topics(vec![]))));
+    }
+
+    /// A journal longer than one listing is read in several, in order.
+    #[test]
+    fn a_node_far_behind_catches_up_listing_after_listing() {
+        let mut net = Net::new(2);
+        for i in 0..8 {
+            net.submit(0, create(&format!("t{i}")));
+            net.run();
+        }
+        let list = net.submit(1, Command::ListTopics);
+        net.run();
+        let Ok(Reply::Topics(topics)) = net.reply(list) else { panic!("{:?}", net.reply(list)) };
+        assert_eq!(topics.len(), 8);
+        assert_eq!(net.nodes[1].catalog().position(), 8);
+    }
+
+    #[test]
+    fn a_failed_operation_is_retried_after_its_backoff() {
+        let mut net = Net::new(1);
+        let r = net.submit(0, Command::ListTopics);
+        net.step_with(|_, _| Err(StoreError::Failed("503".into())));
+        assert!(net.pending.is_empty() && !net.replies.contains_key(&r));
+        let at = net.nodes[0].poll_timeout().expect("a retry is due");
+        assert!(at > Time::ZERO);
+        net.now = at;
+        net.nodes[0].handle_timeout(at);
+        net.collect();
+        net.run();
+        assert_eq!(net.reply(r), &Ok(Reply::Topics(vec![])));
+    }
+
+    #[test]
+    fn a_corrupt_entry_makes_the_node_refuse_rather_than_guess() {
+        let mut net = Net::new(1);
+        net.store.apply(&StoreOp::Create { key: journal_key(1), bytes: b"not an entry".to_vec() });
+        let r = net.submit(0, Command::ListTopics);
+        net.run();
+        assert!(matches!(net.reply(r), Err(BrokerError::Unavailable(why)) if why.contains("corrupt")));
+        let later = net.submit(0, create("t"));
+        assert!(matches!(net.reply(later), Err(BrokerError::Unavailable(_))));
+    }
+
+    /// Seeded runs: several nodes, commands on random nodes, store operations completed
+    /// in random order, some failing and some with unknown outcomes (landed or not).
+    /// Every request is answered; the journal never holds an entry its catalog ignores;
+    /// every Created and DeleteAccepted names a journal entry that says so; every node
+    /// ends with the same catalog; and no describe invoked after a delete's
+    /// acknowledgement shows the deleted incarnation.
+    #[test]
+    fn random_interleavings_and_faults_keep_the_journal_and_the_lifecycle_straight() {
+        let seeds: u64 = std::env::var("BROKER_CLUSTER_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(300);
+        for seed in 1..=seeds {
+            let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            let mut rand = move |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n.max(1)
+            };
+            let mut net = Net::new(1 + rand(4) as u32);
+            let names = ["a", "b"];
+            let mut issued: BTreeMap<RequestId, (Command, u64)> = BTreeMap::new();
+            let mut answered_at: BTreeMap<RequestId, u64> = BTreeMap::new();
+            let mut step = 0u64;
+            for _ in 0..60 {
+                step += 1;
+                if rand(3) == 0 {
+                    let name = names[rand(2) as usize];
+                    let command = match rand(4) {
+                        0 => create(name),
+                        1 => delete(name),
+                        2 => describe(name),
+                        _ => Command::ListTopics,
+                    };
+                    let node = rand(net.nodes.len() as u64) as usize;
+                    let r = net.submit(node, command.clone());
+                    issued.insert(r, (command, step));
+                } else if !net.pending.is_empty() {
+                    let i = rand(net.pending.len() as u64) as usize;
+                    let op = net.pending.remove(i).unwrap();
+                    net.pending.push_front(op);
+                    let fault = rand(20);
+                    net.step_with(|store, op| match fault {
+                        0 => Err(StoreError::Failed("503".into())),
+                        1 => {
+                            store.apply(op);
+                            Err(StoreError::Unknown("timed out after landing".into()))
+                        }
+                        2 => Err(StoreError::Unknown("timed out before landing".into())),
+                        _ => Ok(store.apply(op)),
+                    });
+                } else {
+                    net.now = net.now.plus_millis(10);
+                    for node in &mut net.nodes {
+                        node.handle_timeout(net.now);
+                    }
+                    net.collect();
+                }
+                for r in net.replies.keys() {
+                    answered_at.entry(*r).or_insert(step);
+                }
+            }
+            // Faults stop: everything drains.
+            for _ in 0..1000 {
+                net.run();
+                net.now = net.now.plus_millis(10_000);
+                for node in &mut net.nodes {
+                    node.handle_timeout(net.now);
+                }
+                net.collect();
+                if net.pending.is_empty() && net.nodes.iter().all(|n| n.poll_timeout().is_none()) {
+                    break;
+                }
+            }
+            step += 1;
+            for r in net.replies.keys() {
+                answered_at.entry(*r).or_insert(step);
+            }
+            for r in issued.keys() {
+                assert!(net.replies.contains_key(r), "seed {seed}: {r:?} ({:?}) never answered", issued[r].0);
+            }
+            // The journal, folded afresh, ignores nothing.
+            let mut journal = Catalog::default();
+            let mut entries = BTreeMap::new();
+            for key in net.store.keys() {
+                let seq = parse_journal_key(key).expect("only journal keys");
+                let e = entry::decode(seq, net.store.get(key).unwrap()).expect("a valid entry");
+                assert_eq!(journal.fold(&e), Folded::Applied, "seed {seed}: entry {seq}");
+                entries.insert(seq, e.kind);
+            }
+            for (r, reply) in &net.replies {
+                match reply {
+                    Ok(Reply::Created { topic }) => {
+                        assert!(matches!(entries.get(&topic.0), Some(EntryKind::Create { .. })), "seed {seed}: {r:?}");
+                    }
+                    Ok(Reply::DeleteAccepted { topic }) => {
+                        let tombstone =
+                            entries.values().any(|k| matches!(k, EntryKind::Delete { topic: t, .. } if t == topic));
+                        assert!(tombstone, "seed {seed}: {r:?} acknowledged a delete of {topic} with no tombstone");
+                    }
+                    _ => {}
+                }
+            }
+            // No describe invoked after a delete's acknowledgement shows the incarnation.
+            for (d, reply) in &net.replies {
+                let Ok(Reply::DeleteAccepted { topic }) = reply else { continue };
+                for (r, (command, invoked)) in &issued {
+                    if *invoked > answered_at[d] {
+                        if let (Command::DescribeTopic { .. }, Ok(Reply::Described(t))) = (command, &net.replies[r]) {
+                            assert_ne!(t.id, *topic, "seed {seed}: {r:?} invoked after {d:?} was acknowledged");
+                        }
+                    }
+                }
+            }
+            // Every node, fenced once more, holds the journal's catalog.
+            for node in 0..net.nodes.len() {
+                net.submit(node, Command::ListTopics);
+            }
+            net.run();
+            for node in &net.nodes {
+                assert_eq!(node.catalog(), &journal, "seed {seed}: broken {:?}", node.broken);
+            }
+        }
+    }
+}
