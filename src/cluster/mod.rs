@@ -9,6 +9,7 @@
 //!   creates and deletes against it;
 //! - [`node`]: one node, as a state machine with the same effects-out shape as the
 //!   broker (so far its metadata path: the append and the fence);
+//! - [`segment`]: the objects that hold a partition's records, and their codec;
 //! - [`memstore`]: a store in memory that keeps the contract and never fails.
 
 pub mod catalog;
@@ -16,4 +17,5 @@ pub mod entry;
 pub mod keys;
 pub mod memstore;
 pub mod node;
+pub mod segment;
 pub mod store;
