@@ -83,6 +83,11 @@ pub enum BrokerError {
     /// The broker halted while this request was in flight; it may or may not have taken effect.
     #[error("broker halted while the request was in flight; its outcome is unknown: {0}")]
     Halted(String),
+    /// A cluster node cannot tell whether this write took effect: its topic was deleted
+    /// while it was in flight, so it may have landed (and been read) before the
+    /// deletion, or not at all.
+    #[error("the outcome is unknown: {0}")]
+    OutcomeUnknown(String),
     /// A stored record failed its checksum; it is reported, never served.
     #[error("record at offset {offset} of {log} is corrupt: {detail}")]
     CorruptRecord {

@@ -299,6 +299,7 @@ fn error_messages_of_every_variant() {
         BrokerError::DuplicateRequestId(7),
         BrokerError::Unavailable("the broker is recovering".into()),
         BrokerError::Halted("journal write failed: I/O error: EIO".into()),
+        BrokerError::OutcomeUnknown("topic \"orders\" was deleted while the produce was in flight".into()),
         BrokerError::CorruptRecord { log: log.file_name(), offset: 17, detail: "checksum mismatch (byte 4096)".into() },
         BrokerError::Storage("I/O error: EIO".into()),
     ];

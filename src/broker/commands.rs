@@ -1,14 +1,14 @@
 //! Client commands: validation first (a rejected command changes nothing), then effects.
 
+use super::placement::{check_produce, place, Placement};
 use super::state::{Deletion, DeletionStage, PartitionWrite, Topic};
 use super::{describe, Broker, JournalWaiter, PendingOp, ProduceProgress};
-use crate::command::{Command, ProduceRecord, RecordPosition, Reply, TopicSettings};
+use crate::command::{Command, ProduceRecord, Reply, TopicSettings};
 use crate::effect::{AppendRecord, StorageOp};
 use crate::error::BrokerError;
 use crate::ids::{LogId, RequestId, TopicId};
 use crate::journal::{JournalRecord, TopicMeta};
 use crate::name::validate_topic_name;
-use crate::partitioner::partition_for_key;
 use crate::planted::Bug;
 
 impl Broker {
@@ -141,59 +141,25 @@ impl Broker {
     ) -> Result<Option<Reply>, BrokerError> {
         let t = self.visible(topic)?;
         let n = t.meta.partitions;
-        if let Some(p) = partition.filter(|p| *p >= n) {
-            return Err(BrokerError::PartitionNotFound { name: topic.to_string(), partition: p, partitions: n });
-        }
-        if records.is_empty() {
-            return Err(BrokerError::InvalidRequest("a produce needs at least one record".into()));
-        }
-        if records.len() > self.config.max_batch_records {
-            return Err(BrokerError::InvalidRequest(format!(
-                "{} records exceed the batch limit of {}",
-                records.len(),
-                self.config.max_batch_records
-            )));
-        }
-        let limit = self.config.max_record_bytes;
-        if let Some(i) = records.iter().position(|r| r.key.as_ref().map_or(0, Vec::len) + r.value.len() > limit) {
-            return Err(BrokerError::InvalidRequest(format!("record {i} exceeds the size limit of {limit} bytes")));
-        }
-        let (bytes, max) = (crate::logcodec::batch_bytes(&records), self.config.batch_bytes_limit());
-        if bytes > max {
-            return Err(BrokerError::BatchTooLarge { bytes, max });
-        }
+        check_produce(&self.config, topic, n, partition, &records)?;
         // Assign partitions and group the records into one batch per partition, in
         // ascending partition order, without touching state, so a rejection changes
         // nothing. Offsets within each batch count from 0 until the checks pass.
         let partition = partition.filter(|_| !self.bug(Bug::NamedPartitionIgnored));
-        let mut cursor = t.round_robin;
-        let mut batches: Vec<(u32, Vec<AppendRecord>)> = Vec::new();
-        let mut positions = Vec::with_capacity(records.len());
-        for record in records {
-            let p = match (partition, &record.key) {
-                (Some(p), _) => p,
-                (None, Some(key)) => partition_for_key(key, n),
-                (None, None) => {
-                    let p = cursor % n;
-                    cursor = cursor.wrapping_add(1);
-                    p
-                }
-            };
-            if t.partitions.get(p as usize).is_none_or(|p| p.failed.is_some()) {
-                let why = t.partitions.get(p as usize).and_then(|p| p.failed.clone()).unwrap_or_default();
-                return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
-            }
-            let i = match batches.binary_search_by_key(&p, |b| b.0) {
-                Ok(i) => i,
-                Err(i) => {
-                    batches.insert(i, (p, Vec::new()));
-                    i
-                }
-            };
-            let batch = &mut batches[i].1;
-            positions.push(RecordPosition { partition: p, offset: batch.len() as u64 });
-            batch.push(AppendRecord { offset: batch.len() as u64, record });
+        let Placement { batches, mut positions, cursor } = place(n, t.round_robin, partition, records);
+        if let Some((p, why)) = batches.iter().find_map(|(p, _)| {
+            let failed = t.partitions.get(*p as usize).map(|part| part.failed.clone());
+            (failed != Some(None)).then(|| (*p, failed.flatten().unwrap_or_default()))
+        }) {
+            return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
         }
+        let mut batches: Vec<(u32, Vec<AppendRecord>)> = batches
+            .into_iter()
+            .map(|(p, records)| {
+                let records = records.into_iter().enumerate();
+                (p, records.map(|(i, record)| AppendRecord { offset: i as u64, record }).collect())
+            })
+            .collect();
         if let Some((p, _)) =
             batches.iter().find(|(p, b)| t.partitions[*p as usize].next_offset.checked_add(b.len() as u64).is_none())
         {

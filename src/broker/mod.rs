@@ -18,6 +18,7 @@ mod config;
 mod creation;
 mod deletion;
 mod journal_writer;
+pub(crate) mod placement;
 mod recovery;
 mod state;
 

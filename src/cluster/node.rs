@@ -9,15 +9,22 @@
 //! catalog, and a create or delete is validated and appended at `position + 1` with a
 //! conditional create; an append that meets another's entry folds it and runs again,
 //! and one whose outcome is unknown reads the key back and knows its own entry by its
-//! writer. Produce and fetch are refused as unavailable: the data path (rule D) is
-//! not built yet, so no topic ever holds records and every high watermark is 0.
+//! writer. A produce places its records as one node does and writes one segment per
+//! partition with a conditional create at the end it knows (rule D), learning the end
+//! again after a lost race, then waits for a second fence: acknowledged if the topic is
+//! still live, else answered with an unknown outcome. A fetch lists and reads the
+//! partition's segments, then waits for a second fence before it answers.
 
+use crate::broker::placement::{check_produce, place, Placement};
 use crate::broker::Config;
 use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
 use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
-use crate::cluster::keys::{journal_key, parse_journal_key, JOURNAL_PREFIX};
+use crate::cluster::keys::{
+    journal_key, parse_journal_key, parse_segment_key, partition_prefix, segment_key, JOURNAL_PREFIX,
+};
+use crate::cluster::segment;
 use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
-use crate::command::{Command, Reply, TopicDescription};
+use crate::command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription};
 use crate::error::BrokerError;
 use crate::ids::{RequestId, TopicId};
 use crate::time::Time;
@@ -70,6 +77,58 @@ enum Purpose {
     Append,
     /// Reading the append's key back after an unknown outcome or a lost race.
     AppendCheck,
+    /// Listing a partition's segments after `after` (from the first if `None`).
+    Segments { request: RequestId, partition: u32, after: Option<u64> },
+    /// Reading the segment at `base`.
+    ReadSegment { request: RequestId, partition: u32, base: u64 },
+    /// Creating a produce's segment.
+    WriteSegment { request: RequestId, partition: u32 },
+    /// Reading a produce's segment key back after a lost race or an unknown outcome.
+    CheckSegment { request: RequestId, partition: u32 },
+}
+
+/// What a command still needs once its first fence is done.
+#[derive(Debug)]
+enum After {
+    /// The command itself: its first fence.
+    Command(Command),
+    /// A produce whose segments exist: acknowledged if its topic is still live.
+    Produced,
+    /// A fetch that has read its records: answered if its topic is still live.
+    Fetched(Reply),
+}
+
+/// A produce or fetch between its two fences.
+#[derive(Debug)]
+enum Work {
+    Produce {
+        name: String,
+        topic: TopicId,
+        /// Where each record goes; offsets count from 0 in each partition until its
+        /// segment's base is known.
+        positions: Vec<RecordPosition>,
+        parts: BTreeMap<u32, Part>,
+    },
+    Fetch {
+        name: String,
+        topic: TopicId,
+        offset: u64,
+        max_records: u32,
+        /// The partition's segments, as listed.
+        bases: Vec<u64>,
+        /// The high watermark, once the last segment is read.
+        high_watermark: Option<u64>,
+    },
+}
+
+/// One partition's share of a produce.
+#[derive(Debug)]
+struct Part {
+    records: Vec<ProduceRecord>,
+    writer: EntryWriter,
+    /// The base it is being written at, and whether it is written.
+    base: Option<u64>,
+    written: bool,
 }
 
 /// A fence round in flight.
@@ -111,8 +170,14 @@ pub struct Node {
     /// Fence rounds begun so far.
     rounds: u64,
     round: Option<Round>,
-    /// Commands waiting for a fence, with the number of rounds begun when they arrived.
-    waiting: Vec<(RequestId, Command, u64)>,
+    /// Requests waiting for a fence, with the number of rounds begun when they arrived.
+    waiting: Vec<(RequestId, After, u64)>,
+    /// Produces and fetches between their two fences.
+    work: BTreeMap<RequestId, Work>,
+    /// Per partition, the end of its last segment as this node last learned it.
+    ends: BTreeMap<(TopicId, u32), u64>,
+    /// Per incarnation, where the next keyless record goes (round-robin).
+    cursors: BTreeMap<TopicId, u32>,
     /// Fenced creates and deletes, appended one at a time in arrival order.
     appends: VecDeque<(RequestId, Command)>,
     appending: Option<Append>,
@@ -141,6 +206,9 @@ impl Node {
             rounds: 0,
             round: None,
             waiting: Vec::new(),
+            work: BTreeMap::new(),
+            ends: BTreeMap::new(),
+            cursors: BTreeMap::new(),
             appends: VecDeque::new(),
             appending: None,
             behind: false,
@@ -187,11 +255,12 @@ impl Node {
             let reply = Err(BrokerError::Unavailable(why.clone()));
             return self.reply(request, reply);
         }
-        if matches!(command, Command::Produce { .. } | Command::Fetch { .. }) {
-            let why = "produce and fetch are not served by a cluster node yet".to_string();
-            return self.reply(request, Err(BrokerError::Unavailable(why)));
-        }
-        self.waiting.push((request, command, self.rounds));
+        self.await_fence(request, After::Command(command));
+    }
+
+    /// Holds `after` until a fence round that begins from now on has completed.
+    fn await_fence(&mut self, request: RequestId, after: After) {
+        self.waiting.push((request, after, self.rounds));
         if self.round.is_none() {
             self.begin_round();
         }
@@ -208,6 +277,10 @@ impl Node {
             // An unknown outcome of the append is resolved by reading its key back.
             Err(StoreError::Unknown(_)) if matches!(purpose, Purpose::Append) => {
                 return self.check_append();
+            }
+            Err(StoreError::Unknown(_)) if matches!(purpose, Purpose::WriteSegment { .. }) => {
+                let Purpose::WriteSegment { request, partition } = purpose else { return };
+                return self.check_segment(request, partition);
             }
             Err(_) => {
                 // Nothing happened (or, for a read, nothing was learned): try again.
@@ -227,6 +300,31 @@ impl Node {
             (Purpose::Append, StoreOutput::Created) => self.appended(),
             (Purpose::Append, StoreOutput::Exists) => self.check_append(),
             (Purpose::AppendCheck, StoreOutput::Found(bytes)) => self.append_checked(&bytes),
+            (Purpose::Segments { request, partition, after }, StoreOutput::Listed(keys)) => {
+                self.segments_listed(request, partition, after, keys);
+            }
+            (Purpose::ReadSegment { request, partition, base }, StoreOutput::Found(bytes)) => {
+                self.segment_read(request, partition, base, &bytes);
+            }
+            (Purpose::ReadSegment { request, .. }, StoreOutput::Missing) => {
+                // Removed: its topic's tombstone is in the journal, so the request is
+                // answered as after the delete (a produce has written nothing yet).
+                self.data_not_found(request);
+            }
+            (Purpose::WriteSegment { request, partition }, StoreOutput::Created) => {
+                self.part_written(request, partition)
+            }
+            (Purpose::WriteSegment { request, partition }, StoreOutput::Exists) => {
+                self.check_segment(request, partition)
+            }
+            (Purpose::CheckSegment { request, partition }, StoreOutput::Found(bytes)) => {
+                self.segment_checked(request, partition, &bytes);
+            }
+            (Purpose::CheckSegment { request, partition }, StoreOutput::Missing) => {
+                if let Some(base) = self.part(request, partition).and_then(|p| p.base) {
+                    self.write_part(request, partition, base);
+                }
+            }
             (Purpose::AppendCheck, StoreOutput::Missing) => {
                 // The unknown create did not land (yet): create again; should the first
                 // land after all, the second finds it and reads it back as ours.
@@ -260,9 +358,11 @@ impl Node {
         self.broken = Some(why.clone());
         self.round = None;
         let waiting: Vec<RequestId> = self.waiting.drain(..).map(|(r, _, _)| r).collect();
+        let work: Vec<RequestId> =
+            std::mem::take(&mut self.work).into_keys().filter(|r| !waiting.contains(r)).collect();
         let appends: Vec<RequestId> = self.appends.drain(..).map(|(r, _)| r).collect();
         let appending = self.appending.take().map(|a| a.request);
-        for request in waiting.into_iter().chain(appends).chain(appending) {
+        for request in waiting.into_iter().chain(work).chain(appends).chain(appending) {
             self.reply(request, Err(BrokerError::Unavailable(why.clone())));
         }
     }
@@ -361,8 +461,12 @@ impl Node {
         self.behind = false;
         let (served, later): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|(_, _, tag)| *tag < round.number);
         self.waiting = later;
-        for (request, command, _) in served {
-            self.fenced(request, command);
+        for (request, after, _) in served {
+            match after {
+                After::Command(command) => self.fenced(request, command),
+                After::Produced => self.produced(request),
+                After::Fetched(reply) => self.fetched(request, reply),
+            }
         }
         if !self.waiting.is_empty() {
             self.begin_round();
@@ -374,18 +478,287 @@ impl Node {
     fn fenced(&mut self, request: RequestId, command: Command) {
         match command {
             Command::ListTopics => {
-                let topics = self.catalog.live_topics().map(|(n, id, t)| describe(n, id, t)).collect();
+                let topics = self.catalog.live_topics().map(|(n, id, t)| describe(n, id, t, &self.ends)).collect();
                 self.reply(request, Ok(Reply::Topics(topics)));
             }
             Command::DescribeTopic { name } => {
                 let reply = match self.catalog.live(&name) {
-                    Some((id, t)) => Ok(Reply::Described(describe(&name, id, t))),
+                    Some((id, t)) => Ok(Reply::Described(describe(&name, id, t, &self.ends))),
                     None => Err(BrokerError::TopicNotFound { name }),
                 };
                 self.reply(request, reply);
             }
+            Command::Produce { topic, partition, records } => self.produce(request, topic, partition, records),
+            Command::Fetch { topic, partition, offset, max_records } => {
+                self.fetch(request, topic, partition, offset, max_records);
+            }
             command => self.appends.push_back((request, command)),
         }
+    }
+
+    // ---- rule D: the data ----
+
+    fn produce(&mut self, request: RequestId, name: String, partition: Option<u32>, records: Vec<ProduceRecord>) {
+        let Some((topic, t)) = self.catalog.live(&name) else {
+            return self.reply(request, Err(BrokerError::TopicNotFound { name }));
+        };
+        let partitions = t.partitions;
+        if let Err(e) = check_produce(&self.options.config, &name, partitions, partition, &records) {
+            return self.reply(request, Err(e));
+        }
+        let cursor = self.cursors.get(&topic).copied().unwrap_or(0);
+        let Placement { batches, positions, cursor } = place(partitions, cursor, partition, records);
+        self.cursors.insert(topic, cursor);
+        let mut parts = BTreeMap::new();
+        for (p, records) in batches {
+            let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
+            self.next_nonce += 1;
+            parts.insert(p, Part { records, writer, base: None, written: false });
+        }
+        let ps: Vec<u32> = parts.keys().copied().collect();
+        self.work.insert(request, Work::Produce { name, topic, positions, parts });
+        for p in ps {
+            match self.ends.get(&(topic, p)) {
+                Some(&end) => self.write_part(request, p, end),
+                None => self.list_segments(request, topic, p, None),
+            }
+        }
+    }
+
+    fn fetch(&mut self, request: RequestId, name: String, partition: u32, offset: u64, max_records: u32) {
+        let Some((topic, t)) = self.catalog.live(&name) else {
+            return self.reply(request, Err(BrokerError::TopicNotFound { name }));
+        };
+        if partition >= t.partitions {
+            let partitions = t.partitions;
+            return self.reply(request, Err(BrokerError::PartitionNotFound { name, partition, partitions }));
+        }
+        let max = self.options.config.max_fetch_records;
+        if max_records == 0 || max_records > max {
+            let e = BrokerError::InvalidRequest(format!("max_records must be between 1 and {max}"));
+            return self.reply(request, Err(e));
+        }
+        let work = Work::Fetch { name, topic, offset, max_records, bases: Vec::new(), high_watermark: None };
+        self.work.insert(request, work);
+        self.list_segments(request, topic, partition, None);
+    }
+
+    fn part(&self, request: RequestId, partition: u32) -> Option<&Part> {
+        match self.work.get(&request) {
+            Some(Work::Produce { parts, .. }) => parts.get(&partition),
+            _ => None,
+        }
+    }
+
+    fn list_segments(&mut self, request: RequestId, topic: TopicId, partition: u32, after: Option<u64>) {
+        let op = StoreOp::List {
+            prefix: partition_prefix(topic, partition),
+            after: after.map(|base| segment_key(topic, partition, base)),
+            limit: self.options.list_limit.max(1),
+        };
+        self.issue(op, Purpose::Segments { request, partition, after });
+    }
+
+    fn segments_listed(&mut self, request: RequestId, partition: u32, after: Option<u64>, keys: Vec<String>) {
+        let full = keys.len() >= self.options.list_limit.max(1) as usize;
+        let Some(work) = self.work.get_mut(&request) else { return };
+        let topic = match work {
+            Work::Produce { topic, .. } | Work::Fetch { topic, .. } => *topic,
+        };
+        let listed: Vec<u64> = keys
+            .iter()
+            .filter_map(|k| parse_segment_key(k))
+            .filter(|(t, p, _)| *t == topic && *p == partition)
+            .map(|(_, _, base)| base)
+            .collect();
+        let is_produce = matches!(work, Work::Produce { .. });
+        if let Work::Fetch { bases, .. } = work {
+            bases.extend(&listed);
+        }
+        let last = listed.last().copied().or(after);
+        if full {
+            return self.list_segments(request, topic, partition, last);
+        }
+        let cached = self.ends.get(&(topic, partition)).copied();
+        match (last, after, cached) {
+            // A produce that lost a race learned the end past the winner's segment; with
+            // nothing after it, that end is the partition's.
+            (Some(b), Some(a), Some(end)) if b == a && is_produce => self.end_known(request, partition, end, None),
+            (Some(base), _, _) => {
+                let key = segment_key(topic, partition, base);
+                self.issue(StoreOp::Get { key }, Purpose::ReadSegment { request, partition, base });
+            }
+            (None, _, _) => self.end_known(request, partition, 0, None),
+        }
+    }
+
+    fn segment_read(&mut self, request: RequestId, partition: u32, base: u64, bytes: &[u8]) {
+        let Some(work) = self.work.get(&request) else { return };
+        let topic = match work {
+            Work::Produce { topic, .. } | Work::Fetch { topic, .. } => *topic,
+        };
+        match segment::decode(topic, partition, base, bytes) {
+            Ok(seg) => {
+                let waiting_for_end = match work {
+                    Work::Produce { .. } => true,
+                    Work::Fetch { high_watermark, .. } => high_watermark.is_none(),
+                };
+                if waiting_for_end {
+                    let end = base + seg.records.len() as u64;
+                    self.end_known(request, partition, end, Some((base, seg.records)));
+                } else {
+                    self.serve_fetch(request, base, seg.records);
+                }
+            }
+            Err(e) => {
+                let log = segment_key(topic, partition, base);
+                self.work.remove(&request);
+                self.reply(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
+            }
+        }
+    }
+
+    /// The partition's end is `end`; `last` is its last segment, if read.
+    fn end_known(&mut self, request: RequestId, partition: u32, end: u64, last: Option<(u64, Vec<ProduceRecord>)>) {
+        let Some(work) = self.work.get_mut(&request) else { return };
+        match work {
+            Work::Produce { topic, .. } => {
+                let topic = *topic;
+                self.ends.insert((topic, partition), end);
+                self.write_part(request, partition, end);
+            }
+            Work::Fetch { topic, offset, bases, high_watermark, .. } => {
+                let (topic, offset) = (*topic, *offset);
+                *high_watermark = Some(end);
+                if offset > end {
+                    self.work.remove(&request);
+                    return self.reply(request, Err(BrokerError::OffsetOutOfRange { offset, high_watermark: end }));
+                }
+                if offset == end {
+                    return self.serve_fetch(request, end, Vec::new());
+                }
+                // The segment that holds `offset`: the last one whose base is at most it.
+                let base = bases.iter().copied().filter(|b| *b <= offset).max().unwrap_or(0);
+                match last {
+                    Some((last_base, records)) if last_base == base => self.serve_fetch(request, base, records),
+                    _ => {
+                        let key = segment_key(topic, partition, base);
+                        self.issue(StoreOp::Get { key }, Purpose::ReadSegment { request, partition, base });
+                    }
+                }
+            }
+        }
+    }
+
+    fn serve_fetch(&mut self, request: RequestId, base: u64, records: Vec<ProduceRecord>) {
+        let Some(Work::Fetch { topic, offset, max_records, high_watermark, .. }) = self.work.get(&request) else {
+            return;
+        };
+        let (topic, offset, max_records) = (*topic, *offset, *max_records);
+        let high_watermark = high_watermark.unwrap_or(offset);
+        let skip = offset.saturating_sub(base) as usize;
+        let records: Vec<StoredRecord> = records
+            .into_iter()
+            .enumerate()
+            .skip(skip)
+            .take(max_records as usize)
+            .map(|(i, r)| StoredRecord { offset: base + i as u64, key: r.key, value: r.value })
+            .collect();
+        // Answered only if a fence begun after the read still shows the topic live.
+        self.await_fence(request, After::Fetched(Reply::Fetched { topic, records, high_watermark }));
+    }
+
+    fn write_part(&mut self, request: RequestId, partition: u32, base: u64) {
+        let Some(Work::Produce { topic, parts, .. }) = self.work.get_mut(&request) else { return };
+        let topic = *topic;
+        let Some(part) = parts.get_mut(&partition) else { return };
+        part.base = Some(base);
+        let bytes = segment::encode(topic, partition, base, part.writer, &part.records);
+        let op = StoreOp::Create { key: segment_key(topic, partition, base), bytes };
+        self.issue(op, Purpose::WriteSegment { request, partition });
+    }
+
+    fn check_segment(&mut self, request: RequestId, partition: u32) {
+        let Some(Work::Produce { topic, parts, .. }) = self.work.get(&request) else { return };
+        let Some(base) = parts.get(&partition).and_then(|p| p.base) else { return };
+        let key = segment_key(*topic, partition, base);
+        self.issue(StoreOp::Get { key }, Purpose::CheckSegment { request, partition });
+    }
+
+    fn segment_checked(&mut self, request: RequestId, partition: u32, bytes: &[u8]) {
+        let Some(Work::Produce { topic, parts, .. }) = self.work.get(&request) else { return };
+        let topic = *topic;
+        let Some(part) = parts.get(&partition) else { return };
+        let Some(base) = part.base else { return };
+        match segment::decode(topic, partition, base, bytes) {
+            Ok(seg) if seg.writer == part.writer => self.part_written(request, partition),
+            Ok(seg) => {
+                // Another node appended first: learn the end past its segment, retry.
+                self.ends.insert((topic, partition), base + seg.records.len() as u64);
+                self.list_segments(request, topic, partition, Some(base));
+            }
+            Err(e) => {
+                let log = segment_key(topic, partition, base);
+                self.work.remove(&request);
+                self.reply(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
+            }
+        }
+    }
+
+    fn part_written(&mut self, request: RequestId, partition: u32) {
+        let Some(Work::Produce { topic, parts, .. }) = self.work.get_mut(&request) else { return };
+        let topic = *topic;
+        let Some(part) = parts.get_mut(&partition) else { return };
+        let Some(base) = part.base else { return };
+        part.written = true;
+        let end = base + part.records.len() as u64;
+        let all = parts.values().all(|p| p.written);
+        let known = self.ends.entry((topic, partition)).or_insert(end);
+        *known = (*known).max(end);
+        if all {
+            self.await_fence(request, After::Produced);
+        }
+    }
+
+    /// A produce whose segments all exist, after its second fence.
+    fn produced(&mut self, request: RequestId) {
+        let Some(Work::Produce { name, topic, mut positions, parts }) = self.work.remove(&request) else { return };
+        if self.catalog.live(&name).map(|(id, _)| id) != Some(topic) {
+            let why = format!(
+                "topic {name:?} ({topic}) was deleted while the produce was in flight: its records may have been \
+                 written, and read, before the deletion"
+            );
+            return self.reply(request, Err(BrokerError::OutcomeUnknown(why)));
+        }
+        for position in &mut positions {
+            position.offset += parts.get(&position.partition).and_then(|p| p.base).unwrap_or(0);
+        }
+        self.reply(request, Ok(Reply::Produced { topic, positions }));
+    }
+
+    /// A fetch that has read its records, after its second fence.
+    fn fetched(&mut self, request: RequestId, reply: Reply) {
+        let work = self.work.remove(&request);
+        let Reply::Fetched { topic, .. } = &reply else { return };
+        let live = self.catalog.live_topics().any(|(_, id, _)| id == *topic);
+        if live {
+            self.reply(request, Ok(reply));
+        } else {
+            let name = match work {
+                Some(Work::Fetch { name, .. }) => name,
+                _ => String::new(),
+            };
+            self.reply(request, Err(BrokerError::TopicNotFound { name }));
+        }
+    }
+
+    /// A segment vanished while a request read it: its topic is being removed.
+    fn data_not_found(&mut self, request: RequestId) {
+        let name = match self.work.remove(&request) {
+            Some(Work::Produce { name, .. } | Work::Fetch { name, .. }) => name,
+            None => return,
+        };
+        self.reply(request, Err(BrokerError::TopicNotFound { name }));
     }
 
     // ---- rule A: the append ----
@@ -479,15 +852,22 @@ impl Node {
     }
 }
 
-/// A live incarnation as list and describe show it. No records exist yet (the data path
-/// is not built), so every high watermark is 0.
-fn describe(name: &str, id: TopicId, t: &crate::cluster::catalog::Incarnation) -> TopicDescription {
+/// A live incarnation as list and describe show it. The high watermarks are the ends
+/// this node has learned by its own produces and fetches, which may lag behind what
+/// other nodes appended since (reading every partition's last segment on each list is
+/// not built yet).
+fn describe(
+    name: &str,
+    id: TopicId,
+    t: &crate::cluster::catalog::Incarnation,
+    ends: &BTreeMap<(TopicId, u32), u64>,
+) -> TopicDescription {
     TopicDescription {
         name: name.to_string(),
         id,
         partitions: t.partitions,
         settings: t.settings.clone(),
-        high_watermarks: vec![0; t.partitions as usize],
+        high_watermarks: (0..t.partitions).map(|p| ends.get(&(id, p)).copied().unwrap_or(0)).collect(),
     }
 }
 
@@ -578,6 +958,113 @@ mod tests {
 
     fn delete(name: &str) -> Command {
         Command::DeleteTopic { name: name.into() }
+    }
+
+    fn produce(name: &str, partition: Option<u32>, values: &[&str]) -> Command {
+        let records = values.iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec() }).collect();
+        Command::Produce { topic: name.into(), partition, records }
+    }
+
+    fn fetch(name: &str, partition: u32, offset: u64) -> Command {
+        Command::Fetch { topic: name.into(), partition, offset, max_records: 100 }
+    }
+
+    fn values(reply: &Result<Reply, BrokerError>) -> Vec<(u64, String)> {
+        let Ok(Reply::Fetched { records, .. }) = reply else { panic!("not fetched: {reply:?}") };
+        records.iter().map(|r| (r.offset, String::from_utf8(r.value.clone()).unwrap())).collect()
+    }
+
+    impl Net {
+        /// Carries out the oldest pending operation of `node`.
+        fn step_node(&mut self, node: usize) -> bool {
+            let Some(i) = self.pending.iter().position(|(n, _, _)| *n == node) else { return false };
+            let op = self.pending.remove(i).unwrap();
+            self.pending.push_front(op);
+            self.step_with(|store, op| Ok(store.apply(op)))
+        }
+    }
+
+    #[test]
+    fn records_produced_on_one_node_are_fetched_from_another() {
+        let mut net = Net::new(2);
+        net.submit(0, create("t"));
+        net.run();
+        let p1 = net.submit(0, produce("t", Some(1), &["a", "b"]));
+        net.run();
+        let p2 = net.submit(1, produce("t", Some(1), &["c"]));
+        net.run();
+        assert!(
+            matches!(net.reply(p1), Ok(Reply::Produced { positions, .. }) if positions.iter().map(|p| p.offset).collect::<Vec<_>>() == [0, 1])
+        );
+        assert!(
+            matches!(net.reply(p2), Ok(Reply::Produced { positions, .. }) if positions[0].offset == 2),
+            "{:?}",
+            net.reply(p2)
+        );
+        for (node, offset) in [(0, 0), (1, 0), (1, 1), (0, 2)] {
+            let f = net.submit(node, fetch("t", 1, offset));
+            net.run();
+            let want: Vec<(u64, String)> = [(0, "a"), (1, "b"), (2, "c")]
+                .iter()
+                .filter(|(o, _)| *o >= offset)
+                .map(|(o, v)| (*o, v.to_string()))
+                .collect();
+            // A fetch reads one segment: it may stop at a segment's end.
+            let got = values(net.reply(f));
+            assert!(!got.is_empty() && want.starts_with(&got), "node {node} from {offset}: {got:?}");
+        }
+        let past = net.submit(1, fetch("t", 1, 4));
+        let at_end = net.submit(1, fetch("t", 1, 3));
+        let empty = net.submit(1, fetch("t", 0, 0));
+        net.run();
+        assert_eq!(net.reply(past), &Err(BrokerError::OffsetOutOfRange { offset: 4, high_watermark: 3 }));
+        assert_eq!(values(net.reply(at_end)), vec![]);
+        assert_eq!(values(net.reply(empty)), vec![]);
+    }
+
+    #[test]
+    fn two_nodes_appending_to_one_partition_at_once_get_their_own_offsets() {
+        let mut net = Net::new(2);
+        net.submit(0, create("t"));
+        net.run();
+        // Both learn the end first.
+        net.submit(0, produce("t", Some(0), &["x"]));
+        net.submit(1, produce("t", Some(0), &["y"]));
+        net.run();
+        let a = net.submit(0, produce("t", Some(0), &["a1", "a2"]));
+        let b = net.submit(1, produce("t", Some(0), &["b1"]));
+        net.run();
+        let offsets = |r: &Result<Reply, BrokerError>| match r {
+            Ok(Reply::Produced { positions, .. }) => positions.iter().map(|p| p.offset).collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        let mut all = [offsets(net.reply(a)), offsets(net.reply(b))].concat();
+        all.sort_unstable();
+        assert_eq!(all, vec![2, 3, 4], "dense, and none twice");
+    }
+
+    /// The second fence of a produce finds its topic deleted: the segment may have been
+    /// read before the deletion, so the answer is an unknown outcome, not "not found".
+    #[test]
+    fn a_produce_overtaken_by_a_delete_has_an_unknown_outcome() {
+        let mut net = Net::new(2);
+        net.submit(0, create("t"));
+        net.run();
+        let p = net.submit(0, produce("t", Some(0), &["v"]));
+        // Node 0: its first fence (one empty listing), the listing of the partition, the
+        // segment's creation.
+        for _ in 0..3 {
+            assert!(net.step_node(0));
+        }
+        assert!(net.store.keys().any(|k| k.starts_with("d/")), "the segment exists");
+        let d = net.submit(1, delete("t"));
+        while net.step_node(1) {}
+        assert_eq!(net.reply(d), &Ok(Reply::DeleteAccepted { topic: TopicId(1) }));
+        net.run();
+        assert!(matches!(net.reply(p), Err(BrokerError::OutcomeUnknown(_))), "{:?}", net.reply(p));
+        let after = net.submit(0, produce("t", Some(0), &["w"]));
+        net.run();
+        assert_eq!(net.reply(after), &Err(BrokerError::TopicNotFound { name: "t".into() }));
     }
 
     #[test]
@@ -733,11 +1220,16 @@ mod tests {
                 step += 1;
                 if rand(3) == 0 {
                     let name = names[rand(2) as usize];
-                    let command = match rand(4) {
+                    let command = match rand(7) {
                         0 => create(name),
                         1 => delete(name),
                         2 => describe(name),
-                        _ => Command::ListTopics,
+                        3 => Command::ListTopics,
+                        4 | 5 => {
+                            let value = format!("v{step}");
+                            produce(name, (rand(3) > 0).then(|| rand(2) as u32), &[value.as_str(), "w"])
+                        }
+                        _ => fetch(name, rand(2) as u32, rand(3)),
                     };
                     let node = rand(net.nodes.len() as u64) as usize;
                     let r = net.submit(node, command.clone());
@@ -790,7 +1282,7 @@ mod tests {
             let mut journal = Catalog::default();
             let mut entries = BTreeMap::new();
             for key in net.store.keys() {
-                let seq = parse_journal_key(key).expect("only journal keys");
+                let Some(seq) = parse_journal_key(key) else { continue };
                 let e = entry::decode(seq, net.store.get(key).unwrap()).expect("a valid entry");
                 assert_eq!(journal.fold(&e), Folded::Applied, "seed {seed}: entry {seq}");
                 entries.insert(seq, e.kind);
@@ -808,14 +1300,47 @@ mod tests {
                     _ => {}
                 }
             }
-            // No describe invoked after a delete's acknowledgement shows the incarnation.
+            // No position is acknowledged twice, and a fetch shows at each position the
+            // record acknowledged there (or one produced there whose answer was lost).
+            let mut at: BTreeMap<(TopicId, u32, u64), Vec<u8>> = BTreeMap::new();
+            for (r, reply) in &net.replies {
+                if let (Ok(Reply::Produced { topic, positions }), Command::Produce { records, .. }) =
+                    (reply, &issued[r].0)
+                {
+                    for (p, rec) in positions.iter().zip(records) {
+                        let old = at.insert((*topic, p.partition, p.offset), rec.value.clone());
+                        assert!(old.is_none(), "seed {seed}: {topic}/{}@{} acknowledged twice", p.partition, p.offset);
+                    }
+                }
+            }
+            for (r, reply) in &net.replies {
+                if let (Ok(Reply::Fetched { topic, records, high_watermark }), Command::Fetch { partition, .. }) =
+                    (reply, &issued[r].0)
+                {
+                    for rec in records {
+                        assert!(rec.offset < *high_watermark, "seed {seed}: {r:?}");
+                        if let Some(v) = at.get(&(*topic, *partition, rec.offset)) {
+                            assert_eq!(v, &rec.value, "seed {seed}: {r:?} at {}", rec.offset);
+                        }
+                    }
+                }
+            }
+            // No describe or fetch invoked after a delete's acknowledgement shows the
+            // incarnation, and no produce invoked after it is acknowledged to it.
             for (d, reply) in &net.replies {
                 let Ok(Reply::DeleteAccepted { topic }) = reply else { continue };
                 for (r, (command, invoked)) in &issued {
                     if *invoked > answered_at[d] {
-                        if let (Command::DescribeTopic { .. }, Ok(Reply::Described(t))) = (command, &net.replies[r]) {
-                            assert_ne!(t.id, *topic, "seed {seed}: {r:?} invoked after {d:?} was acknowledged");
-                        }
+                        let shown = match &net.replies[r] {
+                            Ok(Reply::Described(t)) => Some(t.id),
+                            Ok(Reply::Fetched { topic, .. } | Reply::Produced { topic, .. }) => Some(*topic),
+                            _ => None,
+                        };
+                        assert_ne!(
+                            shown,
+                            Some(*topic),
+                            "seed {seed}: {r:?} ({command:?}) invoked after {d:?} was acknowledged"
+                        );
                     }
                 }
             }

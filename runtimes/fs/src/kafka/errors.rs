@@ -18,7 +18,7 @@ pub fn code(e: &BrokerError) -> i16 {
         BrokerError::BatchTooLarge { .. } => E::RecordListTooLarge,
         BrokerError::InvalidRequest(_) => E::InvalidRequest,
         BrokerError::Unavailable(_) => E::LeaderNotAvailable,
-        BrokerError::Halted(_) => E::RequestTimedOut,
+        BrokerError::Halted(_) | BrokerError::OutcomeUnknown(_) => E::RequestTimedOut,
         BrokerError::CorruptRecord { .. } => E::CorruptMessage,
         BrokerError::ReadOnly(_) | BrokerError::Storage(_) => E::KafkaStorageError,
         BrokerError::DuplicateRequestId(_) => E::UnknownServerError,
