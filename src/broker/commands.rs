@@ -147,9 +147,10 @@ impl Broker {
         // nothing. Offsets within each batch count from 0 until the checks pass.
         let partition = partition.filter(|_| !self.bug(Bug::NamedPartitionIgnored));
         let Placement { batches, mut positions, cursor } = place(n, t.round_robin, partition, records);
-        if let Some((p, why)) = batches.iter().find_map(|(p, _)| {
-            let failed = t.partitions.get(*p as usize).map(|part| part.failed.clone());
-            (failed != Some(None)).then(|| (*p, failed.flatten().unwrap_or_default()))
+        // The first record, in the order given, whose partition has failed.
+        if let Some((p, why)) = positions.iter().find_map(|pos| {
+            let failed = t.partitions.get(pos.partition as usize).map(|part| part.failed.clone());
+            (failed != Some(None)).then(|| (pos.partition, failed.flatten().unwrap_or_default()))
         }) {
             return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
         }
