@@ -20,7 +20,7 @@ use crate::broker::Config;
 use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
 use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use crate::cluster::keys::{
-    journal_key, parse_journal_key, parse_segment_key, partition_prefix, segment_key, JOURNAL_PREFIX,
+    journal_key, parse_journal_key, parse_segment_key, partition_prefix, segment_key, topic_prefix, JOURNAL_PREFIX,
 };
 use crate::cluster::segment;
 use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
@@ -64,6 +64,9 @@ pub struct NodeOptions {
     pub config: Config,
     /// The most keys one listing of the journal asks for.
     pub list_limit: u32,
+    /// How often an idle node reads the journal's tail on its own (rule H), in
+    /// milliseconds; 0: only when a command needs a fence.
+    pub tail_every_ms: u64,
 }
 
 /// Why an operation was issued.
@@ -85,6 +88,19 @@ enum Purpose {
     WriteSegment { request: RequestId, partition: u32 },
     /// Reading a produce's segment key back after a lost race or an unknown outcome.
     CheckSegment { request: RequestId, partition: u32 },
+    /// Listing what is left of an incarnation being removed.
+    RemoveList(TopicId),
+    /// Deleting one of its segments.
+    RemoveSegment(TopicId),
+}
+
+/// What waits to be appended to the journal.
+#[derive(Clone, Debug)]
+enum Appendable {
+    /// A client's create or delete, answered once appended.
+    Client(RequestId, Command),
+    /// The completion of this node's removal of an incarnation (rule R).
+    Removed(TopicId),
 }
 
 /// What a command still needs once its first fence is done.
@@ -140,11 +156,10 @@ struct Round {
     reads: BTreeMap<u64, Option<Entry>>,
 }
 
-/// The create or delete being appended.
+/// The entry being appended.
 #[derive(Debug)]
 struct Append {
-    request: RequestId,
-    command: Command,
+    from: Appendable,
     seq: u64,
     entry: Entry,
 }
@@ -178,8 +193,8 @@ pub struct Node {
     ends: BTreeMap<(TopicId, u32), u64>,
     /// Per incarnation, where the next keyless record goes (round-robin).
     cursors: BTreeMap<TopicId, u32>,
-    /// Fenced creates and deletes, appended one at a time in arrival order.
-    appends: VecDeque<(RequestId, Command)>,
+    /// Entries to append, one at a time in arrival order.
+    appends: VecDeque<Appendable>,
     appending: Option<Append>,
     /// The append lost its seq: fold before validating again.
     behind: bool,
@@ -190,6 +205,15 @@ pub struct Node {
     /// Set when the journal cannot be read on (an undecodable entry, a gap): every
     /// command is refused with it.
     broken: Option<String>,
+    /// The latest time a caller gave.
+    now: Time,
+    /// When the node next reads the journal's tail on its own.
+    next_tail: Option<Time>,
+    /// Incarnations to remove, with when their grace delay (counted from when this node
+    /// folded the tombstone) ends.
+    removals: BTreeMap<TopicId, Time>,
+    /// The removal in flight, and how many of its deletes are.
+    removing: Option<(TopicId, usize)>,
 }
 
 impl Node {
@@ -215,6 +239,10 @@ impl Node {
             retries: BTreeMap::new(),
             failures: 0,
             broken: None,
+            now: Time::ZERO,
+            next_tail: None,
+            removals: BTreeMap::new(),
+            removing: None,
         }
     }
 
@@ -228,13 +256,19 @@ impl Node {
         self.effects.pop_front()
     }
 
-    /// When a failed operation is next issued again.
+    /// When the node next needs [`Node::handle_timeout`]: a failed operation's retry, a
+    /// read of the journal's tail, or the end of a removal's grace delay.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.retries.keys().next().map(|(at, _)| *at)
+        let retry = self.retries.keys().next().map(|(at, _)| *at);
+        let removal = self.removing.is_none().then(|| self.removals.values().min().copied()).flatten();
+        [retry, self.next_tail, removal].into_iter().flatten().min()
     }
 
-    /// Issues again every failed operation whose backoff has ended by `now`.
+    /// Lets time pass to `now`: issues again every failed operation whose backoff has
+    /// ended, reads the journal's tail if it is time, and starts a removal whose grace
+    /// delay has ended.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.clock(now);
         while let Some(entry) = self.retries.first_entry() {
             if entry.key().0 > now {
                 break;
@@ -242,10 +276,25 @@ impl Node {
             let retry = entry.remove();
             self.issue(retry.op, retry.purpose);
         }
+        if self.next_tail.is_some_and(|at| at <= now) && self.broken.is_none() {
+            self.next_tail = Some(now.plus_millis(self.options.tail_every_ms));
+            if self.round.is_none() {
+                self.begin_round();
+            }
+        }
+        self.start_removal();
+    }
+
+    fn clock(&mut self, now: Time) {
+        self.now = self.now.max(now);
+        if self.next_tail.is_none() && self.options.tail_every_ms > 0 {
+            self.next_tail = Some(self.now.plus_millis(self.options.tail_every_ms));
+        }
     }
 
     /// A client command.
-    pub fn handle_command(&mut self, _now: Time, request: RequestId, command: Command) {
+    pub fn handle_command(&mut self, now: Time, request: RequestId, command: Command) {
+        self.clock(now);
         if !self.open.insert(request) {
             return self
                 .effects
@@ -268,6 +317,7 @@ impl Node {
 
     /// The result of store operation `id`.
     pub fn handle_store(&mut self, now: Time, id: StoreOpId, result: StoreResult) {
+        self.clock(now);
         let Some((op, purpose)) = self.ops.remove(&id) else { return };
         let output = match result {
             Ok(output) => {
@@ -325,6 +375,8 @@ impl Node {
                     self.write_part(request, partition, base);
                 }
             }
+            (Purpose::RemoveList(topic), StoreOutput::Listed(keys)) => self.removal_listed(topic, keys),
+            (Purpose::RemoveSegment(topic), StoreOutput::Deleted) => self.segment_removed(topic),
             (Purpose::AppendCheck, StoreOutput::Missing) => {
                 // The unknown create did not land (yet): create again; should the first
                 // land after all, the second finds it and reads it back as ours.
@@ -360,8 +412,12 @@ impl Node {
         let waiting: Vec<RequestId> = self.waiting.drain(..).map(|(r, _, _)| r).collect();
         let work: Vec<RequestId> =
             std::mem::take(&mut self.work).into_keys().filter(|r| !waiting.contains(r)).collect();
-        let appends: Vec<RequestId> = self.appends.drain(..).map(|(r, _)| r).collect();
-        let appending = self.appending.take().map(|a| a.request);
+        let client = |a: Appendable| match a {
+            Appendable::Client(request, _) => Some(request),
+            Appendable::Removed(_) => None,
+        };
+        let appends: Vec<RequestId> = self.appends.drain(..).filter_map(client).collect();
+        let appending = self.appending.take().and_then(|a| client(a.from));
         for request in waiting.into_iter().chain(work).chain(appends).chain(appending) {
             self.reply(request, Err(BrokerError::Unavailable(why.clone())));
         }
@@ -453,7 +509,26 @@ impl Node {
 
     fn fold(&mut self, entry: &Entry) {
         // A contradicting entry is ignored alike on every node (see `Catalog::fold`).
-        let _: Folded = self.catalog.fold(entry);
+        if self.catalog.fold(entry) != Folded::Applied {
+            return;
+        }
+        match &entry.kind {
+            EntryKind::Delete { topic, .. } => {
+                let grace = self
+                    .catalog
+                    .deleting()
+                    .find(|(id, _)| id == topic)
+                    .map_or(0, |(_, t)| t.settings.deletion_grace_ms);
+                self.removals.insert(*topic, self.now.plus_millis(grace));
+            }
+            EntryKind::Removed { topic } => {
+                self.removals.remove(topic);
+                if self.removing.is_some_and(|(t, _)| t == *topic) {
+                    self.removing = None;
+                }
+            }
+            EntryKind::Create { .. } => {}
+        }
     }
 
     fn end_round(&mut self) {
@@ -492,7 +567,7 @@ impl Node {
             Command::Fetch { topic, partition, offset, max_records } => {
                 self.fetch(request, topic, partition, offset, max_records);
             }
-            command => self.appends.push_back((request, command)),
+            command => self.appends.push_back(Appendable::Client(request, command)),
         }
     }
 
@@ -761,11 +836,75 @@ impl Node {
         self.reply(request, Err(BrokerError::TopicNotFound { name }));
     }
 
+    // ---- rule R: removal ----
+
+    /// Starts removing the incarnation whose grace delay ended first, if none is being
+    /// removed. Every node does this for every tombstone it folds: deletes are
+    /// idempotent, so removals running at once on several nodes do no harm, and a node
+    /// that dies mid-removal leaves the rest to the others.
+    fn start_removal(&mut self) {
+        if self.removing.is_some() || self.broken.is_some() {
+            return;
+        }
+        let Some((&topic, _)) = self.removals.iter().filter(|(_, at)| **at <= self.now).min_by_key(|(_, at)| **at)
+        else {
+            return;
+        };
+        self.removing = Some((topic, 0));
+        self.list_removal(topic);
+    }
+
+    fn list_removal(&mut self, topic: TopicId) {
+        let op = StoreOp::List { prefix: topic_prefix(topic), after: None, limit: self.options.list_limit.max(1) };
+        self.issue(op, Purpose::RemoveList(topic));
+    }
+
+    fn removal_listed(&mut self, topic: TopicId, keys: Vec<String>) {
+        if self.removing.map(|(t, _)| t) != Some(topic) {
+            return;
+        }
+        let segments: Vec<String> =
+            keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| t == topic)).collect();
+        if segments.is_empty() {
+            // Nothing of it is left: record that once (an append validates again, so a
+            // completion another node appended first is not repeated).
+            self.removals.remove(&topic);
+            self.removing = None;
+            self.appends.push_back(Appendable::Removed(topic));
+            self.pump_appends();
+            return self.start_removal();
+        }
+        self.removing = Some((topic, segments.len()));
+        for key in segments {
+            self.issue(StoreOp::Delete { key }, Purpose::RemoveSegment(topic));
+        }
+    }
+
+    fn segment_removed(&mut self, topic: TopicId) {
+        let Some((t, left)) = self.removing.as_mut().filter(|(t, _)| *t == topic) else { return };
+        *left -= 1;
+        if *left == 0 {
+            let t = *t;
+            // List again: more than one listing's worth, or a late write.
+            self.list_removal(t);
+        }
+    }
+
     // ---- rule A: the append ----
 
     fn pump_appends(&mut self) {
         while self.appending.is_none() && !self.behind && self.broken.is_none() {
-            let Some((request, command)) = self.appends.pop_front() else { return };
+            let Some(from) = self.appends.pop_front() else { return };
+            let (request, command) = match &from {
+                Appendable::Client(request, command) => (*request, command.clone()),
+                Appendable::Removed(topic) => {
+                    // Another node's completion may be folded already: then nothing to add.
+                    if self.catalog.validate_removed(*topic) {
+                        self.append(from.clone(), EntryKind::Removed { topic: *topic });
+                    }
+                    continue;
+                }
+            };
             let kind = match &command {
                 Command::CreateTopic { name, partitions, settings } => {
                     match self.catalog.validate_create(name, *partitions, settings, &self.options.config) {
@@ -797,14 +936,18 @@ impl Node {
                     continue;
                 }
             };
-            let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
-            self.next_nonce += 1;
-            let entry = Entry { writer, kind };
-            let seq = self.catalog.position() + 1;
-            let op = StoreOp::Create { key: journal_key(seq), bytes: entry::encode(seq, &entry) };
-            self.appending = Some(Append { request, command, seq, entry });
-            self.issue(op, Purpose::Append);
+            self.append(from, kind);
         }
+    }
+
+    fn append(&mut self, from: Appendable, kind: EntryKind) {
+        let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
+        self.next_nonce += 1;
+        let entry = Entry { writer, kind };
+        let seq = self.catalog.position() + 1;
+        let op = StoreOp::Create { key: journal_key(seq), bytes: entry::encode(seq, &entry) };
+        self.appending = Some(Append { from, seq, entry });
+        self.issue(op, Purpose::Append);
     }
 
     fn check_append(&mut self) {
@@ -821,7 +964,7 @@ impl Node {
             Ok(_) => {
                 // Another node's entry holds the seq: fold it, then validate again.
                 if let Some(a) = self.appending.take() {
-                    self.appends.push_front((a.request, a.command));
+                    self.appends.push_front(a.from);
                 }
                 self.behind = true;
                 if self.round.is_none() {
@@ -843,11 +986,13 @@ impl Node {
                 self.advance_round();
             }
         }
-        let reply = match a.entry.kind {
-            EntryKind::Create { .. } => Reply::Created { topic: TopicId(a.seq) },
-            EntryKind::Delete { topic, .. } | EntryKind::Removed { topic } => Reply::DeleteAccepted { topic },
-        };
-        self.reply(a.request, Ok(reply));
+        if let Appendable::Client(request, _) = a.from {
+            let reply = match a.entry.kind {
+                EntryKind::Create { .. } => Reply::Created { topic: TopicId(a.seq) },
+                EntryKind::Delete { topic, .. } | EntryKind::Removed { topic } => Reply::DeleteAccepted { topic },
+            };
+            self.reply(request, Ok(reply));
+        }
         self.pump_appends();
     }
 }
@@ -896,6 +1041,7 @@ mod tests {
                         boot: 100 + u64::from(node),
                         config: Config::default(),
                         list_limit: 3,
+                        tail_every_ms: 0,
                     })
                 })
                 .collect();
@@ -982,6 +1128,108 @@ mod tests {
             self.pending.push_front(op);
             self.step_with(|store, op| Ok(store.apply(op)))
         }
+    }
+
+    impl Net {
+        /// Lets `ms` pass on every node, then runs what that started.
+        fn advance(&mut self, ms: u64) {
+            self.now = self.now.plus_millis(ms);
+            for node in &mut self.nodes {
+                node.handle_timeout(self.now);
+            }
+            self.collect();
+            self.run();
+        }
+
+        fn journal(&self) -> Vec<EntryKind> {
+            self.store
+                .keys()
+                .filter_map(|k| parse_journal_key(k).map(|seq| (seq, k)))
+                .map(|(seq, k)| entry::decode(seq, self.store.get(k).unwrap()).unwrap().kind)
+                .collect()
+        }
+
+        fn segments(&self) -> usize {
+            self.store.keys().filter(|k| parse_segment_key(k).is_some()).count()
+        }
+    }
+
+    /// Every node removes a deleted incarnation's segments once its grace delay ends,
+    /// and the completion is recorded once, however many nodes removed at once.
+    #[test]
+    fn a_deleted_incarnation_is_removed_by_every_node_and_completed_once() {
+        let mut net = Net::new(3);
+        let grace = TopicSettings { deletion_grace_ms: 100 };
+        net.submit(0, Command::CreateTopic { name: "t".into(), partitions: 3, settings: grace });
+        net.run();
+        for p in 0..3 {
+            for node in 0..3 {
+                net.submit(node, produce("t", Some(p), &["v"]));
+                net.run();
+            }
+        }
+        net.submit(0, create("other"));
+        net.run();
+        net.submit(0, produce("other", Some(0), &["kept"]));
+        net.run();
+        assert_eq!(net.segments(), 10);
+        net.submit(1, delete("t"));
+        net.run();
+        // Every node folds the tombstone (a fence each).
+        for node in 0..3 {
+            net.submit(node, Command::ListTopics);
+        }
+        net.run();
+        net.advance(50);
+        assert_eq!(net.segments(), 10, "still in its grace delay");
+        net.advance(60);
+        assert_eq!(net.segments(), 1, "only the other topic's segment is left");
+        let removed = net.journal().iter().filter(|k| matches!(k, EntryKind::Removed { .. })).count();
+        assert_eq!(removed, 1, "{:?}", net.journal());
+        net.advance(1000);
+        assert!(net.nodes.iter().all(|n| n.poll_timeout().is_none()), "nothing left to do");
+    }
+
+    /// A node that folded a tombstone and died before removing leaves the work to
+    /// another; a node starting afresh resumes every pending removal it folds.
+    #[test]
+    fn a_removal_left_by_a_dead_node_is_finished_by_another() {
+        let mut net = Net::new(2);
+        net.submit(0, create("t"));
+        net.run();
+        net.submit(0, produce("t", Some(0), &["a"]));
+        net.run();
+        net.submit(0, delete("t"));
+        net.run();
+        // Node 0 starts removing, then dies with its delete in flight.
+        net.nodes[0].handle_timeout(net.now);
+        net.collect();
+        net.step_node(0);
+        net.pending.retain(|(n, _, _)| *n != 0);
+        net.nodes[0] = Node::new(NodeOptions { boot: 999, ..net.nodes[0].options.clone() });
+        assert_eq!(net.segments(), 1);
+        // The new life of node 0 folds the journal and resumes.
+        net.submit(0, Command::ListTopics);
+        net.run();
+        net.advance(10);
+        assert_eq!(net.segments(), 0);
+        assert!(net.journal().iter().any(|k| matches!(k, EntryKind::Removed { .. })));
+    }
+
+    /// With background tailing, a node folds a tombstone without being asked anything.
+    #[test]
+    fn a_tailing_node_learns_of_a_delete_on_its_own() {
+        let mut net = Net::new(2);
+        net.nodes[1] = Node::new(NodeOptions { tail_every_ms: 50, ..net.nodes[1].options.clone() });
+        net.submit(0, create("t"));
+        net.run();
+        net.submit(1, describe("t"));
+        net.run();
+        net.submit(0, delete("t"));
+        net.run();
+        assert!(net.nodes[1].catalog().live("t").is_some(), "not read yet");
+        net.advance(60);
+        assert!(net.nodes[1].catalog().live("t").is_none(), "folded by its own tail read");
     }
 
     #[test]
@@ -1344,6 +1592,17 @@ mod tests {
                     }
                 }
             }
+            // At most one completion per incarnation, and every deletion completed.
+            let removed: Vec<TopicId> = entries
+                .values()
+                .filter_map(|k| match k {
+                    EntryKind::Removed { topic } => Some(*topic),
+                    _ => None,
+                })
+                .collect();
+            let distinct: BTreeSet<TopicId> = removed.iter().copied().collect();
+            assert_eq!(removed.len(), distinct.len(), "seed {seed}: a second Removed: {removed:?}");
+            assert_eq!(journal.deleting().count(), 0, "seed {seed}: deletions left unfinished");
             // Every node, fenced once more, holds the journal's catalog.
             for node in 0..net.nodes.len() {
                 net.submit(node, Command::ListTopics);
