@@ -20,7 +20,8 @@ use crate::broker::Config;
 use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
 use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use crate::cluster::keys::{
-    journal_key, parse_journal_key, parse_segment_key, partition_prefix, segment_key, topic_prefix, JOURNAL_PREFIX,
+    journal_key, parse_journal_key, parse_segment_key, partition_prefix, segment_key, topic_prefix, DATA_PREFIX,
+    JOURNAL_PREFIX,
 };
 use crate::cluster::segment;
 use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
@@ -67,6 +68,8 @@ pub struct NodeOptions {
     /// How often an idle node reads the journal's tail on its own (rule H), in
     /// milliseconds; 0: only when a command needs a fence.
     pub tail_every_ms: u64,
+    /// How often the node runs the reconciler (rule O), in milliseconds; 0: never.
+    pub reconcile_every_ms: u64,
 }
 
 /// Why an operation was issued.
@@ -92,6 +95,10 @@ enum Purpose {
     RemoveList(TopicId),
     /// Deleting one of its segments.
     RemoveSegment(TopicId),
+    /// The reconciler's listing of `d/`.
+    ReconcileList,
+    /// The reconciler's delete of an orphan.
+    ReconcileDelete,
 }
 
 /// What waits to be appended to the journal.
@@ -214,6 +221,13 @@ pub struct Node {
     removals: BTreeMap<TopicId, Time>,
     /// The removal in flight, and how many of its deletes are.
     removing: Option<(TopicId, usize)>,
+    /// When the reconciler next runs.
+    next_reconcile: Option<Time>,
+    /// The reconciler's pass in flight: where its listing goes on from, and how many of
+    /// its deletes are in flight.
+    reconciling: Option<(Option<String>, usize)>,
+    /// Orphans the reconciler has deleted, over the node's life.
+    orphans_removed: u64,
 }
 
 impl Node {
@@ -243,6 +257,9 @@ impl Node {
             next_tail: None,
             removals: BTreeMap::new(),
             removing: None,
+            next_reconcile: None,
+            reconciling: None,
+            orphans_removed: 0,
         }
     }
 
@@ -261,7 +278,8 @@ impl Node {
     pub fn poll_timeout(&self) -> Option<Time> {
         let retry = self.retries.keys().next().map(|(at, _)| *at);
         let removal = self.removing.is_none().then(|| self.removals.values().min().copied()).flatten();
-        [retry, self.next_tail, removal].into_iter().flatten().min()
+        let reconcile = self.next_reconcile.filter(|_| self.reconciling.is_none());
+        [retry, self.next_tail, removal, reconcile].into_iter().flatten().min()
     }
 
     /// Lets time pass to `now`: issues again every failed operation whose backoff has
@@ -283,6 +301,11 @@ impl Node {
             }
         }
         self.start_removal();
+        if self.next_reconcile.is_some_and(|at| at <= now) && self.reconciling.is_none() && self.broken.is_none() {
+            self.next_reconcile = Some(now.plus_millis(self.options.reconcile_every_ms));
+            self.reconciling = Some((None, 0));
+            self.list_orphans(None);
+        }
     }
 
     fn clock(&mut self, now: Time) {
@@ -290,6 +313,14 @@ impl Node {
         if self.next_tail.is_none() && self.options.tail_every_ms > 0 {
             self.next_tail = Some(self.now.plus_millis(self.options.tail_every_ms));
         }
+        if self.next_reconcile.is_none() && self.options.reconcile_every_ms > 0 {
+            self.next_reconcile = Some(self.now.plus_millis(self.options.reconcile_every_ms));
+        }
+    }
+
+    /// How many orphan segments the reconciler has deleted in this life of the node.
+    pub fn orphans_removed(&self) -> u64 {
+        self.orphans_removed
     }
 
     /// A client command.
@@ -377,6 +408,8 @@ impl Node {
             }
             (Purpose::RemoveList(topic), StoreOutput::Listed(keys)) => self.removal_listed(topic, keys),
             (Purpose::RemoveSegment(topic), StoreOutput::Deleted) => self.segment_removed(topic),
+            (Purpose::ReconcileList, StoreOutput::Listed(keys)) => self.orphans_listed(keys),
+            (Purpose::ReconcileDelete, StoreOutput::Deleted) => self.orphan_deleted(),
             (Purpose::AppendCheck, StoreOutput::Missing) => {
                 // The unknown create did not land (yet): create again; should the first
                 // land after all, the second finds it and reads it back as ours.
@@ -890,6 +923,64 @@ impl Node {
         }
     }
 
+    // ---- rule O: the reconciler ----
+
+    fn list_orphans(&mut self, after: Option<String>) {
+        let op = StoreOp::List { prefix: DATA_PREFIX.into(), after, limit: self.options.list_limit.max(1) };
+        self.issue(op, Purpose::ReconcileList);
+    }
+
+    /// Deletes every listed segment whose incarnation this node knows to be removed;
+    /// never one of a live or pending incarnation, never one whose id is past the
+    /// node's position (a create not folded yet), never a key outside the layout. The
+    /// segments of a live incarnation are skipped over in one step.
+    fn orphans_listed(&mut self, keys: Vec<String>) {
+        if self.reconciling.is_none() {
+            return;
+        }
+        let full = keys.len() >= self.options.list_limit.max(1) as usize;
+        // The next page starts after the last key, or, if that is a segment of an
+        // incarnation not removed, after all of that incarnation's keys ('~' sorts after
+        // its partitions), so a long live topic is skipped in one step.
+        let next = keys.last().map(|last| match parse_segment_key(last) {
+            Some((topic, _, _)) if !self.catalog.is_removed(topic) => format!("{}~", topic_prefix(topic)),
+            _ => last.clone(),
+        });
+        let orphans: Vec<String> = keys
+            .into_iter()
+            .filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| self.catalog.is_removed(t)))
+            .collect();
+        let after = full.then_some(next).flatten();
+        self.reconciling = Some((after.clone(), orphans.len()));
+        for key in orphans {
+            self.issue(StoreOp::Delete { key }, Purpose::ReconcileDelete);
+        }
+        if self.reconciling.as_ref().is_some_and(|(_, left)| *left == 0) {
+            self.reconcile_on(after);
+        }
+    }
+
+    fn orphan_deleted(&mut self) {
+        self.orphans_removed += 1;
+        let Some((after, left)) = self.reconciling.as_mut() else { return };
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            let after = after.clone();
+            self.reconcile_on(after);
+        }
+    }
+
+    /// Lists the next page, or ends the pass after the last.
+    fn reconcile_on(&mut self, after: Option<String>) {
+        match after {
+            Some(after) => {
+                self.reconciling = Some((Some(after.clone()), 0));
+                self.list_orphans(Some(after));
+            }
+            None => self.reconciling = None,
+        }
+    }
+
     // ---- rule A: the append ----
 
     fn pump_appends(&mut self) {
@@ -1042,6 +1133,7 @@ mod tests {
                         config: Config::default(),
                         list_limit: 3,
                         tail_every_ms: 0,
+                        reconcile_every_ms: 0,
                     })
                 })
                 .collect();
@@ -1214,6 +1306,44 @@ mod tests {
         net.advance(10);
         assert_eq!(net.segments(), 0);
         assert!(net.journal().iter().any(|k| matches!(k, EntryKind::Removed { .. })));
+    }
+
+    /// A segment landing after its incarnation's removal (a node that wrote before it
+    /// learned of the tombstone) is an orphan: the reconciler deletes it, and nothing
+    /// else: not a live topic's segments, not an id the node has not folded yet, not a
+    /// key outside the layout.
+    #[test]
+    fn the_reconciler_deletes_orphans_and_nothing_else() {
+        let mut net = Net::new(1);
+        net.nodes[0] = Node::new(NodeOptions { reconcile_every_ms: 100, ..net.nodes[0].options.clone() });
+        net.submit(0, create("gone"));
+        net.submit(0, create("live"));
+        net.run();
+        for _ in 0..4 {
+            net.submit(0, produce("live", Some(1), &["v"]));
+            net.run();
+        }
+        net.submit(0, delete("gone"));
+        net.run();
+        net.advance(10);
+        assert!(net.journal().iter().any(|k| matches!(k, EntryKind::Removed { topic: TopicId(1) })));
+        let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
+        let rec = [ProduceRecord { key: None, value: b"late".to_vec() }];
+        let put = |net: &mut Net, key: String, bytes: Vec<u8>| {
+            net.store.apply(&StoreOp::Create { key, bytes });
+        };
+        put(&mut net, segment_key(TopicId(1), 0, 0), segment::encode(TopicId(1), 0, 0, writer, &rec));
+        put(&mut net, segment_key(TopicId(1), 1, 5), segment::encode(TopicId(1), 1, 5, writer, &rec));
+        put(&mut net, segment_key(TopicId(99), 0, 0), segment::encode(TopicId(99), 0, 0, writer, &rec));
+        put(&mut net, "d/not-ours".into(), b"x".to_vec());
+        put(&mut net, "z/other".into(), b"y".to_vec());
+        let before: Vec<String> = net.store.keys().map(String::from).collect();
+        net.advance(100);
+        let after: Vec<String> = net.store.keys().map(String::from).collect();
+        let gone: Vec<&String> = before.iter().filter(|k| !after.contains(k)).collect();
+        assert_eq!(gone, vec![&segment_key(TopicId(1), 0, 0), &segment_key(TopicId(1), 1, 5)]);
+        assert_eq!(net.nodes[0].orphans_removed(), 2);
+        assert_eq!(after.iter().filter(|k| k.starts_with(&topic_prefix(TopicId(2)))).count(), 4, "live segments kept");
     }
 
     /// With background tailing, a node folds a tombstone without being asked anything.
@@ -1603,6 +1733,16 @@ mod tests {
             let distinct: BTreeSet<TopicId> = removed.iter().copied().collect();
             assert_eq!(removed.len(), distinct.len(), "seed {seed}: a second Removed: {removed:?}");
             assert_eq!(journal.deleting().count(), 0, "seed {seed}: deletions left unfinished");
+            // Once quiet, one reconciliation leaves segments of live incarnations only.
+            net.nodes[0] = Node::new(NodeOptions { reconcile_every_ms: 1, boot: 1000, ..net.nodes[0].options.clone() });
+            net.submit(0, Command::ListTopics);
+            net.run();
+            net.advance(10);
+            for key in net.store.keys() {
+                if let Some((topic, _, _)) = parse_segment_key(key) {
+                    assert!(journal.live_topics().any(|(_, id, _)| id == topic), "seed {seed}: orphan {key} left");
+                }
+            }
             // Every node, fenced once more, holds the journal's catalog.
             for node in 0..net.nodes.len() {
                 net.submit(node, Command::ListTopics);
