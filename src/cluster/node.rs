@@ -556,6 +556,8 @@ impl Node {
             }
             EntryKind::Removed { topic } => {
                 self.removals.remove(topic);
+                self.ends.retain(|(t, _), _| t != topic);
+                self.cursors.remove(topic);
                 if self.removing.is_some_and(|(t, _)| t == *topic) {
                     self.removing = None;
                 }
