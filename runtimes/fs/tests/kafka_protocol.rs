@@ -8,6 +8,7 @@ mod common;
 use bytes::{Buf, Bytes, BytesMut};
 use common::{KafkaServer, TempDir};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
@@ -120,6 +121,18 @@ fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }
 
+/// Creates topic "t" with CreateTopics `version`, which must succeed; its result.
+fn create_t(s: &mut TcpStream, version: i16, partitions: i32, replication_factor: i16) -> CreatableTopicResult {
+    let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(name("t"))
+        .with_num_partitions(partitions)
+        .with_replication_factor(replication_factor)]);
+    s.write_all(&frame(ApiKey::CreateTopics, version, 1, &create)).unwrap();
+    let (_, mut created) = response::<CreateTopicsResponse>(s, version);
+    assert_eq!(created.topics[0].error_code, 0, "{created:?}");
+    created.topics.remove(0)
+}
+
 fn metadata(s: &mut TcpStream, correlation_id: i32) -> MetadataResponse {
     s.write_all(&frame(ApiKey::Metadata, 12, correlation_id, &MetadataRequest::default().with_topics(None))).unwrap();
     let (id, r) = response::<MetadataResponse>(s, 12);
@@ -132,13 +145,7 @@ fn bad_frames_close_their_connection_with_a_reason_and_write_nothing() {
     let dir = TempDir::new("kafka-protocol");
     let server = start(&dir);
     let mut good = connect(&server);
-    let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(name("t"))
-        .with_num_partitions(2)
-        .with_replication_factor(1)]);
-    good.write_all(&frame(ApiKey::CreateTopics, 7, 1, &create)).unwrap();
-    let (_, created) = response::<CreateTopicsResponse>(&mut good, 7);
-    assert_eq!(created.topics[0].error_code, 0, "{created:?}");
+    create_t(&mut good, 7, 2, 1);
 
     // Each case: bytes sent, then the reason the log must give.
     let short_header = [&3i32.to_be_bytes()[..], &[0, 0, 0]].concat();
@@ -270,19 +277,13 @@ fn a_recreated_topic_puts_the_old_incarnations_readers_out_of_range() {
     let dir = TempDir::new("kafka-recreate");
     let server = start(&dir);
     let mut s = connect(&server);
-    let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(name("t"))
-        .with_num_partitions(1)
-        .with_replication_factor(1)]);
     let mut ids = Vec::new();
     for round in 0..2 {
-        s.write_all(&frame(ApiKey::CreateTopics, 7, 10 * round, &create)).unwrap();
-        let (_, created) = response::<CreateTopicsResponse>(&mut s, 7);
-        assert_eq!(created.topics[0].error_code, 0, "{created:?}");
-        ids.push(created.topics[0].topic_id);
+        let created = create_t(&mut s, 7, 1, 1);
+        ids.push(created.topic_id);
         let md = metadata(&mut s, 10 * round + 1);
         let epoch = md.topics[0].partitions[0].leader_epoch;
-        assert_eq!(md.topics[0].topic_id, created.topics[0].topic_id);
+        assert_eq!(md.topics[0].topic_id, created.topic_id);
         assert_eq!(fetch_error(&mut s, 10 * round + 2, epoch), 0);
         assert_eq!(fetch_error(&mut s, 10 * round + 3, -1), 0, "no epoch given: no check");
         if round == 0 {
@@ -327,12 +328,7 @@ fn many_connections_pipelining_produces() {
     let dir = TempDir::new("kafka-many");
     let server = start(&dir);
     let mut admin = connect(&server);
-    let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(name("t"))
-        .with_num_partitions(PARTITIONS as i32)
-        .with_replication_factor(-1)]);
-    admin.write_all(&frame(ApiKey::CreateTopics, 5, 1, &create)).unwrap();
-    assert_eq!(response::<CreateTopicsResponse>(&mut admin, 5).1.topics[0].error_code, 0);
+    create_t(&mut admin, 5, PARTITIONS as i32, -1);
     let clients: Vec<_> = (0..CONNECTIONS)
         .map(|c| {
             let mut s = connect(&server);
