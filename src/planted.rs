@@ -58,11 +58,30 @@ pub enum Bug {
     FinishedAtTombstone,
     /// A produce that names its partition is placed by its keys (or round-robin) instead.
     NamedPartitionIgnored,
+    /// Cluster: a node answers list, describe and fetch, and validates creates and
+    /// deletes, from the catalog it holds, without a fence.
+    ClusterSkipFence,
+    /// Cluster: a node writes and acknowledges a produce to a topic its catalog shows
+    /// live without fencing before or after (trusting what it folded before it was cut
+    /// off from the store).
+    ClusterProduceUnverified,
+    /// Cluster: the reconciler deletes the segments of every incarnation its catalog
+    /// does not show live, instead of only those it knows removed.
+    ClusterReconcileUnknownIds,
+    /// Cluster: a node that finished a removal appends `Removed` without validating it
+    /// again, so two nodes that both finished one both complete it.
+    ClusterDoubleCompletion,
+    /// Cluster: a journal append that finds its seq taken counts as written (as if it
+    /// had overwritten the other node's entry).
+    ClusterUnconditionalAppend,
+    /// Cluster: a node never reads the journal's tail on its own, only when a command
+    /// needs a fence.
+    ClusterNoTailing,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 19] = [
+    pub const ALL: [Bug; 25] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -82,6 +101,12 @@ impl Bug {
         Bug::AckProduceOfDeletedTopic,
         Bug::FinishedAtTombstone,
         Bug::NamedPartitionIgnored,
+        Bug::ClusterSkipFence,
+        Bug::ClusterProduceUnverified,
+        Bug::ClusterReconcileUnknownIds,
+        Bug::ClusterDoubleCompletion,
+        Bug::ClusterUnconditionalAppend,
+        Bug::ClusterNoTailing,
     ];
 
     /// The bug's command-line name.
@@ -106,6 +131,12 @@ impl Bug {
             Bug::AckProduceOfDeletedTopic => "ack-produce-of-deleted-topic",
             Bug::FinishedAtTombstone => "finished-at-tombstone",
             Bug::NamedPartitionIgnored => "named-partition-ignored",
+            Bug::ClusterSkipFence => "cluster-skip-fence",
+            Bug::ClusterProduceUnverified => "cluster-produce-unverified",
+            Bug::ClusterReconcileUnknownIds => "cluster-reconcile-unknown-ids",
+            Bug::ClusterDoubleCompletion => "cluster-double-completion",
+            Bug::ClusterUnconditionalAppend => "cluster-unconditional-append",
+            Bug::ClusterNoTailing => "cluster-no-tailing",
         }
     }
 

@@ -19,6 +19,8 @@ pub struct CampaignOptions {
     pub jobs: usize,
     /// A planted bug.
     pub bug: Option<broker_core::planted::Bug>,
+    /// Run every seed as a cluster of this many nodes (see [`RunOptions::nodes`]).
+    pub nodes: Option<u32>,
 }
 
 /// The totals of a campaign over all its seeds; lists are sorted by seed.
@@ -59,6 +61,8 @@ pub struct Summary {
     pub failures: Vec<(u64, Violation)>,
     /// Each seed's trace hash, ascending by seed.
     pub trace_hashes: Vec<(u64, u64)>,
+    /// Seeds by node count (0: one broker on the simulated disk).
+    pub seeds_by_nodes: BTreeMap<u32, u64>,
 }
 
 impl Summary {
@@ -88,6 +92,7 @@ impl Summary {
             self.failures.push((r.seed, v.clone()));
         }
         self.trace_hashes.push((r.seed, r.trace_hash));
+        *self.seeds_by_nodes.entry(r.stats.nodes).or_default() += 1;
     }
 
     /// One hash of every seed's trace hash, in seed order: two runs of the same
@@ -127,6 +132,13 @@ pub fn fault_kinds(r: &RunReport) -> Vec<(&'static str, u64)> {
         ("ops lost in crashes", f.ops_dropped_by_crash),
         ("slow operations", r.stats.slow_ops),
         ("reordered completions", r.stats.reordered_completions),
+        ("store errors", r.stats.store_errors),
+        ("store unknown outcomes", r.stats.unknown_outcomes),
+        ("store late landings", r.stats.late_landings),
+        ("nodes cut off from the store", r.stats.cuts),
+        ("node crashes", r.stats.node_crashes),
+        ("lost races (create found the key)", r.stats.lost_races),
+        ("orphans reconciled at the end", r.stats.orphans_removed),
     ]
 }
 
@@ -143,7 +155,8 @@ pub fn run_campaign(opts: &CampaignOptions, progress: &(dyn Fn(u64) + Sync)) -> 
                 if i >= opts.seeds {
                     break;
                 }
-                let run_opts = RunOptions { seed: opts.from + i, bug: opts.bug, ..RunOptions::default() };
+                let run_opts =
+                    RunOptions { seed: opts.from + i, bug: opts.bug, nodes: opts.nodes, ..RunOptions::default() };
                 let report = run(&run_opts);
                 if let Ok(mut sum) = summary.lock() {
                     sum.add(&report);

@@ -7,6 +7,7 @@
 
 pub mod campaign;
 pub mod checkers;
+pub mod cluster;
 pub mod disk;
 pub mod exhaust;
 pub mod fuzzing;

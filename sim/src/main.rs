@@ -45,6 +45,10 @@ enum Cmd {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Run every seed as a cluster of this many nodes over a shared store (1 to 5);
+        /// without it, half of the seeds run a cluster of 1 to 5 nodes.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5))]
+        nodes: Option<u32>,
     },
     /// Replay one seed, print its trace hash and violations; optionally write its trace.
     Replay {
@@ -57,6 +61,9 @@ enum Cmd {
         /// Write the event trace here, as JSON lines.
         #[arg(long)]
         trace: Option<std::path::PathBuf>,
+        /// Replay as a cluster of this many nodes (as `run --nodes` ran it).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5))]
+        nodes: Option<u32>,
     },
     /// Crash after every storage operation of a few fixed workloads, under every crash mode.
     Exhaust {
@@ -79,20 +86,21 @@ fn parse_bug(name: Option<String>) -> Result<Option<broker_core::planted::Bug>, 
 }
 
 /// The command that replays `seed`.
-fn replay_command(seed: u64, plant: &Option<String>) -> String {
+fn replay_command(seed: u64, plant: &Option<String>, nodes: Option<u32>) -> String {
+    let nodes = nodes.map(|n| format!(" --nodes {n}")).unwrap_or_default();
     match plant {
-        Some(bug) => {
-            format!("cargo run --release -p broker-sim --features planted-bugs -- replay --seed {seed} --plant {bug}")
-        }
-        None => format!("cargo run --release -p broker-sim -- replay --seed {seed}"),
+        Some(bug) => format!(
+            "cargo run --release -p broker-sim --features planted-bugs -- replay --seed {seed}{nodes} --plant {bug}"
+        ),
+        None => format!("cargo run --release -p broker-sim -- replay --seed {seed}{nodes}"),
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Run { seeds, from, jobs, plant, quiet } => cmd_run(seeds, from, jobs, plant, quiet),
-        Cmd::Replay { seed, plant, trace } => cmd_replay(seed, plant, trace),
+        Cmd::Run { seeds, from, jobs, plant, quiet, nodes } => cmd_run(seeds, from, jobs, plant, quiet, nodes),
+        Cmd::Replay { seed, plant, trace, nodes } => cmd_replay(seed, plant, trace, nodes),
         Cmd::Exhaust { plant } => cmd_exhaust(plant),
         Cmd::Bugs => cmd_bugs(),
     };
@@ -115,9 +123,16 @@ fn cmd_bugs() -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn cmd_run(seeds: u64, from: u64, jobs: usize, plant: Option<String>, quiet: bool) -> Result<ExitCode, String> {
+fn cmd_run(
+    seeds: u64,
+    from: u64,
+    jobs: usize,
+    plant: Option<String>,
+    quiet: bool,
+    nodes: Option<u32>,
+) -> Result<ExitCode, String> {
     let bug = parse_bug(plant.clone())?;
-    let opts = CampaignOptions { from, seeds, jobs, bug };
+    let opts = CampaignOptions { from, seeds, jobs, bug, nodes };
     let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(seeds) };
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} seeds ({per_sec}, eta {eta})")
@@ -135,7 +150,7 @@ fn cmd_run(seeds: u64, from: u64, jobs: usize, plant: Option<String>, quiet: boo
         say!("first failing seed {seed}: {v}");
         let seeds: Vec<String> = summary.failures.iter().take(20).map(|(s, _)| s.to_string()).collect();
         say!("failing seeds: {}{}", seeds.join(", "), if summary.failures.len() > 20 { ", ..." } else { "" });
-        say!("replay it with:\n  {}", replay_command(*seed, &plant));
+        say!("replay it with:\n  {}", replay_command(*seed, &plant, nodes));
         return Ok(ExitCode::from(1));
     }
     say!();
@@ -148,6 +163,12 @@ fn print_summary(s: &Summary, wall: f64, jobs: usize) {
     let row = |k: &str, v: String| say!("  {k:<28} {v}");
     say!("broker-sim campaign summary");
     row("seeds", format!("{} ({} fault-free)", s.seeds, s.fault_free_seeds));
+    let topology: Vec<String> = s
+        .seeds_by_nodes
+        .iter()
+        .map(|(n, k)| if *n == 0 { format!("{k} one broker on a disk") } else { format!("{k} with {n} nodes") })
+        .collect();
+    row("seeds by topology", topology.join(", "));
     row("jobs", jobs.to_string());
     row("campaign trace hash", format!("{:016x}", s.campaign_hash()));
     row("events", s.events.to_string());
@@ -185,9 +206,14 @@ fn print_summary(s: &Summary, wall: f64, jobs: usize) {
     }
 }
 
-fn cmd_replay(seed: u64, plant: Option<String>, trace: Option<std::path::PathBuf>) -> Result<ExitCode, String> {
+fn cmd_replay(
+    seed: u64,
+    plant: Option<String>,
+    trace: Option<std::path::PathBuf>,
+    nodes: Option<u32>,
+) -> Result<ExitCode, String> {
     let bug = parse_bug(plant)?;
-    let opts = RunOptions { seed, bug, keep_trace: trace.is_some(), ..RunOptions::default() };
+    let opts = RunOptions { seed, bug, keep_trace: trace.is_some(), nodes, ..RunOptions::default() };
     let report = run(&opts);
     say!("seed {seed}: {} events, simulated {}", report.events, report.sim_time);
     say!("params: {:?}", report.params);

@@ -49,6 +49,9 @@ pub struct RunOptions {
     pub script: Option<Script>,
     /// Crash right after the k-th storage operation (counting from 1), with this crash mode.
     pub crash_at: Option<(u64, CrashMode)>,
+    /// Run a cluster of this many nodes over a shared store (1 to 5); without it, the
+    /// seed's swarm decides (half of the seeds run a cluster).
+    pub nodes: Option<u32>,
 }
 
 /// A fixed workload for the exhaustive mode.
@@ -115,6 +118,22 @@ pub struct RunStats {
     pub large_batches: u64,
     /// Produces over the broker's batch or record limit (refused with a typed error).
     pub batches_over_limit: u64,
+    /// Cluster: nodes (0: one broker on the simulated disk).
+    pub nodes: u32,
+    /// Cluster: store operations the store failed (nothing happened).
+    pub store_errors: u64,
+    /// Cluster: store operations that timed out or were cut off, their outcome unknown.
+    pub unknown_outcomes: u64,
+    /// Cluster: writes that landed after their node was told the outcome is unknown.
+    pub late_landings: u64,
+    /// Cluster: cuts of a node from the store.
+    pub cuts: u64,
+    /// Cluster: node crashes.
+    pub node_crashes: u64,
+    /// Cluster: conditional creates that found their key taken (journal or segment).
+    pub lost_races: u64,
+    /// Cluster: orphan segments the final reconciliation removed.
+    pub orphans_removed: u64,
 }
 
 /// The outcome of one run.
@@ -227,6 +246,15 @@ pub fn run(opts: &RunOptions) -> RunReport {
         (None, Some(p)) => p.clone(),
         (None, None) => SwarmParams::draw(opts.seed),
     };
+    let cluster = match (&opts.script, &params.cluster, opts.nodes) {
+        (Some(_), _, _) => None,
+        (None, _, Some(nodes)) => crate::cluster::ClusterParams::draw(opts.seed, Some(nodes)),
+        (None, cluster, None) => cluster.clone(),
+    };
+    if let Some(cluster) = cluster {
+        let params = SwarmParams { cluster: Some(cluster.clone()), ..params };
+        return crate::cluster::runner::run(opts, params, cluster);
+    }
     let faults = DiskFaults {
         io_error: params.io_error,
         disk_full: params.disk_full,

@@ -81,6 +81,9 @@ pub struct SwarmParams {
     pub compaction_min_records: u64,
     /// The broker's [`broker_core::Config::removal_concurrency`].
     pub removal_concurrency: usize,
+    /// A cluster of nodes over a shared store instead of one broker on the disk (drawn
+    /// from a stream of its own, so the other parameters are the same either way).
+    pub cluster: Option<crate::cluster::ClusterParams>,
 }
 
 impl SwarmParams {
@@ -135,11 +138,15 @@ impl SwarmParams {
             batch_limit: *r.pick(&[4 << 10, 64 << 10, broker_core::logcodec::MAX_LOG_FRAME as u64]).unwrap_or(&0),
             record_limit: *r.pick(&[1 << 10, 1 << 20]).unwrap_or(&(1 << 20)),
             disk_capacity: if faults && r.chance(0.3) { r.between(12 << 10, 128 << 10) } else { 0 },
+            cluster: crate::cluster::ClusterParams::draw(seed, None),
         }
     }
 
     /// Whether this seed injects any fault or crash at all.
     pub fn has_faults(&self) -> bool {
+        if let Some(cluster) = &self.cluster {
+            return cluster.has_faults();
+        }
         self.io_error + self.disk_full + self.fsync_failure + self.bit_rot + self.slow_op + self.targeted_crash > 0.0
             || self.crash_every_us > 0
     }

@@ -38,11 +38,28 @@ pub enum Checker {
     /// Every notice to the operator is true when given (a finished deletion left no log,
     /// a removed stray is gone and was no live log, corruption only where the disk rotted).
     TruthfulNotices,
+    /// Cluster: no command observes an incarnation outside its life (from the instant
+    /// its create landed to the instant its tombstone did), none says a name is absent
+    /// while an incarnation of it was live all along, and a fetch shows every record
+    /// acknowledged before it was invoked.
+    LinearizableLifecycle,
+    /// Cluster: every journal entry folds (never a second live incarnation of a name),
+    /// every acknowledged create is the journal's, and every node ends with the
+    /// journal's catalog.
+    OneLiveIncarnation,
+    /// Cluster: once the run settles, every record written to a live topic reads back
+    /// from every node, at its offset.
+    AckedReadableEverywhere,
+    /// Cluster: at most one `Removed` entry per incarnation.
+    OneCompletion,
+    /// Cluster: a node that can reach the store again (or restarted) has read every
+    /// journal entry that existed then within a bounded simulated time.
+    HealsInBound,
 }
 
 impl Checker {
     /// Every checker.
-    pub const ALL: [Checker; 14] = [
+    pub const ALL: [Checker; 19] = [
         Checker::NoOrphans,
         Checker::Durability,
         Checker::NoResurrection,
@@ -57,6 +74,11 @@ impl Checker {
         Checker::CreateOfLiveName,
         Checker::RemovalConcurrency,
         Checker::TruthfulNotices,
+        Checker::LinearizableLifecycle,
+        Checker::OneLiveIncarnation,
+        Checker::AckedReadableEverywhere,
+        Checker::OneCompletion,
+        Checker::HealsInBound,
     ];
 
     /// The checker's name, as the summary prints it.
@@ -76,6 +98,11 @@ impl Checker {
             Checker::CreateOfLiveName => "create-of-live-name",
             Checker::RemovalConcurrency => "removal-concurrency",
             Checker::TruthfulNotices => "truthful-notices",
+            Checker::LinearizableLifecycle => "linearizable-lifecycle",
+            Checker::OneLiveIncarnation => "one-live-incarnation",
+            Checker::AckedReadableEverywhere => "acked-readable-everywhere",
+            Checker::OneCompletion => "one-completion",
+            Checker::HealsInBound => "heals-in-bound",
         }
     }
 }

@@ -28,6 +28,7 @@ use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use crate::command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription};
 use crate::error::BrokerError;
 use crate::ids::{RequestId, TopicId};
+use crate::planted::Bug;
 use crate::time::Time;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -296,7 +297,7 @@ impl Node {
         }
         if self.next_tail.is_some_and(|at| at <= now) && self.broken.is_none() {
             self.next_tail = Some(now.plus_millis(self.options.tail_every_ms));
-            if self.round.is_none() {
+            if self.round.is_none() && !self.planted(Bug::ClusterNoTailing) {
                 self.begin_round();
             }
         }
@@ -335,7 +336,18 @@ impl Node {
             let reply = Err(BrokerError::Unavailable(why.clone()));
             return self.reply(request, reply);
         }
+        let produce = matches!(command, Command::Produce { .. });
+        let unfenced = if produce { Bug::ClusterProduceUnverified } else { Bug::ClusterSkipFence };
+        if self.planted(unfenced) && self.catalog.position() > 0 {
+            self.fenced(request, command);
+            return self.pump_appends();
+        }
         self.await_fence(request, After::Command(command));
+    }
+
+    /// Whether a planted bug is on (only in a build with the `planted-bugs` feature).
+    fn planted(&self, bug: Bug) -> bool {
+        crate::planted::ENABLED && self.options.config.bugs.has(bug)
     }
 
     /// Holds `after` until a fence round that begins from now on has completed.
@@ -379,6 +391,7 @@ impl Node {
                 self.break_down(format!("journal entry {seq} was listed, then gone: snapshots are not read yet"));
             }
             (Purpose::Append, StoreOutput::Created) => self.appended(),
+            (Purpose::Append, StoreOutput::Exists) if self.planted(Bug::ClusterUnconditionalAppend) => self.appended(),
             (Purpose::Append, StoreOutput::Exists) => self.check_append(),
             (Purpose::AppendCheck, StoreOutput::Found(bytes)) => self.append_checked(&bytes),
             (Purpose::Segments { request, partition, after }, StoreOutput::Listed(keys)) => {
@@ -825,7 +838,9 @@ impl Node {
         let all = parts.values().all(|p| p.written);
         let known = self.ends.entry((topic, partition)).or_insert(end);
         *known = (*known).max(end);
-        if all {
+        if all && self.planted(Bug::ClusterProduceUnverified) {
+            self.produced(request);
+        } else if all {
             self.await_fence(request, After::Produced);
         }
     }
@@ -948,10 +963,12 @@ impl Node {
             Some((topic, _, _)) if !self.catalog.is_removed(topic) => format!("{}~", topic_prefix(topic)),
             _ => last.clone(),
         });
-        let orphans: Vec<String> = keys
-            .into_iter()
-            .filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| self.catalog.is_removed(t)))
-            .collect();
+        let unknown_ids = self.planted(Bug::ClusterReconcileUnknownIds);
+        let orphan = |t: TopicId| {
+            self.catalog.is_removed(t) || (unknown_ids && !self.catalog.live_topics().any(|(_, id, _)| id == t))
+        };
+        let orphans: Vec<String> =
+            keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| orphan(t))).collect();
         let after = full.then_some(next).flatten();
         self.reconciling = Some((after.clone(), orphans.len()));
         for key in orphans {
@@ -992,7 +1009,7 @@ impl Node {
                 Appendable::Client(request, command) => (*request, command.clone()),
                 Appendable::Removed(topic) => {
                     // Another node's completion may be folded already: then nothing to add.
-                    if self.catalog.validate_removed(*topic) {
+                    if self.catalog.validate_removed(*topic) || self.planted(Bug::ClusterDoubleCompletion) {
                         self.append(from.clone(), EntryKind::Removed { topic: *topic });
                     }
                     continue;

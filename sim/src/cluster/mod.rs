@@ -1,0 +1,17 @@
+//! Cluster runs: 1 to 5 [`broker_core::cluster::node::Node`]s over one simulated shared
+//! store (DESIGN.md, section 10), with store latency, errors, timeouts whose outcome is
+//! unknown, nodes cut off from the store, and node crashes and restarts.
+//!
+//! - [`params`]: what a cluster seed draws;
+//! - [`store`]: the simulated store and the record of what it ever held;
+//! - [`history`]: every command, its node, and when it was invoked and answered;
+//! - [`lifecycle`]: the linearizable-lifecycle checker over that history;
+//! - [`runner`]: the run itself, and the checks at its end.
+
+pub mod history;
+pub mod lifecycle;
+pub mod params;
+pub mod runner;
+pub mod store;
+
+pub use params::ClusterParams;

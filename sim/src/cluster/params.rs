@@ -1,0 +1,82 @@
+//! What a cluster seed decides before it starts: how many nodes, and how the shared
+//! store and the nodes misbehave.
+
+use crate::rng::SimRng;
+
+/// A cluster run's topology and fault rates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterParams {
+    /// Nodes sharing the store (1 to 5).
+    pub nodes: u32,
+    /// One-way latency between a node and the store, uniform in `low..=high`
+    /// microseconds.
+    pub latency_us: (u64, u64),
+    /// Probability that an operation is slow (x20 latency each way).
+    pub slow: f64,
+    /// Probability that the store fails an operation: nothing happens.
+    pub error: f64,
+    /// Probability that an operation times out: the node hears nothing for
+    /// `timeout_us`, then an unknown outcome; a write may land at once, later or never.
+    pub timeout: f64,
+    /// How long a node waits for an answer before it calls the outcome unknown.
+    pub timeout_us: u64,
+    /// Mean time between cuts of one node from the store, in microseconds (0: none).
+    pub cut_every_us: u64,
+    /// How long a cut lasts, uniform in `low..=high` microseconds.
+    pub cut_for_us: (u64, u64),
+    /// Mean time between crashes of some node, in microseconds (0: none).
+    pub crash_every_us: u64,
+    /// Probability of crashing a node right after it acknowledges a delete (between
+    /// the logical and the physical step) or issues the delete of a segment it removes.
+    pub targeted_crash: f64,
+    /// How long a crashed node stays down, uniform in `low..=high` microseconds.
+    pub down_for_us: (u64, u64),
+    /// How often an idle node reads the journal's tail, in milliseconds.
+    pub tail_every_ms: u64,
+    /// How often a node runs the reconciler, in milliseconds.
+    pub reconcile_every_ms: u64,
+    /// The most keys one listing asks for.
+    pub list_limit: u32,
+}
+
+impl ClusterParams {
+    /// Whether the seed runs a cluster, and if so its parameters. `nodes` fixes the
+    /// count (`broker-sim run --nodes N`); without it, half of the seeds run a cluster
+    /// of 1 to 5 nodes and the rest one broker on the simulated disk.
+    pub fn draw(seed: u64, nodes: Option<u32>) -> Option<ClusterParams> {
+        let mut r = SimRng::fork(seed, "cluster");
+        let drawn = if r.chance(0.5) { Some(r.between(1, 5) as u32) } else { None };
+        let nodes = nodes.or(drawn)?;
+        let faults = !r.chance(0.15);
+        let rate = |r: &mut SimRng, max: f64| {
+            if faults && r.chance(0.7) {
+                max * (r.below(1000) as f64 / 1000.0)
+            } else {
+                0.0
+            }
+        };
+        Some(ClusterParams {
+            nodes: nodes.max(1),
+            latency_us: (r.between(20, 500), r.between(500, 20_000)),
+            slow: rate(&mut r, 0.05),
+            error: rate(&mut r, 0.05),
+            timeout: rate(&mut r, 0.05),
+            timeout_us: r.between(50_000, 2_000_000),
+            cut_every_us: if faults && r.chance(0.6) { r.between(100_000, 3_000_000) } else { 0 },
+            cut_for_us: (r.between(1_000, 100_000), r.between(100_000, 10_000_000)),
+            crash_every_us: if faults && r.chance(0.6) { r.between(100_000, 5_000_000) } else { 0 },
+            targeted_crash: rate(&mut r, 0.2),
+            down_for_us: (r.between(1_000, 50_000), r.between(50_000, 3_000_000)),
+            tail_every_ms: *r.pick(&[10, 100, 1_000]).unwrap_or(&100),
+            reconcile_every_ms: *r.pick(&[200, 2_000, 20_000]).unwrap_or(&2_000),
+            list_limit: *r.pick(&[2, 10, 1_000]).unwrap_or(&1_000),
+        })
+    }
+
+    /// Whether the store or the nodes misbehave at all.
+    pub fn has_faults(&self) -> bool {
+        self.slow + self.error + self.timeout + self.targeted_crash > 0.0
+            || self.cut_every_us > 0
+            || self.crash_every_us > 0
+    }
+}

@@ -1,0 +1,748 @@
+//! One simulated cluster run: the real [`Node`] state machines over the simulated
+//! shared store, driven by the seed's clients, with store faults, cuts of a node from
+//! the store, node crashes and restarts, then the checks.
+//!
+//! Phases, as for one broker: *chaos* (the workload runs; faults are on), *settle*
+//! (faults stop, cut nodes reach the store again, crashed nodes restart; every deletion
+//! must complete within a bound), then the *final checks*: the lifecycle judged from
+//! the whole history, every node's catalog against the journal, every partition read
+//! back from every node, and one reconciliation that must leave no orphan.
+
+use crate::cluster::history::History;
+use crate::cluster::lifecycle;
+use crate::cluster::params::ClusterParams;
+use crate::cluster::store::SimStore;
+use crate::rng::SimRng;
+use crate::runner::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
+use crate::swarm::SwarmParams;
+use crate::trace::{render_command, render_reply, Trace};
+use crate::violation::{Checker, Violation};
+use crate::workload::Workload;
+use broker_core::cluster::keys::{parse_journal_key, parse_segment_key};
+use broker_core::cluster::node::{Node, NodeEffect, NodeOptions, StoreOpId};
+use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
+use broker_core::{BrokerError, Command, Config, Reply, RequestId, Time, TopicId};
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// How long after it can reach the store again (or after it restarts) a node must
+/// have read every journal entry that existed then: this, plus [`Sim::page_allowance`]
+/// for each page of entries it has to list and read.
+pub const HEAL_BOUND_MS: u64 = 30_000;
+
+/// What happens to one store operation.
+#[derive(Clone, Debug)]
+enum Fate {
+    /// Carried out and answered.
+    Normal,
+    /// Refused: nothing happens.
+    Fail,
+    /// No answer in time; a write lands at once, after this many microseconds, or never.
+    Timeout(Option<u64>),
+}
+
+#[derive(Clone, Debug)]
+enum Ev {
+    ClientWake(usize),
+    /// A node's operation reaches the store.
+    Arrive {
+        node: usize,
+        life: u32,
+        id: StoreOpId,
+        op: StoreOp,
+        fate: Fate,
+    },
+    /// A write that timed out lands late.
+    Land {
+        node: usize,
+        op: StoreOp,
+    },
+    /// An answer reaches a node.
+    Answer {
+        node: usize,
+        life: u32,
+        id: StoreOpId,
+        result: StoreResult,
+    },
+    Timeout {
+        node: usize,
+        life: u32,
+        at: Time,
+    },
+    Crash,
+    Restart(usize),
+    Cut,
+    CutEnd(usize),
+    /// The bound of heal check `id` ends.
+    HealCheck(u64),
+    EndChaos,
+}
+
+/// A node, in this life and not cut since `since`, must have read entry `tail` by the
+/// time the check is due.
+#[derive(Clone, Copy, Debug)]
+struct HealCheck {
+    node: usize,
+    life: u32,
+    since: Time,
+    tail: u64,
+}
+
+/// One node's place in the cluster.
+struct Slot {
+    node: Option<Node>,
+    /// Bumped at each crash and restart: events of an earlier life are dropped.
+    life: u32,
+    /// Cut off from the store until then.
+    cut_until: Option<Time>,
+    /// When its last cut began.
+    cut_at: Time,
+    /// Requests in flight, by the client that sent them.
+    requests: BTreeMap<RequestId, usize>,
+    /// Deadlines with a `Timeout` event scheduled.
+    wakes: BTreeSet<Time>,
+}
+
+struct Sim {
+    now: Time,
+    params: SwarmParams,
+    cp: ClusterParams,
+    config: Config,
+    rng: SimRng,
+    queue: BTreeMap<(Time, u64), Ev>,
+    seq: u64,
+    store: SimStore,
+    slots: Vec<Slot>,
+    boots: u64,
+    workload: Workload,
+    outstanding: Vec<u32>,
+    next_request: u64,
+    chaos: bool,
+    /// Store events scheduled and not yet processed.
+    store_pending: u64,
+    crash_now: Option<usize>,
+    /// Heal checks not yet due, by id.
+    heal_checks: BTreeMap<u64, HealCheck>,
+    history: History,
+    trace: Trace,
+    stats: RunStats,
+    violations: Vec<Violation>,
+}
+
+/// Runs one cluster seed to the end and checks it.
+pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunReport {
+    let mut config = Config {
+        max_partitions: 16,
+        max_batch_bytes: params.batch_limit,
+        max_fetch_bytes: params.batch_limit,
+        max_record_bytes: params.record_limit,
+        ..Config::default()
+    };
+    if let Some(bug) = opts.bug {
+        config.bugs = broker_core::planted::PlantedBugs::only(bug);
+    }
+    let clients = params.clients as usize;
+    let nodes = cp.nodes as usize;
+    let mut sim = Sim {
+        now: Time::ZERO,
+        workload: Workload::new(opts.seed, &params),
+        config,
+        rng: SimRng::fork(opts.seed, "cluster-scheduler"),
+        queue: BTreeMap::new(),
+        seq: 0,
+        store: SimStore::default(),
+        slots: (0..nodes)
+            .map(|_| Slot {
+                node: None,
+                life: 0,
+                cut_until: None,
+                cut_at: Time::ZERO,
+                requests: BTreeMap::new(),
+                wakes: BTreeSet::new(),
+            })
+            .collect(),
+        boots: 0,
+        outstanding: vec![0; clients],
+        next_request: 1,
+        chaos: true,
+        store_pending: 0,
+        crash_now: None,
+        heal_checks: BTreeMap::new(),
+        history: History::default(),
+        trace: Trace::new(opts.keep_trace),
+        stats: RunStats { nodes: cp.nodes, ..RunStats::default() },
+        violations: Vec::new(),
+        params,
+        cp,
+    };
+    for n in 0..nodes {
+        sim.start(n);
+    }
+    for c in 0..clients {
+        let at = Time(sim.rng.below(sim.params.think_us.max(1)));
+        sim.schedule(at, Ev::ClientWake(c));
+    }
+    if sim.cp.crash_every_us > 0 {
+        let at = Time(sim.rng.between(1, 2 * sim.cp.crash_every_us));
+        sim.schedule(at, Ev::Crash);
+    }
+    if sim.cp.cut_every_us > 0 {
+        let at = Time(sim.rng.between(1, 2 * sim.cp.cut_every_us));
+        sim.schedule(at, Ev::Cut);
+    }
+    sim.run_events();
+    sim.final_checks();
+    sim.stats.lost_races = sim.store.lost_races;
+    sim.stats.deletions_completed = sim.store.lives.values().filter(|l| l.completions > 0).count() as u64;
+    let mut violations = std::mem::take(&mut sim.violations);
+    violations.sort_by_key(|v| v.at);
+    RunReport {
+        seed: opts.seed,
+        trace_hash: sim.trace.hash(),
+        events: sim.trace.events(),
+        sim_time: sim.now,
+        stats: sim.stats.clone(),
+        faults: Default::default(),
+        violations,
+        journal_lost_to_rot: None,
+        excused: Vec::new(),
+        params: sim.params.clone(),
+        trace: sim.trace.into_lines(),
+    }
+}
+
+/// Renders a store operation compactly for the trace.
+fn render_op(op: &StoreOp) -> String {
+    match op {
+        StoreOp::Create { key, bytes } => {
+            format!("create {key} {} bytes crc={:08x}", bytes.len(), crc32c::crc32c(bytes))
+        }
+        StoreOp::Get { key } => format!("get {key}"),
+        StoreOp::List { prefix, after, limit } => format!("list {prefix} after {after:?} limit {limit}"),
+        StoreOp::Delete { key } => format!("delete {key}"),
+    }
+}
+
+fn render_result(r: &StoreResult) -> String {
+    match r {
+        Ok(StoreOutput::Found(bytes)) => format!("found {} bytes", bytes.len()),
+        Ok(StoreOutput::Listed(keys)) => format!("listed {} keys, last {:?}", keys.len(), keys.last()),
+        other => format!("{other:?}"),
+    }
+}
+
+impl Sim {
+    fn schedule(&mut self, at: Time, ev: Ev) {
+        self.seq += 1;
+        if matches!(ev, Ev::Arrive { .. } | Ev::Land { .. } | Ev::Answer { .. }) {
+            self.store_pending += 1;
+        }
+        self.queue.insert((at.max(self.now), self.seq), ev);
+    }
+
+    fn flag(&mut self, checker: Checker, detail: String) {
+        self.violations.push(Violation { checker, at: self.now, detail });
+    }
+
+    fn options(&mut self, node: usize) -> NodeOptions {
+        self.boots += 1;
+        NodeOptions {
+            node: node as u32,
+            boot: self.boots,
+            config: self.config.clone(),
+            list_limit: self.cp.list_limit,
+            tail_every_ms: self.cp.tail_every_ms,
+            reconcile_every_ms: self.cp.reconcile_every_ms,
+        }
+    }
+
+    /// Starts (or restarts) node `n` with nothing folded; it must catch up in bound.
+    fn start(&mut self, n: usize) {
+        if self.slots[n].node.is_some() {
+            return;
+        }
+        let options = self.options(n);
+        let mut node = Node::new(options);
+        node.handle_timeout(self.now);
+        let slot = &mut self.slots[n];
+        slot.life += 1;
+        slot.node = Some(node);
+        let (life, since) = (slot.life, slot.cut_at);
+        self.trace.record(self.now, "start", format!("node {n} life {life}"));
+        self.heal_check(n, life, since, 0);
+        self.drain(n);
+    }
+
+    fn crash(&mut self, n: usize, why: &str) {
+        let slot = &mut self.slots[n];
+        if slot.node.take().is_none() {
+            return;
+        }
+        slot.life += 1;
+        slot.wakes.clear();
+        let requests = std::mem::take(&mut slot.requests);
+        self.history.cut_off(requests.keys());
+        for c in requests.values() {
+            self.outstanding[*c] = self.outstanding[*c].saturating_sub(1);
+        }
+        self.stats.node_crashes += 1;
+        self.trace.record(self.now, "crash", format!("node {n}: {why}"));
+        let down = self.rng.between(self.cp.down_for_us.0, self.cp.down_for_us.1);
+        self.schedule(self.now.plus_micros(down), Ev::Restart(n));
+    }
+
+    fn run_events(&mut self) {
+        let mut chaos_end_scheduled = false;
+        let mut deadline = None;
+        while let Some(((at, _), ev)) = self.queue.pop_first() {
+            self.now = at;
+            if deadline.is_some_and(|d| at > d) {
+                break;
+            }
+            self.event(ev);
+            if let Some(n) = self.crash_now.take() {
+                self.crash(n, "targeted crash");
+            }
+            let too_long = self.now > Time::from_millis(CHAOS_LIMIT_MS);
+            if self.chaos && !chaos_end_scheduled && (self.workload.exhausted() || too_long) {
+                chaos_end_scheduled = true;
+                self.schedule(self.now, Ev::EndChaos);
+            }
+            if !self.chaos {
+                deadline.get_or_insert(self.now.plus_millis(LIVENESS_BOUND_MS));
+                if self.quiescent() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Faults are over, every request is answered, every deletion complete, no store
+    /// operation in flight, and every node has read what its heal checks ask.
+    fn quiescent(&self) -> bool {
+        self.store_pending == 0
+            && self.heal_checks.values().all(|c| self.behind(c).is_none())
+            && self.slots.iter().all(|s| s.node.is_some() && s.requests.is_empty() && s.cut_until.is_none())
+            && self.store.truth.deleting().next().is_none()
+    }
+
+    fn cut_off(&self, n: usize) -> bool {
+        self.slots[n].cut_until.is_some_and(|t| t > self.now)
+    }
+
+    fn event(&mut self, ev: Ev) {
+        match ev {
+            Ev::ClientWake(c) => self.client_wake(c),
+            Ev::Arrive { node, life, id, op, fate } => {
+                self.store_pending -= 1;
+                self.arrive(node, life, id, op, fate);
+            }
+            Ev::Land { node, op } => {
+                self.store_pending -= 1;
+                self.trace.record(self.now, "land", format!("node {node} {}", render_op(&op)));
+                self.stats.late_landings += 1;
+                self.store.apply(self.now, &op, &mut self.violations);
+            }
+            Ev::Answer { node, life, id, result } => {
+                self.store_pending -= 1;
+                if self.slots[node].life != life {
+                    return;
+                }
+                let result =
+                    if self.cut_off(node) { Err(StoreError::Unknown("cut off from the store".into())) } else { result };
+                self.trace.record(self.now, "answer", format!("node {node} #{} {}", id.0, render_result(&result)));
+                if let Some(n) = self.slots[node].node.as_mut() {
+                    n.handle_store(self.now, id, result);
+                }
+                self.drain(node);
+            }
+            Ev::Timeout { node, life, at } => {
+                if self.slots[node].life != life {
+                    return;
+                }
+                self.slots[node].wakes.remove(&at);
+                if let Some(n) = self.slots[node].node.as_mut() {
+                    if n.poll_timeout().is_some_and(|due| due <= self.now) {
+                        n.handle_timeout(self.now);
+                    }
+                }
+                self.drain(node);
+            }
+            Ev::Crash => {
+                if !self.chaos {
+                    return;
+                }
+                let up: Vec<usize> = (0..self.slots.len()).filter(|n| self.slots[*n].node.is_some()).collect();
+                if let Some(&n) = self.rng.pick(&up) {
+                    self.crash(n, "random crash");
+                }
+                let next = self.now.plus_micros(self.rng.between(1, 2 * self.cp.crash_every_us));
+                self.schedule(next, Ev::Crash);
+            }
+            Ev::Restart(n) => self.start(n),
+            Ev::Cut => {
+                if !self.chaos {
+                    return;
+                }
+                let n = self.rng.below(self.slots.len() as u64) as usize;
+                let until = self.now.plus_micros(self.rng.between(self.cp.cut_for_us.0, self.cp.cut_for_us.1));
+                let slot = &mut self.slots[n];
+                slot.cut_until = Some(slot.cut_until.map_or(until, |u| u.max(until)));
+                slot.cut_at = self.now;
+                self.stats.cuts += 1;
+                self.trace.record(self.now, "cut", format!("node {n} until {until}"));
+                self.schedule(until, Ev::CutEnd(n));
+                let next = self.now.plus_micros(self.rng.between(1, 2 * self.cp.cut_every_us));
+                self.schedule(next, Ev::Cut);
+            }
+            Ev::CutEnd(n) => self.heal(n),
+            Ev::HealCheck(id) => {
+                let Some(check) = self.heal_checks.remove(&id) else { return };
+                let HealCheck { node, tail, .. } = check;
+                let Some(position) = self.behind(&check) else { return };
+                self.flag(
+                    Checker::HealsInBound,
+                    format!(
+                        "node {node} has read the journal to entry {position} only, in the bound since it could \
+                             reach the store, when the journal held {tail} entries"
+                    ),
+                );
+            }
+            Ev::EndChaos => {
+                self.chaos = false;
+                self.trace.record(self.now, "end-chaos", String::new());
+                for n in 0..self.slots.len() {
+                    if self.slots[n].cut_until.is_some() {
+                        self.slots[n].cut_until = Some(self.now);
+                        self.heal(n);
+                    }
+                    self.start(n);
+                }
+            }
+        }
+    }
+
+    /// Node `n` reaches the store again if its cut is over.
+    fn heal(&mut self, n: usize) {
+        let slot = &mut self.slots[n];
+        if slot.cut_until.is_none_or(|t| t > self.now) {
+            return;
+        }
+        slot.cut_until = None;
+        let (life, since) = (slot.life, slot.cut_at);
+        let position = slot.node.as_ref().map_or(0, |node| node.catalog().position());
+        self.trace.record(self.now, "heal", format!("node {n}"));
+        self.heal_check(n, life, since, position);
+    }
+
+    /// Schedules the check that node `n`, at `position` now, has read every entry the
+    /// journal holds now within the bound.
+    fn heal_check(&mut self, n: usize, life: u32, since: Time, position: u64) {
+        let tail = self.store.truth.position();
+        let pages = tail.saturating_sub(position).div_ceil(u64::from(self.cp.list_limit.max(1)));
+        let bound = Time::from_millis(HEAL_BOUND_MS).as_micros() + pages * self.page_allowance();
+        self.seq += 1;
+        self.heal_checks.insert(self.seq, HealCheck { node: n, life, since, tail });
+        self.schedule(self.now.plus_micros(bound), Ev::HealCheck(self.seq));
+    }
+
+    /// Where the node of `check` has read to, if the check still applies (same life,
+    /// not cut again) and it has not read to the check's tail yet.
+    fn behind(&self, check: &HealCheck) -> Option<u64> {
+        let slot = &self.slots[check.node];
+        let node = slot.node.as_ref()?;
+        if slot.life != check.life || slot.cut_at > check.since || self.cut_off(check.node) {
+            return None;
+        }
+        let position = node.catalog().position();
+        (position < check.tail).then_some(position)
+    }
+
+    /// The time one page of journal entries may take to read, in microseconds: a
+    /// listing and the reads of what it lists, at the seed's longest latency, and one
+    /// timeout.
+    fn page_allowance(&self) -> u64 {
+        4 * self.cp.latency_us.1 + self.cp.timeout_us
+    }
+
+    fn arrive(&mut self, node: usize, life: u32, id: StoreOpId, op: StoreOp, fate: Fate) {
+        let back = self.latency();
+        if self.cut_off(node) {
+            // The request never reaches the store.
+            self.stats.unknown_outcomes += 1;
+            let result = Err(StoreError::Unknown("cut off from the store".into()));
+            return self.schedule(self.now.plus_micros(self.cp.timeout_us), Ev::Answer { node, life, id, result });
+        }
+        self.trace.record(self.now, "store", format!("node {node} #{} {} ({fate:?})", id.0, render_op(&op)));
+        let result = match fate {
+            Fate::Normal => Ok(self.store.apply(self.now, &op, &mut self.violations)),
+            Fate::Fail => {
+                self.stats.store_errors += 1;
+                Err(StoreError::Failed("503 Service Unavailable".into()))
+            }
+            Fate::Timeout(landing) => {
+                self.stats.unknown_outcomes += 1;
+                match landing {
+                    Some(0) => {
+                        self.store.apply(self.now, &op, &mut self.violations);
+                    }
+                    Some(later) => self.schedule(self.now.plus_micros(later), Ev::Land { node, op: op.clone() }),
+                    None => {}
+                }
+                let result = Err(StoreError::Unknown("timed out".into()));
+                return self.schedule(self.now.plus_micros(self.cp.timeout_us), Ev::Answer { node, life, id, result });
+            }
+        };
+        self.schedule(self.now.plus_micros(back), Ev::Answer { node, life, id, result });
+    }
+
+    /// One way between a node and the store.
+    fn latency(&mut self) -> u64 {
+        let (lo, hi) = self.cp.latency_us;
+        let l = self.rng.between(lo, hi);
+        if self.chaos && self.rng.chance(self.cp.slow) {
+            self.stats.slow_ops += 1;
+            l * 20
+        } else {
+            l
+        }
+    }
+
+    fn fate(&mut self, op: &StoreOp) -> Fate {
+        if !self.chaos {
+            return Fate::Normal;
+        }
+        if self.rng.chance(self.cp.error) {
+            return Fate::Fail;
+        }
+        if self.rng.chance(self.cp.timeout) {
+            let write = !matches!(op, StoreOp::Get { .. } | StoreOp::List { .. });
+            let landing = match self.rng.below(3) {
+                _ if !write => None,
+                0 => Some(0),
+                1 => Some(self.rng.between(1, 2 * self.cp.timeout_us)),
+                _ => None,
+            };
+            return Fate::Timeout(landing);
+        }
+        Fate::Normal
+    }
+
+    /// Carries out every effect node `n` has, then asks for its next timeout.
+    fn drain(&mut self, n: usize) {
+        loop {
+            let life = self.slots[n].life;
+            let Some(effect) = self.slots[n].node.as_mut().and_then(Node::poll_effect) else { break };
+            match effect {
+                NodeEffect::Store { id, op } => {
+                    self.stats.storage_ops += 1;
+                    let removes_segment = matches!(&op, StoreOp::Delete { key } if parse_segment_key(key).is_some());
+                    if self.chaos && removes_segment && self.rng.chance(self.cp.targeted_crash) {
+                        self.crash_now = Some(n);
+                    }
+                    let fate = self.fate(&op);
+                    let at = self.now.plus_micros(self.latency());
+                    self.schedule(at, Ev::Arrive { node: n, life, id, op, fate });
+                }
+                NodeEffect::Reply { request, reply } => self.reply(n, request, reply),
+            }
+        }
+        let slot = &mut self.slots[n];
+        if let Some(at) = slot.node.as_ref().and_then(Node::poll_timeout) {
+            if slot.wakes.insert(at) {
+                let life = slot.life;
+                self.schedule(at, Ev::Timeout { node: n, life, at });
+            }
+        }
+    }
+
+    fn client_wake(&mut self, c: usize) {
+        if !self.chaos || self.workload.exhausted() {
+            return;
+        }
+        let think = self.rng.between(1, 2 * self.params.think_us);
+        self.schedule(self.now.plus_micros(think), Ev::ClientWake(c));
+        while self.outstanding[c] < self.params.depth {
+            let up: Vec<usize> = (0..self.slots.len()).filter(|n| self.slots[*n].node.is_some()).collect();
+            let Some(&n) = self.rng.pick(&up) else { return };
+            let Some(command) = self.workload.next_command(self.outstanding[c] == 0) else { return };
+            let request = RequestId(self.next_request);
+            self.next_request += 1;
+            self.outstanding[c] += 1;
+            self.stats.commands += 1;
+            self.trace.record(
+                self.now,
+                "command",
+                format!("req{} c{c} node {n} {}", request.0, render_command(&command)),
+            );
+            self.history.invoked(self.now, request, n, Rc::new(command.clone()));
+            self.slots[n].requests.insert(request, c);
+            if let Some(node) = self.slots[n].node.as_mut() {
+                node.handle_command(self.now, request, command);
+            }
+            self.drain(n);
+        }
+    }
+
+    fn reply(&mut self, n: usize, request: RequestId, reply: Result<Reply, BrokerError>) {
+        self.stats.replies += 1;
+        if let Some(c) = self.slots[n].requests.remove(&request) {
+            self.outstanding[c] = self.outstanding[c].saturating_sub(1);
+        }
+        self.trace.record(self.now, "reply", format!("node {n} req{} {}", request.0, render_reply(&reply)));
+        if matches!(reply, Ok(Reply::DeleteAccepted { .. })) {
+            self.stats.deletions_started += 1;
+            // Between the logical and the physical step.
+            if self.chaos && self.rng.chance(self.cp.targeted_crash) {
+                self.crash_now = Some(n);
+            }
+        }
+        if !self.history.answered(self.now, request, reply) {
+            self.flag(Checker::EveryRequestAnswered, format!("node {n} answered req{} twice, or unasked", request.0));
+        }
+    }
+
+    /// Runs one command on node `n` to its reply, with the store answering at once and
+    /// without faults (for the final checks).
+    fn sync(&mut self, n: usize, command: Command) -> Option<Result<Reply, BrokerError>> {
+        let request = RequestId(self.next_request);
+        self.next_request += 1;
+        let now = self.now;
+        let node = self.slots[n].node.as_mut()?;
+        node.handle_command(now, request, command);
+        Self::settle_node(node, now, &mut self.store, &mut self.violations, Some(request))
+    }
+
+    fn settle_node(
+        node: &mut Node,
+        now: Time,
+        store: &mut SimStore,
+        violations: &mut Vec<Violation>,
+        request: Option<RequestId>,
+    ) -> Option<Result<Reply, BrokerError>> {
+        let mut answer = None;
+        let mut now = now;
+        for _ in 0..1_000_000 {
+            match node.poll_effect() {
+                Some(NodeEffect::Store { id, op }) => {
+                    let output = store.apply(now, &op, violations);
+                    node.handle_store(now, id, Ok(output));
+                }
+                Some(NodeEffect::Reply { request: r, reply }) if Some(r) == request => answer = Some(reply),
+                Some(NodeEffect::Reply { .. }) => {}
+                // An operation that failed before the run settled waits for its backoff.
+                None => match node.poll_timeout() {
+                    Some(at) if answer.is_none() && request.is_some() => {
+                        now = now.max(at);
+                        node.handle_timeout(now);
+                    }
+                    _ => break,
+                },
+            }
+        }
+        answer
+    }
+
+    fn final_checks(&mut self) {
+        for (id, t) in self.store.truth.deleting().map(|(id, t)| (id, t.name.clone())).collect::<Vec<_>>() {
+            self.flag(
+                Checker::Liveness,
+                format!("the deletion of {t:?} ({id}) never completed, {LIVENESS_BOUND_MS} ms after faults stopped"),
+            );
+        }
+        let unanswered: Vec<(RequestId, usize)> = self
+            .history
+            .calls
+            .iter()
+            .filter(|(_, c)| c.answer.is_none() && !c.cut_off)
+            .map(|(r, c)| (*r, c.node))
+            .collect();
+        for (r, n) in unanswered {
+            self.flag(Checker::EveryRequestAnswered, format!("req{} to node {n} was never answered", r.0));
+        }
+        for (at, checker, detail) in lifecycle::judge(&self.history, &self.store) {
+            self.violations.push(Violation { checker, at, detail });
+        }
+        if !self.quiescent() {
+            return;
+        }
+        self.read_back();
+        self.reconcile_once();
+    }
+
+    /// Every node, fenced, holds the journal's catalog and serves every record ever
+    /// written to a live topic, at its offset.
+    fn read_back(&mut self) {
+        let live: Vec<(String, TopicId, u32)> =
+            self.store.truth.live_topics().map(|(n, id, t)| (n.to_string(), id, t.partitions)).collect();
+        for n in 0..self.slots.len() {
+            self.sync(n, Command::ListTopics);
+            let same = self.slots[n].node.as_ref().is_some_and(|node| node.catalog() == &self.store.truth);
+            if !same {
+                self.flag(Checker::OneLiveIncarnation, format!("node {n}, fenced at the end, holds another catalog"));
+                continue;
+            }
+            for (name, topic, partitions) in &live {
+                for p in 0..*partitions {
+                    let end = self.store.end(*topic, p);
+                    let mut offset = 0;
+                    while offset < end {
+                        let max_records = self.config.max_fetch_records;
+                        let fetch = Command::Fetch { topic: name.clone(), partition: p, offset, max_records };
+                        let got = self.sync(n, fetch);
+                        let Some(Ok(Reply::Fetched { topic: t, records, high_watermark })) = got else {
+                            self.flag(
+                                Checker::AckedReadableEverywhere,
+                                format!("node {n}: fetch of {name:?}/{p}@{offset} answered {got:?}"),
+                            );
+                            break;
+                        };
+                        let wrong =
+                            records.iter().find(|r| self.store.value_at(*topic, p, r.offset) != Some(&r.value[..]));
+                        if t != *topic || high_watermark != end || records.is_empty() || wrong.is_some() {
+                            let first = records.first().map(|r| r.offset);
+                            self.flag(
+                                Checker::AckedReadableEverywhere,
+                                format!(
+                                    "node {n}: {name:?}/{p}@{offset} ({topic}, written to {end}) served {t} with {} \
+                                     records from {first:?}, high watermark {high_watermark}{}",
+                                    records.len(),
+                                    if wrong.is_some() { ", one of them never written there" } else { "" }
+                                ),
+                            );
+                            break;
+                        }
+                        offset += records.len() as u64;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One reconciliation by a fresh node leaves segments of live incarnations only,
+    /// and the journal holds nothing it cannot read.
+    fn reconcile_once(&mut self) {
+        let mut options = self.options(self.slots.len());
+        options.reconcile_every_ms = 1;
+        options.tail_every_ms = 0;
+        let mut auditor = Node::new(options);
+        let request = RequestId(self.next_request);
+        self.next_request += 1;
+        auditor.handle_command(self.now, request, Command::ListTopics);
+        Self::settle_node(&mut auditor, self.now, &mut self.store, &mut self.violations, Some(request));
+        auditor.handle_timeout(self.now.plus_millis(2));
+        Self::settle_node(&mut auditor, self.now, &mut self.store, &mut self.violations, None);
+        self.stats.orphans_removed = auditor.orphans_removed();
+        let live: BTreeSet<TopicId> = self.store.truth.live_topics().map(|(_, id, _)| id).collect();
+        let keys: Vec<String> = self.store.objects.keys().map(str::to_string).collect();
+        for key in keys {
+            if let Some((topic, _, _)) = parse_segment_key(&key) {
+                if !live.contains(&topic) {
+                    self.flag(Checker::NoOrphans, format!("segment {key} of {topic} left after a reconciliation"));
+                }
+            } else if parse_journal_key(&key).is_none() && !key.starts_with("s/") {
+                self.flag(Checker::NoOrphans, format!("{key} is no key of the layout"));
+            }
+        }
+    }
+}
