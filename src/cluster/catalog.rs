@@ -157,6 +157,11 @@ impl Catalog {
         self.topics.iter().map(|(id, t)| (*id, t))
     }
 
+    /// The incarnation `topic`, if live or being deleted.
+    pub fn incarnation(&self, topic: TopicId) -> Option<&Incarnation> {
+        self.topics.get(&topic)
+    }
+
     /// The live incarnation of `name`.
     pub fn live(&self, name: &str) -> Option<(TopicId, &Incarnation)> {
         let id = *self.live.get(name)?;
