@@ -1515,6 +1515,8 @@ mod tests {
         /// node must fold it, although compaction deletes keys (and a late create may
         /// write under a deleted one).
         history: BTreeMap<u64, Vec<u8>>,
+        /// Writes whose answer was lost and that land later, in this order.
+        late: VecDeque<StoreOp>,
     }
 
     impl Net {
@@ -1540,6 +1542,7 @@ mod tests {
                 next_request: 0,
                 now: Time::ZERO,
                 history: BTreeMap::new(),
+                late: VecDeque::new(),
             }
         }
 
@@ -1558,6 +1561,14 @@ mod tests {
                 if let (Some(seq), Some(bytes)) = (parse_journal_key(key), self.store.get(key)) {
                     self.history.entry(seq).or_insert_with(|| bytes.to_vec());
                 }
+            }
+        }
+
+        /// Lands the oldest late write.
+        fn land_late(&mut self) {
+            if let Some(op) = self.late.pop_front() {
+                self.store.apply(&op);
+                self.record(&op);
             }
         }
 
@@ -2201,13 +2212,17 @@ mod tests {
 
     /// Seeded runs: several nodes, commands on random nodes, store operations completed
     /// in random order, some failing and some with unknown outcomes (landed or not).
-    /// Every request is answered; the journal never holds an entry its catalog ignores;
-    /// every Created and DeleteAccepted names a journal entry that says so; every node
-    /// ends with the same catalog; and no describe invoked after a delete's
-    /// acknowledgement shows the deleted incarnation.
+    /// Two seeds in three compact (after 2 or 5 entries), and some of their writes with
+    /// unknown outcomes land later, after other operations. Every request is answered;
+    /// the journal never holds an entry its catalog ignores; every Created and
+    /// DeleteAccepted names a journal entry that says so; every node ends with the same
+    /// catalog, which the store's newest snapshot and the entries after it fold to; and
+    /// no describe invoked after a delete's acknowledgement shows the deleted
+    /// incarnation.
     #[test]
     fn random_interleavings_and_faults_keep_the_journal_and_the_lifecycle_straight() {
         let seeds: u64 = std::env::var("BROKER_CLUSTER_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(300);
+        let mut compacted = 0;
         for seed in 1..=seeds {
             let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
             let mut rand = move |n: u64| {
@@ -2216,7 +2231,10 @@ mod tests {
                 x ^= x << 17;
                 x % n.max(1)
             };
-            let mut net = Net::new(1 + rand(4) as u32);
+            // Drawn from the seed, not the stream, so seeds without compaction run as
+            // they did before compaction was built.
+            let compact = [0, 2, 5][(seed % 3) as usize];
+            let mut net = Net::compacting(1 + rand(4) as u32, compact);
             let names = ["a", "b"];
             let mut issued: BTreeMap<RequestId, (Command, u64)> = BTreeMap::new();
             let mut answered_at: BTreeMap<RequestId, u64> = BTreeMap::new();
@@ -2244,6 +2262,8 @@ mod tests {
                     let op = net.pending.remove(i).unwrap();
                     net.pending.push_front(op);
                     let fault = rand(20);
+                    let mut late = std::mem::take(&mut net.late);
+                    let mut land = false;
                     net.step_with(|store, op| match fault {
                         0 => Err(StoreError::Failed("503".into())),
                         1 => {
@@ -2251,8 +2271,22 @@ mod tests {
                             Err(StoreError::Unknown("timed out after landing".into()))
                         }
                         2 => Err(StoreError::Unknown("timed out before landing".into())),
+                        3 if compact > 0 => {
+                            if matches!(op, StoreOp::Create { .. } | StoreOp::Delete { .. }) {
+                                late.push_back(op.clone());
+                            }
+                            Err(StoreError::Unknown("timed out, to land later".into()))
+                        }
+                        4 if compact > 0 => {
+                            land = true;
+                            Ok(store.apply(op))
+                        }
                         _ => Ok(store.apply(op)),
                     });
+                    net.late = late;
+                    if land {
+                        net.land_late();
+                    }
                 } else {
                     net.now = net.now.plus_millis(10);
                     for node in &mut net.nodes {
@@ -2264,7 +2298,10 @@ mod tests {
                     answered_at.entry(*r).or_insert(step);
                 }
             }
-            // Faults stop: everything drains.
+            // Faults stop: late writes land, everything drains.
+            while !net.late.is_empty() {
+                net.land_late();
+            }
             for _ in 0..1000 {
                 net.run();
                 net.now = net.now.plus_millis(10_000);
@@ -2283,15 +2320,40 @@ mod tests {
             for r in issued.keys() {
                 assert!(net.replies.contains_key(r), "seed {seed}: {r:?} ({:?}) never answered", issued[r].0);
             }
-            // The journal, folded afresh, ignores nothing.
+            // The journal, folded afresh from every entry ever appended (compaction
+            // deleted some), ignores nothing.
             let mut journal = Catalog::default();
             let mut entries = BTreeMap::new();
+            let mut folded_at = BTreeMap::new();
+            for (seq, bytes) in &net.history {
+                assert_eq!(*seq, journal.position() + 1, "seed {seed}: the journal skips a seq");
+                let e = entry::decode(*seq, bytes).expect("a valid entry");
+                assert_eq!(journal.fold(&e), Folded::Applied, "seed {seed}: entry {seq}");
+                entries.insert(*seq, e.kind);
+                folded_at.insert(*seq, journal.clone());
+            }
+            // The store holds the same: every snapshot is that catalog at its seq, and
+            // the newest one with the entries after it folds to the whole journal.
+            let mut from_store = Catalog::default();
+            for key in net.store.keys() {
+                let Some(seq) = parse_snapshot_key(key) else { continue };
+                let c = snapshot::decode(seq, net.store.get(key).unwrap()).expect("a valid snapshot");
+                assert_eq!(Some(&c), folded_at.get(&seq), "seed {seed}: snapshot {seq}");
+                from_store = c;
+            }
+            if from_store.position() > 0 {
+                compacted += 1;
+            }
             for key in net.store.keys() {
                 let Some(seq) = parse_journal_key(key) else { continue };
-                let e = entry::decode(seq, net.store.get(key).unwrap()).expect("a valid entry");
-                assert_eq!(journal.fold(&e), Folded::Applied, "seed {seed}: entry {seq}");
-                entries.insert(seq, e.kind);
+                if seq > from_store.position() {
+                    assert_eq!(seq, from_store.position() + 1, "seed {seed}: entry {seq} after a gap");
+                    assert_eq!(Some(net.store.get(key).unwrap()), net.history.get(&seq).map(Vec::as_slice));
+                    let e = entry::decode(seq, net.store.get(key).unwrap()).expect("a valid entry");
+                    from_store.fold(&e);
+                }
             }
+            assert_eq!(from_store, journal, "seed {seed}: the store's journal");
             for (r, reply) in &net.replies {
                 match reply {
                     Ok(Reply::Created { topic }) => {
@@ -2378,6 +2440,9 @@ mod tests {
             for node in &net.nodes {
                 assert_eq!(node.catalog(), &journal, "seed {seed}: broken {:?}", node.broken);
             }
+        }
+        if seeds >= 30 {
+            assert!(compacted > seeds / 10, "only {compacted} of {seeds} runs compacted");
         }
     }
 }
