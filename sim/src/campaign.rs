@@ -139,6 +139,7 @@ pub fn fault_kinds(r: &RunReport) -> Vec<(&'static str, u64)> {
         ("node crashes", r.stats.node_crashes),
         ("lost races (create found the key)", r.stats.lost_races),
         ("orphans reconciled at the end", r.stats.orphans_removed),
+        ("journal keys landing after compaction", r.stats.stale_landings),
     ]
 }
 

@@ -45,9 +45,10 @@ enum Cmd {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
-        /// Run every seed as a cluster of this many nodes over a shared store (1 to 5);
-        /// without it, half of the seeds run a cluster of 1 to 5 nodes.
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5))]
+        /// Run every seed as a cluster of this many nodes over a shared store (1 to 5),
+        /// or with 0 as one broker on the simulated disk; without it, half of the seeds
+        /// run a cluster of 1 to 5 nodes.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(0..=5))]
         nodes: Option<u32>,
     },
     /// Replay one seed, print its trace hash and violations; optionally write its trace.
@@ -61,8 +62,8 @@ enum Cmd {
         /// Write the event trace here, as JSON lines.
         #[arg(long)]
         trace: Option<std::path::PathBuf>,
-        /// Replay as a cluster of this many nodes (as `run --nodes` ran it).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5))]
+        /// Replay with this many nodes (as `run --nodes` ran it).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(0..=5))]
         nodes: Option<u32>,
     },
     /// Crash after every storage operation of a few fixed workloads, under every crash mode.

@@ -49,8 +49,9 @@ pub struct RunOptions {
     pub script: Option<Script>,
     /// Crash right after the k-th storage operation (counting from 1), with this crash mode.
     pub crash_at: Option<(u64, CrashMode)>,
-    /// Run a cluster of this many nodes over a shared store (1 to 5); without it, the
-    /// seed's swarm decides (half of the seeds run a cluster).
+    /// Run a cluster of this many nodes over a shared store (1 to 5), or with 0 one
+    /// broker on the simulated disk; without it, the seed's swarm decides (half of the
+    /// seeds run a cluster).
     pub nodes: Option<u32>,
 }
 
@@ -134,6 +135,8 @@ pub struct RunStats {
     pub lost_races: u64,
     /// Cluster: orphan segments the final reconciliation removed.
     pub orphans_removed: u64,
+    /// Cluster: journal keys a delayed create wrote again after compaction deleted them.
+    pub stale_landings: u64,
 }
 
 /// The outcome of one run.
@@ -248,6 +251,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
     };
     let cluster = match (&opts.script, &params.cluster, opts.nodes) {
         (Some(_), _, _) => None,
+        (None, _, Some(0)) => None,
         (None, _, Some(nodes)) => crate::cluster::ClusterParams::draw(opts.seed, Some(nodes)),
         (None, cluster, None) => cluster.clone(),
     };

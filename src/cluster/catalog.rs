@@ -9,13 +9,13 @@
 //! so, which the simulator's checkers watch.
 
 use crate::broker::Config;
-use crate::cluster::entry::{Entry, EntryKind};
+use crate::cluster::entry::{Entry, EntryKind, EntryWriter};
 use crate::command::TopicSettings;
 use crate::error::BrokerError;
 use crate::ids::TopicId;
 use crate::journal::MAX_PARTITIONS_EVER;
 use crate::name::validate_topic_name;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// An incarnation that is live or being deleted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,8 +26,12 @@ pub struct Incarnation {
     pub partitions: u32,
     /// The settings chosen at creation.
     pub settings: TopicSettings,
+    /// Who wrote its `Create` entry.
+    pub created_by: EntryWriter,
     /// The seq of its tombstone, once deleted.
     pub deleted_at: Option<u64>,
+    /// Who wrote its tombstone, once deleted.
+    pub deleted_by: Option<EntryWriter>,
 }
 
 /// What folding one entry did.
@@ -82,7 +86,9 @@ impl Catalog {
                     name: name.clone(),
                     partitions: *partitions,
                     settings: settings.clone(),
+                    created_by: entry.writer,
                     deleted_at: None,
+                    deleted_by: None,
                 };
                 self.live.insert(name.clone(), TopicId(seq));
                 self.topics.insert(TopicId(seq), incarnation);
@@ -96,6 +102,7 @@ impl Catalog {
                 self.live.remove(name);
                 if let Some(t) = self.topics.get_mut(topic) {
                     t.deleted_at = Some(seq);
+                    t.deleted_by = Some(entry.writer);
                 }
             }
             EntryKind::Removed { topic } => {
@@ -106,6 +113,53 @@ impl Catalog {
             }
         }
         Folded::Applied
+    }
+
+    /// The catalog as of entry `position` whose incarnations live or being deleted are
+    /// `topics` (a snapshot's contents, rule C). Removed incarnations need no record:
+    /// an id at or below `position` that is not in `topics` is removed. Refused unless
+    /// `topics` is what folding could have left: every id from 1 to `position`, every
+    /// tombstone after its incarnation's create and at most `position`, no seq used
+    /// twice, no name live twice.
+    pub fn restore(position: u64, topics: BTreeMap<TopicId, Incarnation>) -> Result<Catalog, String> {
+        let mut live = BTreeMap::new();
+        let mut seqs = BTreeSet::new();
+        for (id, t) in &topics {
+            if id.0 == 0 || id.0 > position {
+                return Err(format!("incarnation {id} is outside 1..={position}"));
+            }
+            if !seqs.insert(id.0) {
+                return Err(format!("seq {} is used twice", id.0));
+            }
+            match (t.deleted_at, t.deleted_by) {
+                (None, None) => {
+                    if let Some(other) = live.insert(t.name.clone(), *id) {
+                        return Err(format!("{:?} is live as {other} and as {id}", t.name));
+                    }
+                }
+                (Some(at), Some(_)) => {
+                    if at <= id.0 || at > position {
+                        return Err(format!("incarnation {id} deleted at {at}, outside {}..={position}", id.0 + 1));
+                    }
+                    if !seqs.insert(at) {
+                        return Err(format!("seq {at} is used twice"));
+                    }
+                }
+                _ => return Err(format!("incarnation {id} has a tombstone seq or writer, not both")),
+            }
+        }
+        Ok(Catalog { position, live, topics })
+    }
+
+    /// Every incarnation live or being deleted, by id: with the position, all a
+    /// snapshot holds.
+    pub fn incarnations(&self) -> impl Iterator<Item = (TopicId, &Incarnation)> {
+        self.topics.iter().map(|(id, t)| (*id, t))
+    }
+
+    /// The incarnation `topic`, if live or being deleted.
+    pub fn incarnation(&self, topic: TopicId) -> Option<&Incarnation> {
+        self.topics.get(&topic)
     }
 
     /// The live incarnation of `name`.
@@ -224,6 +278,33 @@ mod tests {
         assert!(!c.validate_removed(TopicId(1)), "a second Removed would change nothing");
         assert!(!c.is_removed(TopicId(4)), "an id past the position may be a create not folded yet");
         assert!(matches!(c.fold(&entry(1, 1, EntryKind::Removed { topic: TopicId(1) })), Folded::Ignored(_)));
+    }
+
+    /// A catalog rebuilt from its position and incarnations is the folded one, removed
+    /// ids included; contents folding could not leave are refused.
+    #[test]
+    fn a_restored_catalog_is_the_folded_one() {
+        let (c, _) = folded(vec![
+            create("a", 1),
+            delete("a", 1),
+            create("a", 2),
+            EntryKind::Removed { topic: TopicId(1) },
+            create("b", 1),
+            delete("b", 5),
+        ]);
+        let topics: BTreeMap<TopicId, Incarnation> = c.incarnations().map(|(id, t)| (id, t.clone())).collect();
+        let restored = Catalog::restore(c.position(), topics.clone()).unwrap();
+        assert_eq!(restored, c);
+        assert!(restored.is_removed(TopicId(1)) && !restored.is_removed(TopicId(3)));
+        assert_eq!(topics[&TopicId(5)].deleted_by, Some(EntryWriter { node: 0, boot: 1, nonce: 5 }));
+        assert!(Catalog::restore(5, topics.clone()).is_err(), "a tombstone past the position");
+        let mut twice = topics.clone();
+        let c6 = Incarnation { name: "c".into(), deleted_at: None, deleted_by: None, ..topics[&TopicId(5)].clone() };
+        twice.insert(TopicId(6), c6);
+        assert!(Catalog::restore(6, twice).is_err(), "seq 6 as an incarnation and a tombstone");
+        let mut half = topics;
+        half.get_mut(&TopicId(5)).unwrap().deleted_by = None;
+        assert!(Catalog::restore(6, half).is_err(), "a tombstone seq without its writer");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - [`node`]: one node, as a state machine with the same effects-out shape as the
 //!   broker (so far its metadata path: the append and the fence);
 //! - [`segment`]: the objects that hold a partition's records, and their codec;
+//! - [`snapshot`]: the catalog as of one journal entry, and its codec (rule C);
 //! - [`memstore`]: a store in memory that keeps the contract and never fails.
 
 pub mod catalog;
@@ -18,4 +19,5 @@ pub mod keys;
 pub mod memstore;
 pub mod node;
 pub mod segment;
+pub mod snapshot;
 pub mod store;

@@ -14,17 +14,26 @@
 //! again after a lost race, then waits for a second fence: acknowledged if the topic is
 //! still live, else answered with an unknown outcome. A fetch lists and reads the
 //! partition's segments, then waits for a second fence before it answers.
+//!
+//! Compaction (rule C): a node that has folded `compact_after_entries` entries past the
+//! newest snapshot it knows creates `s/{S}` at its position `S`, then deletes the
+//! entries and snapshots below it. A fence round that meets a gap, or an entry gone,
+//! loads the newest snapshot; one that read entries folds them only if a listing of `s/`
+//! issued after the reads finds no snapshot past its position (else it loads the
+//! newest), and an append is taken as done only if no snapshot past its seq exists
+//! (else a snapshot says whose entry the seq holds): a deleted key may be created again
+//! by a create that was delayed.
 
 use crate::broker::placement::{check_produce, place, Placement};
 use crate::broker::Config;
 use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
 use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use crate::cluster::keys::{
-    journal_key, parse_journal_key, parse_segment_key, partition_prefix, segment_key, topic_prefix, DATA_PREFIX,
-    JOURNAL_PREFIX,
+    journal_key, parse_journal_key, parse_segment_key, parse_snapshot_key, partition_prefix, segment_key, snapshot_key,
+    topic_prefix, DATA_PREFIX, JOURNAL_PREFIX, SNAPSHOT_PREFIX,
 };
-use crate::cluster::segment;
 use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
+use crate::cluster::{segment, snapshot};
 use crate::command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription};
 use crate::error::BrokerError;
 use crate::ids::{RequestId, TopicId};
@@ -71,6 +80,10 @@ pub struct NodeOptions {
     pub tail_every_ms: u64,
     /// How often the node runs the reconciler (rule O), in milliseconds; 0: never.
     pub reconcile_every_ms: u64,
+    /// Compaction (rule C): once the node has folded this many entries past the newest
+    /// snapshot it knows (or past the start), it writes a snapshot of its catalog and
+    /// deletes the entries before it; 0: never.
+    pub compact_after_entries: u64,
 }
 
 /// Why an operation was issued.
@@ -100,6 +113,22 @@ enum Purpose {
     ReconcileList,
     /// The reconciler's delete of an orphan.
     ReconcileDelete,
+    /// A fence round's listing of the snapshots past its position.
+    FenceSnapshots,
+    /// A fence round's read of the snapshot at this seq, to load it.
+    FenceSnapshot(u64),
+    /// Listing the snapshots past the append at this seq: was its key compacted away?
+    AppendSnapshots(u64),
+    /// Reading the snapshot (second seq) that judges the append (first seq).
+    AppendSnapshot(u64, u64),
+    /// Creating the snapshot at this seq.
+    CompactWrite(u64),
+    /// Reading it back after the create found it existing.
+    CompactCheck(u64),
+    /// Listing the keys compaction deletes.
+    CompactList,
+    /// Deleting one of them.
+    CompactDelete,
 }
 
 /// What waits to be appended to the journal.
@@ -160,8 +189,41 @@ struct Part {
 struct Round {
     /// Its number: it serves the commands that arrived before it began.
     number: u64,
-    /// Entries listed and being read, by seq; `Some` once read, folded in seq order.
+    /// Entries listed and being read, by seq; `Some` once read. Folded in seq order
+    /// once all are read and a listing of `s/` issued after the reads shows that no
+    /// compaction passed them (rule C).
     reads: BTreeMap<u64, Option<Entry>>,
+    /// The listing of `s/` in flight, if any.
+    search: Option<Search>,
+}
+
+/// A fence round's look for snapshots past its position.
+#[derive(Debug)]
+struct Search {
+    /// Only snapshots past this seq count.
+    from: u64,
+    /// The newest listed so far.
+    newest: Option<u64>,
+    /// The journal has a gap (or a listed entry was gone): a snapshot past `from` must
+    /// exist. Otherwise the round checks that its reads are not older than a snapshot.
+    required: bool,
+}
+
+/// A compaction in flight (rule C).
+#[derive(Debug)]
+struct Compaction {
+    /// Its snapshot's seq: the keys below it go.
+    seq: u64,
+    /// The snapshot's bytes until it is known to exist.
+    bytes: Option<Vec<u8>>,
+    /// The prefix being walked: `j/`, then `s/`.
+    prefix: &'static str,
+    /// Where the next listing goes on from.
+    after: Option<String>,
+    /// Deletes in flight.
+    left: usize,
+    /// The listing reached keys at or past `seq`, or the end.
+    last_page: bool,
 }
 
 /// The entry being appended.
@@ -170,6 +232,20 @@ struct Append {
     from: Appendable,
     seq: u64,
     entry: Entry,
+    /// Once its key was read as holding this entry (`true`) or another's: whether a
+    /// snapshot past `seq` exists, that is, whether the key may have been compacted and
+    /// created again since (rule C), is being looked up.
+    found_ours: Option<bool>,
+}
+
+/// What a snapshot past an append's seq says of it.
+enum Verdict {
+    /// The entry at its seq is ours.
+    Ours,
+    /// Another's: validate again and append at a later seq.
+    Lost,
+    /// The snapshot no longer tells (the incarnation it names is removed).
+    Unknown,
 }
 
 /// A failed operation to issue again once its backoff ends.
@@ -229,6 +305,10 @@ pub struct Node {
     reconciling: Option<(Option<String>, usize)>,
     /// Orphans the reconciler has deleted, over the node's life.
     orphans_removed: u64,
+    /// The newest snapshot this node wrote or loaded (0: none).
+    snapshot_at: u64,
+    /// The compaction in flight.
+    compaction: Option<Compaction>,
 }
 
 impl Node {
@@ -261,6 +341,8 @@ impl Node {
             next_reconcile: None,
             reconciling: None,
             orphans_removed: 0,
+            snapshot_at: 0,
+            compaction: None,
         }
     }
 
@@ -387,10 +469,13 @@ impl Node {
         match (purpose, output) {
             (Purpose::FenceList, StoreOutput::Listed(keys)) => self.listed(keys),
             (Purpose::FenceGet(seq), StoreOutput::Found(bytes)) => self.read_entry(seq, &bytes),
-            (Purpose::FenceGet(seq), StoreOutput::Missing) => {
-                self.break_down(format!("journal entry {seq} was listed, then gone: snapshots are not read yet"));
-            }
-            (Purpose::Append, StoreOutput::Created) => self.appended(),
+            // Compacted since it was listed: a snapshot past it exists.
+            (Purpose::FenceGet(seq), StoreOutput::Missing) => self.entry_gone(seq),
+            (Purpose::FenceSnapshots, StoreOutput::Listed(keys)) => self.snapshots_listed(keys),
+            (Purpose::FenceSnapshot(seq), StoreOutput::Found(bytes)) => self.snapshot_read(seq, &bytes),
+            // Compacted in turn: a newer one exists.
+            (Purpose::FenceSnapshot(_), StoreOutput::Missing) => self.search_again(),
+            (Purpose::Append, StoreOutput::Created) => self.verify_append(true),
             (Purpose::Append, StoreOutput::Exists) if self.planted(Bug::ClusterUnconditionalAppend) => self.appended(),
             (Purpose::Append, StoreOutput::Exists) => self.check_append(),
             (Purpose::AppendCheck, StoreOutput::Found(bytes)) => self.append_checked(&bytes),
@@ -423,9 +508,23 @@ impl Node {
             (Purpose::RemoveSegment(topic), StoreOutput::Deleted) => self.segment_removed(topic),
             (Purpose::ReconcileList, StoreOutput::Listed(keys)) => self.orphans_listed(keys),
             (Purpose::ReconcileDelete, StoreOutput::Deleted) => self.orphan_deleted(),
+            (Purpose::AppendSnapshots(seq), StoreOutput::Listed(keys)) => self.append_snapshots_listed(seq, keys),
+            (Purpose::AppendSnapshot(seq, at), StoreOutput::Found(bytes)) => self.judge_append(seq, at, &bytes),
+            (Purpose::AppendSnapshot(seq, _), StoreOutput::Missing) => self.list_append_snapshots(seq, None),
+            (Purpose::CompactWrite(seq), StoreOutput::Created) => self.snapshot_written(seq),
+            (Purpose::CompactWrite(seq), StoreOutput::Exists) => {
+                self.issue(StoreOp::Get { key: snapshot_key(seq) }, Purpose::CompactCheck(seq));
+            }
+            (Purpose::CompactCheck(seq), StoreOutput::Found(bytes)) => self.snapshot_checked(seq, &bytes),
+            // Deleted by a newer compaction, which deletes what this one would.
+            (Purpose::CompactCheck(_), StoreOutput::Missing) => self.compaction = None,
+            (Purpose::CompactList, StoreOutput::Listed(keys)) => self.compaction_listed(keys),
+            (Purpose::CompactDelete, StoreOutput::Deleted) => self.compaction_deleted(),
             (Purpose::AppendCheck, StoreOutput::Missing) => {
-                // The unknown create did not land (yet): create again; should the first
-                // land after all, the second finds it and reads it back as ours.
+                // The unknown create did not land (yet), or landed and was compacted:
+                // create again; should the first land after all, the second finds it and
+                // reads it back as ours, and either way a snapshot past the seq, if any,
+                // judges (rule C).
                 if let Some(a) = &self.appending {
                     let op = StoreOp::Create { key: journal_key(a.seq), bytes: entry::encode(a.seq, &a.entry) };
                     self.issue(op, Purpose::Append);
@@ -473,7 +572,7 @@ impl Node {
 
     fn begin_round(&mut self) {
         self.rounds += 1;
-        self.round = Some(Round { number: self.rounds, reads: BTreeMap::new() });
+        self.round = Some(Round { number: self.rounds, reads: BTreeMap::new(), search: None });
         self.list_journal();
     }
 
@@ -485,38 +584,29 @@ impl Node {
     }
 
     fn listed(&mut self, keys: Vec<String>) {
-        if self.round.is_none() {
+        if self.round.as_ref().is_none_or(|r| r.search.is_some()) {
             return;
         }
-        if keys.is_empty() {
-            return self.end_round();
-        }
+        let full = keys.len() >= self.options.list_limit.max(1) as usize;
         let position = self.catalog.position();
-        let mut expected = position + 1;
-        for key in keys {
-            match parse_journal_key(&key) {
-                // Folded while the listing was in flight (this node's own append).
-                Some(seq) if seq <= position => {}
-                Some(seq) if seq == expected => {
-                    expected += 1;
-                    if let Some(round) = self.round.as_mut() {
-                        round.reads.insert(seq, None);
-                    }
-                    self.issue(StoreOp::Get { key }, Purpose::FenceGet(seq));
-                }
-                // Only ours are listed under `j/`: anything else is skipped, a gap is
-                // a compacted journal.
-                None => {}
-                Some(seq) => {
-                    return self.break_down(format!(
-                        "the journal goes on at entry {seq} after {}: reading snapshots is not built yet",
-                        expected - 1
-                    ));
-                }
-            }
+        // Only ours are listed under `j/`: anything else is skipped. Entries at or below
+        // the position were folded while the listing was in flight (this node's own
+        // append).
+        let seqs: Vec<u64> = keys.iter().filter_map(|k| parse_journal_key(k)).filter(|s| *s > position).collect();
+        if seqs.is_empty() {
+            // A full page of entries folded meanwhile: there may be more past them.
+            let more = full && keys.last().and_then(|k| parse_journal_key(k)).is_some();
+            return if more { self.list_journal() } else { self.end_round() };
         }
-        if self.round.as_ref().is_some_and(|r| r.reads.is_empty()) {
-            self.end_round();
+        if seqs.iter().zip(position + 1..).any(|(seq, expected)| *seq != expected) {
+            // A gap: the entries after the position were compacted (rule C).
+            return self.search_snapshots(true);
+        }
+        for seq in seqs {
+            if let Some(round) = self.round.as_mut() {
+                round.reads.insert(seq, None);
+            }
+            self.issue(StoreOp::Get { key: journal_key(seq) }, Purpose::FenceGet(seq));
         }
     }
 
@@ -525,31 +615,26 @@ impl Node {
             Ok(entry) => entry,
             Err(e) => return self.break_down(format!("journal entry {seq} is corrupt: {e}")),
         };
-        // Already folded (this node's own append): the round has read on without it.
-        if seq <= self.catalog.position() {
-            return;
-        }
-        let Some(round) = self.round.as_mut() else { return };
-        round.reads.insert(seq, Some(entry));
+        // Only an entry the round waits for (not one folded meanwhile by this node's
+        // own append, nor one read before the round looked for snapshots).
+        let Some(round) = self.round.as_mut().filter(|r| r.search.is_none()) else { return };
+        let Some(read) = round.reads.get_mut(&seq) else { return };
+        *read = Some(entry);
         self.advance_round();
     }
 
-    /// Folds, in seq order, whatever the round has read; once all it listed is folded,
-    /// lists again, until a listing finds nothing. Entries folded meanwhile by another
-    /// path (this node's own append) are dropped from the round.
+    /// Once every entry listed is read, checks that no snapshot past the position
+    /// exists before folding them; once all are folded, lists again, until a listing
+    /// finds nothing. Entries folded meanwhile by another path (this node's own append)
+    /// are dropped from the round.
     fn advance_round(&mut self) {
-        while let Some(round) = self.round.as_mut() {
-            let position = self.catalog.position();
-            round.reads.retain(|seq, _| *seq > position);
-            let next = position + 1;
-            if !matches!(round.reads.get(&next), Some(Some(_))) {
-                break;
-            }
-            let Some(Some(entry)) = round.reads.remove(&next) else { break };
-            self.fold(&entry);
-        }
-        if self.round.as_ref().is_some_and(|r| r.reads.is_empty()) {
+        let position = self.catalog.position();
+        let Some(round) = self.round.as_mut().filter(|r| r.search.is_none()) else { return };
+        round.reads.retain(|seq, _| *seq > position);
+        if round.reads.is_empty() {
             self.list_journal();
+        } else if round.reads.values().all(Option::is_some) {
+            self.search_snapshots(false);
         }
     }
 
@@ -581,6 +666,7 @@ impl Node {
 
     fn end_round(&mut self) {
         let Some(round) = self.round.take() else { return };
+        self.maybe_compact();
         self.behind = false;
         let (served, later): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|(_, _, tag)| *tag < round.number);
         self.waiting = later;
@@ -1000,6 +1086,303 @@ impl Node {
         }
     }
 
+    // ---- rule C: snapshots and compaction ----
+    //
+    // Compaction deletes `j/{k}` for `k < S` once `s/{S}` exists, and deletes a snapshot
+    // only once a newer one exists: so whenever an entry is gone, a snapshot past it
+    // exists from then on. Deleting makes a key free again, and a create that was
+    // delayed (another node's, or this node's own late one) may then write a different
+    // entry under a compacted seq. Hence two checks, each a listing of `s/` issued after
+    // the reads it vouches for: a round folds what it read only if no snapshot past its
+    // position exists (else it loads the newest), and an append is taken as done only if
+    // no snapshot past its seq exists (else a snapshot judges it by the writers it
+    // records).
+
+    /// Lists `s/` past the position: with `required`, because the journal is compacted
+    /// past it; otherwise to check the round's reads before folding them.
+    fn search_snapshots(&mut self, required: bool) {
+        let from = self.catalog.position();
+        let Some(round) = self.round.as_mut() else { return };
+        if required {
+            // Reads in flight are ignored from now on; the snapshot replaces them.
+            round.reads.clear();
+        }
+        round.search = Some(Search { from, newest: None, required });
+        self.list_snapshots(snapshot_key(from));
+    }
+
+    fn list_snapshots(&mut self, after: String) {
+        let op =
+            StoreOp::List { prefix: SNAPSHOT_PREFIX.into(), after: Some(after), limit: self.options.list_limit.max(1) };
+        self.issue(op, Purpose::FenceSnapshots);
+    }
+
+    /// A listed entry is gone: compacted since it was listed.
+    fn entry_gone(&mut self, seq: u64) {
+        let waited = self.round.as_ref().is_some_and(|r| r.search.is_none() && r.reads.get(&seq) == Some(&None));
+        if waited {
+            self.search_snapshots(true);
+        }
+    }
+
+    /// The snapshot just read was deleted by a newer compaction: look again.
+    fn search_again(&mut self) {
+        let Some(required) = self.round.as_ref().and_then(|r| r.search.as_ref()).map(|s| s.required) else { return };
+        self.search_snapshots(required);
+    }
+
+    fn snapshots_listed(&mut self, keys: Vec<String>) {
+        let full = keys.len() >= self.options.list_limit.max(1) as usize;
+        let Some(search) = self.round.as_mut().and_then(|r| r.search.as_mut()) else { return };
+        let from = search.from;
+        if let Some(seq) = keys.iter().filter_map(|k| parse_snapshot_key(k)).filter(|s| *s > from).max() {
+            search.newest = Some(search.newest.map_or(seq, |n| n.max(seq)));
+        }
+        let (newest, required) = (search.newest, search.required);
+        if full {
+            if let Some(last) = keys.last() {
+                return self.list_snapshots(last.clone());
+            }
+        }
+        match newest {
+            // Newer than what this node folded meanwhile (its own appends): load it.
+            Some(seq) if seq > self.catalog.position() => {
+                self.issue(StoreOp::Get { key: snapshot_key(seq) }, Purpose::FenceSnapshot(seq));
+            }
+            None if required => self.break_down(format!(
+                "the journal is missing entries after {from}, and no snapshot past it exists: something other than \
+                 compaction deleted them"
+            )),
+            // No snapshot past the reads: none of them was compacted and written again.
+            _ => self.fold_reads(),
+        }
+    }
+
+    fn snapshot_read(&mut self, seq: u64, bytes: &[u8]) {
+        if self.round.as_ref().is_none_or(|r| r.search.is_none()) {
+            return;
+        }
+        match snapshot::decode(seq, bytes) {
+            Ok(catalog) => {
+                if catalog.position() > self.catalog.position() {
+                    self.load_snapshot(catalog);
+                }
+                self.fold_reads();
+            }
+            Err(e) => self.break_down(format!("snapshot {seq} is corrupt: {e}")),
+        }
+    }
+
+    /// Takes `catalog`, a snapshot past the position, as the catalog, and brings the rest
+    /// of the node in line as folding its entries would have: a removal is scheduled for
+    /// every incarnation being deleted (its grace delay counted from now, as from
+    /// folding its tombstone), and what is known of removed ones is forgotten.
+    fn load_snapshot(&mut self, catalog: Catalog) {
+        self.snapshot_at = self.snapshot_at.max(catalog.position());
+        self.catalog = catalog;
+        let deleting: Vec<(TopicId, u64)> =
+            self.catalog.deleting().map(|(id, t)| (id, t.settings.deletion_grace_ms)).collect();
+        self.removals.retain(|id, _| deleting.iter().any(|(d, _)| d == id));
+        for (id, grace) in deleting {
+            self.removals.entry(id).or_insert(self.now.plus_millis(grace));
+        }
+        let catalog = &self.catalog;
+        self.ends.retain(|(t, _), _| !catalog.is_removed(*t));
+        self.cursors.retain(|t, _| !catalog.is_removed(*t));
+        if self.removing.is_some_and(|(t, _)| catalog.is_removed(t)) {
+            self.removing = None;
+        }
+    }
+
+    /// Ends the round's search: folds, in seq order, the reads past the position (all
+    /// read after any snapshot they could be older than), then lists again.
+    fn fold_reads(&mut self) {
+        let Some(round) = self.round.as_mut() else { return };
+        round.search = None;
+        let mut reads = std::mem::take(&mut round.reads);
+        loop {
+            let next = self.catalog.position() + 1;
+            reads.retain(|seq, _| *seq >= next);
+            match reads.remove(&next) {
+                Some(Some(entry)) => self.fold(&entry),
+                _ => break,
+            }
+        }
+        self.list_journal();
+    }
+
+    /// The append's key was read as holding this entry (`ours`) or another's. Unless a
+    /// snapshot past its seq exists, the key was never compacted, so that entry is the
+    /// journal's; else the snapshot judges.
+    fn verify_append(&mut self, ours: bool) {
+        let Some(a) = self.appending.as_mut() else { return };
+        a.found_ours = Some(ours);
+        let seq = a.seq;
+        self.list_append_snapshots(seq, None);
+    }
+
+    fn list_append_snapshots(&mut self, seq: u64, after: Option<String>) {
+        let after = after.unwrap_or_else(|| snapshot_key(seq));
+        let op =
+            StoreOp::List { prefix: SNAPSHOT_PREFIX.into(), after: Some(after), limit: self.options.list_limit.max(1) };
+        self.issue(op, Purpose::AppendSnapshots(seq));
+    }
+
+    fn append_snapshots_listed(&mut self, seq: u64, keys: Vec<String>) {
+        let Some(ours) = self.appending.as_ref().filter(|a| a.seq == seq).and_then(|a| a.found_ours) else { return };
+        // The oldest past the seq: the likeliest to still hold the incarnation it names.
+        if let Some(at) = keys.iter().filter_map(|k| parse_snapshot_key(k)).find(|s| *s > seq) {
+            return self.issue(StoreOp::Get { key: snapshot_key(at) }, Purpose::AppendSnapshot(seq, at));
+        }
+        if keys.len() >= self.options.list_limit.max(1) as usize {
+            return self.list_append_snapshots(seq, keys.last().cloned());
+        }
+        if ours {
+            self.appended();
+        } else {
+            self.append_lost();
+        }
+    }
+
+    /// A snapshot past the append's seq says whose entry holds it, by the writers it
+    /// records for the incarnation the entry creates or deletes.
+    fn judge_append(&mut self, seq: u64, at: u64, bytes: &[u8]) {
+        let Some(a) = self.appending.as_ref().filter(|a| a.seq == seq && a.found_ours.is_some()) else { return };
+        let catalog = match snapshot::decode(at, bytes) {
+            Ok(catalog) => catalog,
+            Err(e) => return self.break_down(format!("snapshot {at} is corrupt: {e}")),
+        };
+        let writer = a.entry.writer;
+        let verdict = match &a.entry.kind {
+            EntryKind::Create { .. } => match catalog.incarnation(TopicId(seq)) {
+                Some(t) if t.created_by == writer => Verdict::Ours,
+                Some(_) => Verdict::Lost,
+                None => Verdict::Unknown,
+            },
+            EntryKind::Delete { topic, .. } => match catalog.incarnation(*topic) {
+                Some(t) if t.deleted_at == Some(seq) && t.deleted_by == Some(writer) => Verdict::Ours,
+                Some(_) => Verdict::Lost,
+                None => Verdict::Unknown,
+            },
+            // Validated again, a completion already in the journal appends nothing.
+            EntryKind::Removed { .. } => Verdict::Lost,
+        };
+        match verdict {
+            Verdict::Ours => self.appended(),
+            Verdict::Lost => self.append_lost(),
+            Verdict::Unknown => {
+                let Some(a) = self.appending.take() else { return };
+                if let Appendable::Client(request, _) = a.from {
+                    let why = format!(
+                        "journal entry {seq} was compacted before this node could read whose it is, and the \
+                         incarnation it names is removed"
+                    );
+                    self.reply(request, Err(BrokerError::OutcomeUnknown(why)));
+                }
+                // Catch up before appending again.
+                self.behind = true;
+                if self.round.is_none() {
+                    self.begin_round();
+                }
+            }
+        }
+    }
+
+    /// Starts a compaction once the node has folded `compact_after_entries` past the
+    /// newest snapshot it knows: the snapshot of its catalog, created at its position.
+    fn maybe_compact(&mut self) {
+        let every = self.options.compact_after_entries;
+        let seq = self.catalog.position();
+        if every == 0
+            || self.compaction.is_some()
+            || self.broken.is_some()
+            || seq < self.snapshot_at.saturating_add(every)
+        {
+            return;
+        }
+        let bytes = snapshot::encode(&self.catalog);
+        self.compaction = Some(Compaction {
+            seq,
+            bytes: Some(bytes.clone()),
+            prefix: JOURNAL_PREFIX,
+            after: None,
+            left: 0,
+            last_page: false,
+        });
+        self.issue(StoreOp::Create { key: snapshot_key(seq), bytes }, Purpose::CompactWrite(seq));
+    }
+
+    /// The snapshot existed already: folding is deterministic, so it must be this one.
+    fn snapshot_checked(&mut self, seq: u64, bytes: &[u8]) {
+        let Some(c) = self.compaction.as_ref().filter(|c| c.seq == seq) else { return };
+        if c.bytes.as_deref() == Some(bytes) {
+            self.snapshot_written(seq);
+        } else {
+            self.compaction = None;
+            self.break_down(format!("snapshot {seq} in the store is not this node's catalog as of entry {seq}"));
+        }
+    }
+
+    /// The snapshot exists: delete the entries below it, then older snapshots.
+    fn snapshot_written(&mut self, seq: u64) {
+        let Some(c) = self.compaction.as_mut().filter(|c| c.seq == seq) else { return };
+        c.bytes = None;
+        self.snapshot_at = self.snapshot_at.max(seq);
+        self.list_compaction();
+    }
+
+    fn list_compaction(&mut self) {
+        let Some(c) = &self.compaction else { return };
+        let op =
+            StoreOp::List { prefix: c.prefix.into(), after: c.after.clone(), limit: self.options.list_limit.max(1) };
+        self.issue(op, Purpose::CompactList);
+    }
+
+    /// Deletes the listed keys below the snapshot; never the snapshot's entry itself, so
+    /// the journal's newest entry is never deleted.
+    fn compaction_listed(&mut self, keys: Vec<String>) {
+        let full = keys.len() >= self.options.list_limit.max(1) as usize;
+        let Some(c) = self.compaction.as_mut().filter(|c| c.bytes.is_none()) else { return };
+        let parse = if c.prefix == JOURNAL_PREFIX { parse_journal_key } else { parse_snapshot_key };
+        let mut doomed = Vec::new();
+        c.last_page = !full;
+        for key in &keys {
+            match parse(key) {
+                Some(seq) if seq < c.seq => doomed.push(key.clone()),
+                Some(_) => c.last_page = true,
+                None => {}
+            }
+        }
+        c.after = keys.last().cloned().or(c.after.take());
+        c.left = doomed.len();
+        for key in doomed {
+            self.issue(StoreOp::Delete { key }, Purpose::CompactDelete);
+        }
+        self.compaction_page_done();
+    }
+
+    fn compaction_deleted(&mut self) {
+        if let Some(c) = self.compaction.as_mut() {
+            c.left = c.left.saturating_sub(1);
+        }
+        self.compaction_page_done();
+    }
+
+    /// Once a page's deletes are done: the next page, the next prefix, or the end.
+    fn compaction_page_done(&mut self) {
+        let Some(c) = self.compaction.as_mut().filter(|c| c.left == 0) else { return };
+        if !c.last_page {
+            return self.list_compaction();
+        }
+        if c.prefix == JOURNAL_PREFIX {
+            c.prefix = SNAPSHOT_PREFIX;
+            c.after = None;
+            c.last_page = false;
+            return self.list_compaction();
+        }
+        self.compaction = None;
+    }
+
     // ---- rule A: the append ----
 
     fn pump_appends(&mut self) {
@@ -1056,7 +1439,7 @@ impl Node {
         let entry = Entry { writer, kind };
         let seq = self.catalog.position() + 1;
         let op = StoreOp::Create { key: journal_key(seq), bytes: entry::encode(seq, &entry) };
-        self.appending = Some(Append { from, seq, entry });
+        self.appending = Some(Append { from, seq, entry, found_ours: None });
         self.issue(op, Purpose::Append);
     }
 
@@ -1070,19 +1453,23 @@ impl Node {
     fn append_checked(&mut self, bytes: &[u8]) {
         let Some(a) = &self.appending else { return };
         match entry::decode(a.seq, bytes) {
-            Ok(found) if found.writer == a.entry.writer => self.appended(),
-            Ok(_) => {
-                // Another node's entry holds the seq: fold it, then validate again.
-                if let Some(a) = self.appending.take() {
-                    self.appends.push_front(a.from);
-                }
-                self.behind = true;
-                if self.round.is_none() {
-                    // No command waits on this round: `rounds` grows, nothing is served.
-                    self.begin_round();
-                }
+            Ok(found) => {
+                let ours = found.writer == a.entry.writer;
+                self.verify_append(ours);
             }
             Err(e) => self.break_down(format!("journal entry {} is corrupt: {e}", a.seq)),
+        }
+    }
+
+    /// Another node's entry holds the append's seq: fold it, then validate again.
+    fn append_lost(&mut self) {
+        if let Some(a) = self.appending.take() {
+            self.appends.push_front(a.from);
+        }
+        self.behind = true;
+        if self.round.is_none() {
+            // No command waits on this round: `rounds` grows, nothing is served.
+            self.begin_round();
         }
     }
 
@@ -1130,6 +1517,7 @@ fn describe(
 mod tests {
     use super::*;
     use crate::cluster::memstore::MemStore;
+    use crate::cluster::snapshot;
     use crate::command::TopicSettings;
 
     /// Nodes over one [`MemStore`], store operations carried out in the order issued.
@@ -1140,6 +1528,12 @@ mod tests {
         replies: BTreeMap<RequestId, Result<Reply, BrokerError>>,
         next_request: u64,
         now: Time,
+        /// The first bytes ever created under each journal key: the journal as every
+        /// node must fold it, although compaction deletes keys (and a late create may
+        /// write under a deleted one).
+        history: BTreeMap<u64, Vec<u8>>,
+        /// Writes whose answer was lost and that land later, in this order.
+        late: VecDeque<StoreOp>,
     }
 
     impl Net {
@@ -1153,6 +1547,7 @@ mod tests {
                         list_limit: 3,
                         tail_every_ms: 0,
                         reconcile_every_ms: 0,
+                        compact_after_entries: 0,
                     })
                 })
                 .collect();
@@ -1163,6 +1558,34 @@ mod tests {
                 replies: BTreeMap::new(),
                 next_request: 0,
                 now: Time::ZERO,
+                history: BTreeMap::new(),
+                late: VecDeque::new(),
+            }
+        }
+
+        /// `nodes` nodes that compact after `every` entries.
+        fn compacting(nodes: u32, every: u64) -> Net {
+            let mut net = Net::new(nodes);
+            for node in &mut net.nodes {
+                *node = Node::new(NodeOptions { compact_after_entries: every, ..node.options.clone() });
+            }
+            net
+        }
+
+        /// Records a journal key's first creation.
+        fn record(&mut self, op: &StoreOp) {
+            if let StoreOp::Create { key, .. } = op {
+                if let (Some(seq), Some(bytes)) = (parse_journal_key(key), self.store.get(key)) {
+                    self.history.entry(seq).or_insert_with(|| bytes.to_vec());
+                }
+            }
+        }
+
+        /// Lands the oldest late write.
+        fn land_late(&mut self) {
+            if let Some(op) = self.late.pop_front() {
+                self.store.apply(&op);
+                self.record(&op);
             }
         }
 
@@ -1191,6 +1614,7 @@ mod tests {
         fn step_with(&mut self, result: impl FnOnce(&mut MemStore, &StoreOp) -> StoreResult) -> bool {
             let Some((node, id, op)) = self.pending.pop_front() else { return false };
             let r = result(&mut self.store, &op);
+            self.record(&op);
             self.nodes[node].handle_store(self.now, id, r);
             self.collect();
             true
@@ -1262,6 +1686,218 @@ mod tests {
 
         fn segments(&self) -> usize {
             self.store.keys().filter(|k| parse_segment_key(k).is_some()).count()
+        }
+    }
+
+    impl Net {
+        /// Carries out `node`'s operations until it has none left.
+        fn run_node(&mut self, node: usize) {
+            while self.step_node(node) {}
+        }
+
+        fn snapshots(&self) -> Vec<u64> {
+            self.store.keys().filter_map(parse_snapshot_key).collect()
+        }
+
+        fn has_entry(&self, seq: u64) -> bool {
+            self.store.get(&journal_key(seq)).is_some()
+        }
+    }
+
+    /// A node that last read the journal at entry 2 catches up over a journal another
+    /// node compacted: it meets the gap, loads the snapshot, folds the entries after it,
+    /// forgets what it knew of an incarnation the snapshot shows removed, and takes on
+    /// the removal of one the snapshot shows being deleted.
+    #[test]
+    fn a_node_far_behind_catches_up_over_a_compacted_journal() {
+        let mut net = Net::new(2);
+        net.nodes[0] = Node::new(NodeOptions { compact_after_entries: 4, ..net.nodes[0].options.clone() });
+        let grace = TopicSettings { deletion_grace_ms: 100 };
+        net.submit(0, Command::CreateTopic { name: "doomed".into(), partitions: 1, settings: grace });
+        net.submit(0, create("gone"));
+        net.run();
+        net.submit(1, produce("doomed", Some(0), &["x"]));
+        net.submit(1, produce("gone", None, &["y"]));
+        net.run();
+        assert_eq!(net.nodes[1].catalog().position(), 2);
+        assert!(net.nodes[1].ends.contains_key(&(TopicId(2), 0)) && net.nodes[1].cursors.contains_key(&TopicId(2)));
+        // Node 0 deletes and removes "gone" (no grace), deletes "doomed", creates more.
+        net.submit(0, delete("gone"));
+        net.run();
+        net.nodes[0].handle_timeout(net.now);
+        net.collect();
+        net.run();
+        net.submit(0, delete("doomed"));
+        net.run();
+        for i in 0..8 {
+            net.submit(0, create(&format!("t{i}")));
+            net.run();
+        }
+        net.submit(0, Command::ListTopics);
+        net.run();
+        assert_eq!(net.nodes[0].catalog().position(), 13);
+        assert_eq!(net.snapshots(), vec![12], "compacted at 4, 8 and 12; each snapshot replaced the one before");
+        assert!((1..12).all(|seq| !net.has_entry(seq)) && (12..=13).all(|seq| net.has_entry(seq)));
+        let expected = net.nodes[0].catalog().clone();
+        // Node 0 dies: only node 1 can finish deleting "doomed".
+        net.nodes[0] = Node::new(NodeOptions { boot: 999, ..net.nodes[0].options.clone() });
+        let list = net.submit(1, Command::ListTopics);
+        net.run();
+        let Ok(Reply::Topics(topics)) = net.reply(list) else { panic!("{:?}", net.reply(list)) };
+        assert_eq!(topics.len(), 8);
+        assert_eq!(net.nodes[1].catalog(), &expected);
+        let node = &net.nodes[1];
+        assert!(!node.ends.contains_key(&(TopicId(2), 0)) && !node.cursors.contains_key(&TopicId(2)), "removed");
+        assert!(node.ends.contains_key(&(TopicId(1), 0)), "being deleted: still known");
+        assert_eq!(net.segments(), 1);
+        net.advance(50);
+        assert_eq!(net.segments(), 1, "its grace delay runs from when node 1 loaded the snapshot");
+        net.advance(60);
+        assert_eq!(net.segments(), 0);
+        let removed: Vec<EntryKind> = net
+            .history
+            .iter()
+            .map(|(seq, b)| entry::decode(*seq, b).unwrap().kind)
+            .filter(|k| matches!(k, EntryKind::Removed { .. }))
+            .collect();
+        assert_eq!(removed, vec![EntryKind::Removed { topic: TopicId(2) }, EntryKind::Removed { topic: TopicId(1) }]);
+        net.submit(0, Command::ListTopics);
+        net.run();
+        assert_eq!(net.nodes[1].catalog(), net.nodes[0].catalog());
+    }
+
+    /// A node that starts with nothing folded, over a compacted journal, starts from the
+    /// snapshot, and appends after the journal's end.
+    #[test]
+    fn a_new_node_starts_from_a_snapshot() {
+        let mut net = Net::compacting(1, 3);
+        for i in 0..7 {
+            net.submit(0, create(&format!("t{i}")));
+            net.run();
+        }
+        net.submit(0, delete("t0"));
+        net.run();
+        assert_eq!(net.snapshots(), vec![6]);
+        assert!(!net.has_entry(1));
+        let options = NodeOptions { node: 2, boot: 102, ..net.nodes[0].options.clone() };
+        net.nodes.push(Node::new(options));
+        let d = net.submit(1, describe("t6"));
+        net.run();
+        assert!(matches!(net.reply(d), Ok(Reply::Described(t)) if t.id == TopicId(7)), "{:?}", net.reply(d));
+        assert_eq!(net.nodes[1].catalog(), net.nodes[0].catalog());
+        let c = net.submit(1, create("new"));
+        net.run();
+        assert_eq!(net.reply(c), &Ok(Reply::Created { topic: TopicId(9) }));
+        net.submit(0, Command::ListTopics);
+        net.run();
+        assert_eq!(net.nodes[1].catalog(), net.nodes[0].catalog());
+    }
+
+    /// A node reading the journal from an old position while another compacts: its
+    /// reads find entries gone (it loads the snapshot), or succeed before the entries are
+    /// deleted and the listing of `s/` that follows them finds the snapshot (it loads
+    /// it rather than fold what it read).
+    #[test]
+    fn compaction_while_another_node_reads_from_an_old_position() {
+        for reads_done in [false, true] {
+            let mut net = Net::new(2);
+            for i in 0..6 {
+                net.submit(0, create(&format!("t{i}")));
+                net.run();
+            }
+            // Node 0 now compacts: its next fence ends at 6.
+            net.nodes[0] = Node::new(NodeOptions { compact_after_entries: 6, ..net.nodes[0].options.clone() });
+            let list = net.submit(1, Command::ListTopics);
+            net.step_node(1); // the listing: entries 1 to 3
+            if reads_done {
+                for _ in 0..3 {
+                    net.step_node(1);
+                }
+                let next = net.pending.iter().find(|(n, _, _)| *n == 1).map(|(_, _, op)| op.clone());
+                assert!(matches!(&next, Some(StoreOp::List { prefix, .. }) if prefix == SNAPSHOT_PREFIX), "{next:?}");
+            }
+            net.submit(0, Command::ListTopics);
+            net.run_node(0);
+            assert_eq!(net.snapshots(), vec![6], "reads done: {reads_done}");
+            assert!(!net.has_entry(1));
+            net.run();
+            let Ok(Reply::Topics(topics)) = net.reply(list) else { panic!("{:?}", net.reply(list)) };
+            assert_eq!(topics.len(), 6, "reads done: {reads_done}");
+            assert_eq!(net.nodes[1].catalog(), net.nodes[0].catalog(), "reads done: {reads_done}");
+        }
+    }
+
+    /// A node's create is delayed while another appends at the same seq and compacts past
+    /// it; then the create lands, on a deleted key, and reports success. A snapshot past
+    /// the seq judges: the incarnation there is another's, so the node validates again
+    /// (here: appends at a later seq); or it is removed, and the outcome is unknown.
+    #[test]
+    fn an_append_landing_on_a_compacted_seq_is_judged_by_a_snapshot() {
+        for removed in [false, true] {
+            let mut net = Net::new(2);
+            let every = if removed { 3 } else { 2 };
+            net.nodes[0] = Node::new(NodeOptions { compact_after_entries: every, ..net.nodes[0].options.clone() });
+            let x = net.submit(1, create("x"));
+            net.step_node(1); // its fence: nothing in the journal
+            let held = net.pending.iter().position(|(n, _, _)| *n == 1).unwrap();
+            let held = net.pending.remove(held).unwrap();
+            assert!(matches!(&held.2, StoreOp::Create { key, .. } if *key == journal_key(1)));
+            net.submit(0, create("y"));
+            net.run();
+            if removed {
+                net.submit(0, delete("y"));
+                net.run();
+                net.nodes[0].handle_timeout(net.now);
+                net.collect();
+                net.run();
+                assert_eq!(net.nodes[0].catalog().position(), 3, "y removed");
+            } else {
+                net.submit(0, create("z"));
+                net.run();
+            }
+            net.submit(0, Command::ListTopics);
+            net.run();
+            assert!(!net.has_entry(1) && net.snapshots() == vec![every], "removed: {removed}");
+            // The held create lands on the deleted key.
+            net.pending.push_front(held);
+            net.run();
+            let first = entry::decode(1, &net.history[&1]).unwrap();
+            assert!(matches!(first.kind, EntryKind::Create { ref name, .. } if name == "y"));
+            let landed = entry::decode(1, net.store.get(&journal_key(1)).unwrap()).unwrap();
+            assert!(matches!(landed.kind, EntryKind::Create { ref name, .. } if name == "x"), "created again");
+            if removed {
+                assert!(matches!(net.reply(x), Err(BrokerError::OutcomeUnknown(_))), "{:?}", net.reply(x));
+            } else {
+                assert_eq!(net.reply(x), &Ok(Reply::Created { topic: TopicId(3) }));
+            }
+            net.submit(0, Command::ListTopics);
+            net.run();
+            assert_eq!(net.nodes[1].catalog(), net.nodes[0].catalog(), "removed: {removed}");
+            assert_eq!(net.nodes[0].catalog().live("x").is_some(), !removed);
+        }
+    }
+
+    /// A snapshot that does not decode, or a gap with no snapshot past it, makes a node
+    /// refuse to serve, saying why, rather than guess.
+    #[test]
+    fn a_corrupt_or_missing_snapshot_makes_the_node_refuse_rather_than_guess() {
+        for (damage, why) in [("corrupt", "snapshot 4 is corrupt"), ("missing", "no snapshot past it")] {
+            let mut net = Net::compacting(1, 4);
+            for i in 0..5 {
+                net.submit(0, create(&format!("t{i}")));
+                net.run();
+            }
+            assert_eq!(net.snapshots(), vec![4]);
+            net.store.apply(&StoreOp::Delete { key: snapshot_key(4) });
+            if damage == "corrupt" {
+                let mut bytes = snapshot::encode(net.nodes[0].catalog());
+                bytes[20] ^= 1;
+                net.store.apply(&StoreOp::Create { key: snapshot_key(4), bytes });
+            }
+            net.nodes[0] = Node::new(NodeOptions { boot: 999, ..net.nodes[0].options.clone() });
+            let r = net.submit(0, Command::ListTopics);
+            net.run();
+            assert!(matches!(net.reply(r), Err(BrokerError::Unavailable(w)) if w.contains(why)), "{:?}", net.reply(r));
         }
     }
 
@@ -1593,13 +2229,17 @@ mod tests {
 
     /// Seeded runs: several nodes, commands on random nodes, store operations completed
     /// in random order, some failing and some with unknown outcomes (landed or not).
-    /// Every request is answered; the journal never holds an entry its catalog ignores;
-    /// every Created and DeleteAccepted names a journal entry that says so; every node
-    /// ends with the same catalog; and no describe invoked after a delete's
-    /// acknowledgement shows the deleted incarnation.
+    /// Two seeds in three compact (after 2 or 5 entries), and some of their writes with
+    /// unknown outcomes land later, after other operations. Every request is answered;
+    /// the journal never holds an entry its catalog ignores; every Created and
+    /// DeleteAccepted names a journal entry that says so; every node ends with the same
+    /// catalog, which the store's newest snapshot and the entries after it fold to; and
+    /// no describe invoked after a delete's acknowledgement shows the deleted
+    /// incarnation.
     #[test]
     fn random_interleavings_and_faults_keep_the_journal_and_the_lifecycle_straight() {
         let seeds: u64 = std::env::var("BROKER_CLUSTER_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(300);
+        let mut compacted = 0;
         for seed in 1..=seeds {
             let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
             let mut rand = move |n: u64| {
@@ -1608,7 +2248,10 @@ mod tests {
                 x ^= x << 17;
                 x % n.max(1)
             };
-            let mut net = Net::new(1 + rand(4) as u32);
+            // Drawn from the seed, not the stream, so seeds without compaction run as
+            // they did before compaction was built.
+            let compact = [0, 2, 5][(seed % 3) as usize];
+            let mut net = Net::compacting(1 + rand(4) as u32, compact);
             let names = ["a", "b"];
             let mut issued: BTreeMap<RequestId, (Command, u64)> = BTreeMap::new();
             let mut answered_at: BTreeMap<RequestId, u64> = BTreeMap::new();
@@ -1636,6 +2279,8 @@ mod tests {
                     let op = net.pending.remove(i).unwrap();
                     net.pending.push_front(op);
                     let fault = rand(20);
+                    let mut late = std::mem::take(&mut net.late);
+                    let mut land = false;
                     net.step_with(|store, op| match fault {
                         0 => Err(StoreError::Failed("503".into())),
                         1 => {
@@ -1643,8 +2288,22 @@ mod tests {
                             Err(StoreError::Unknown("timed out after landing".into()))
                         }
                         2 => Err(StoreError::Unknown("timed out before landing".into())),
+                        3 if compact > 0 => {
+                            if matches!(op, StoreOp::Create { .. } | StoreOp::Delete { .. }) {
+                                late.push_back(op.clone());
+                            }
+                            Err(StoreError::Unknown("timed out, to land later".into()))
+                        }
+                        4 if compact > 0 => {
+                            land = true;
+                            Ok(store.apply(op))
+                        }
                         _ => Ok(store.apply(op)),
                     });
+                    net.late = late;
+                    if land {
+                        net.land_late();
+                    }
                 } else {
                     net.now = net.now.plus_millis(10);
                     for node in &mut net.nodes {
@@ -1656,7 +2315,10 @@ mod tests {
                     answered_at.entry(*r).or_insert(step);
                 }
             }
-            // Faults stop: everything drains.
+            // Faults stop: late writes land, everything drains.
+            while !net.late.is_empty() {
+                net.land_late();
+            }
             for _ in 0..1000 {
                 net.run();
                 net.now = net.now.plus_millis(10_000);
@@ -1675,15 +2337,40 @@ mod tests {
             for r in issued.keys() {
                 assert!(net.replies.contains_key(r), "seed {seed}: {r:?} ({:?}) never answered", issued[r].0);
             }
-            // The journal, folded afresh, ignores nothing.
+            // The journal, folded afresh from every entry ever appended (compaction
+            // deleted some), ignores nothing.
             let mut journal = Catalog::default();
             let mut entries = BTreeMap::new();
+            let mut folded_at = BTreeMap::new();
+            for (seq, bytes) in &net.history {
+                assert_eq!(*seq, journal.position() + 1, "seed {seed}: the journal skips a seq");
+                let e = entry::decode(*seq, bytes).expect("a valid entry");
+                assert_eq!(journal.fold(&e), Folded::Applied, "seed {seed}: entry {seq}");
+                entries.insert(*seq, e.kind);
+                folded_at.insert(*seq, journal.clone());
+            }
+            // The store holds the same: every snapshot is that catalog at its seq, and
+            // the newest one with the entries after it folds to the whole journal.
+            let mut from_store = Catalog::default();
+            for key in net.store.keys() {
+                let Some(seq) = parse_snapshot_key(key) else { continue };
+                let c = snapshot::decode(seq, net.store.get(key).unwrap()).expect("a valid snapshot");
+                assert_eq!(Some(&c), folded_at.get(&seq), "seed {seed}: snapshot {seq}");
+                from_store = c;
+            }
+            if from_store.position() > 0 {
+                compacted += 1;
+            }
             for key in net.store.keys() {
                 let Some(seq) = parse_journal_key(key) else { continue };
-                let e = entry::decode(seq, net.store.get(key).unwrap()).expect("a valid entry");
-                assert_eq!(journal.fold(&e), Folded::Applied, "seed {seed}: entry {seq}");
-                entries.insert(seq, e.kind);
+                if seq > from_store.position() {
+                    assert_eq!(seq, from_store.position() + 1, "seed {seed}: entry {seq} after a gap");
+                    assert_eq!(Some(net.store.get(key).unwrap()), net.history.get(&seq).map(Vec::as_slice));
+                    let e = entry::decode(seq, net.store.get(key).unwrap()).expect("a valid entry");
+                    from_store.fold(&e);
+                }
             }
+            assert_eq!(from_store, journal, "seed {seed}: the store's journal");
             for (r, reply) in &net.replies {
                 match reply {
                     Ok(Reply::Created { topic }) => {
@@ -1770,6 +2457,9 @@ mod tests {
             for node in &net.nodes {
                 assert_eq!(node.catalog(), &journal, "seed {seed}: broken {:?}", node.broken);
             }
+        }
+        if seeds >= 30 {
+            assert!(compacted > seeds / 10, "only {compacted} of {seeds} runs compacted");
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct ClusterParams {
     pub reconcile_every_ms: u64,
     /// The most keys one listing asks for.
     pub list_limit: u32,
+    /// How many entries a node folds past the newest snapshot before it compacts the
+    /// journal (0: never).
+    pub compact_after_entries: u64,
 }
 
 impl ClusterParams {
@@ -70,6 +73,7 @@ impl ClusterParams {
             tail_every_ms: *r.pick(&[10, 100, 1_000]).unwrap_or(&100),
             reconcile_every_ms: *r.pick(&[200, 2_000, 20_000]).unwrap_or(&2_000),
             list_limit: *r.pick(&[2, 10, 1_000]).unwrap_or(&1_000),
+            compact_after_entries: *r.pick(&[0, 3, 20, 200]).unwrap_or(&0),
         })
     }
 

@@ -193,6 +193,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
     sim.run_events();
     sim.final_checks();
     sim.stats.lost_races = sim.store.lost_races;
+    sim.stats.stale_landings = sim.store.stale_landings;
     sim.stats.deletions_completed = sim.store.lives.values().filter(|l| l.completions > 0).count() as u64;
     let mut violations = std::mem::take(&mut sim.violations);
     violations.sort_by_key(|v| v.at);
@@ -253,6 +254,7 @@ impl Sim {
             list_limit: self.cp.list_limit,
             tail_every_ms: self.cp.tail_every_ms,
             reconcile_every_ms: self.cp.reconcile_every_ms,
+            compact_after_entries: self.cp.compact_after_entries,
         }
     }
 
