@@ -75,6 +75,12 @@ fn default_swarm_passes_and_injects_every_fault_kind() {
         "partial writes",
         "produces over a sector",
         "produces over the limit",
+        "store errors",
+        "store unknown outcomes",
+        "store late landings",
+        "nodes cut off from the store",
+        "node crashes",
+        "lost races (create found the key)",
     ] {
         assert!(
             summary.faults.get(kind).copied().unwrap_or(0) > 0,
@@ -84,13 +90,31 @@ fn default_swarm_passes_and_injects_every_fault_kind() {
     }
     assert!(summary.crashes > 0 && summary.restarts > 0 && summary.halts > 0, "{summary:?}");
     assert!(summary.deletions_started > 0 && summary.deletions_completed > 0, "{summary:?}");
+    let topologies: Vec<u32> = summary.seeds_by_nodes.keys().copied().collect();
+    assert_eq!(topologies, vec![0, 1, 2, 3, 4, 5], "the swarm mixes one broker and clusters of 1 to 5 nodes");
+}
+
+#[test]
+fn a_cluster_seed_replays_with_the_same_trace_hash_and_differs_by_node_count() {
+    let mut hashes = Vec::new();
+    for nodes in 1..=5 {
+        let a = run(&RunOptions { seed: 7, nodes: Some(nodes), ..RunOptions::default() });
+        let b = run(&RunOptions { seed: 7, nodes: Some(nodes), ..RunOptions::default() });
+        assert_eq!(a.trace_hash, b.trace_hash, "{nodes} nodes: not deterministic");
+        assert_eq!(a.stats, b.stats);
+        assert_eq!(a.stats.nodes, nodes);
+        assert!(a.violations.is_empty(), "{:?}", a.violations);
+        hashes.push(a.trace_hash);
+    }
+    hashes.dedup();
+    assert_eq!(hashes.len(), 5);
 }
 
 #[test]
 fn fault_kinds_name_every_counter() {
     let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
     let kinds = fault_kinds(&r);
-    assert_eq!(kinds.len(), 15);
+    assert_eq!(kinds.len(), 23);
 }
 
 #[test]
