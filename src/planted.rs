@@ -58,8 +58,9 @@ pub enum Bug {
     FinishedAtTombstone,
     /// A produce that names its partition is placed by its keys (or round-robin) instead.
     NamedPartitionIgnored,
-    /// Cluster: a node answers list, describe and fetch, and validates creates and
-    /// deletes, from the catalog it holds, without a fence.
+    /// Cluster: a node answers every command from the catalog it holds, without a
+    /// fence: list and describe, creates and deletes validated, produces and fetches
+    /// without the fences before and after their data.
     ClusterSkipFence,
     /// Cluster: a node writes and acknowledges a produce to a topic its catalog shows
     /// live without fencing before or after (trusting what it folded before it was cut

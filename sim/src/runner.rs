@@ -166,6 +166,8 @@ pub struct RunReport {
     pub trace: Vec<TraceLine>,
     /// The parameters the seed drew.
     pub params: SwarmParams,
+    /// What a cluster run measured (`None` for one broker).
+    pub cluster: Option<crate::cluster::runner::ClusterMetrics>,
 }
 
 #[derive(Debug, Clone)]
@@ -343,6 +345,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         excused,
         params: sim.params.clone(),
         trace: sim.trace.into_lines(),
+        cluster: None,
     }
 }
 

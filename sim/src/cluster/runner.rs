@@ -30,6 +30,23 @@ use std::rc::Rc;
 /// for each page of entries it has to list and read.
 pub const HEAL_BOUND_MS: u64 = 30_000;
 
+/// What a cluster run measured, in simulated time (for the benchmark).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterMetrics {
+    /// Microseconds from a delete's invocation to its acknowledgement, for each delete
+    /// that wrote its tombstone.
+    pub delete_ack_us: Vec<u64>,
+    /// Microseconds from a tombstone's landing until every node that is up has folded
+    /// it, and so refuses writes to its incarnation.
+    pub fanout_us: Vec<u64>,
+    /// Microseconds from invocation to acknowledgement of each acknowledged produce.
+    pub produce_us: Vec<u64>,
+    /// When the last client command was answered.
+    pub last_reply: Time,
+    /// Listings of the journal (fence rounds and tailing).
+    pub journal_lists: u64,
+}
+
 /// What happens to one store operation.
 #[derive(Clone, Debug)]
 enum Fate {
@@ -126,6 +143,11 @@ struct Sim {
     history: History,
     trace: Trace,
     stats: RunStats,
+    metrics: ClusterMetrics,
+    /// Tombstones some node that is up has not folded yet, with when they landed; and
+    /// how many of the store's tombstones have been taken in.
+    fanout: BTreeMap<TopicId, Time>,
+    tombstones_seen: usize,
     violations: Vec<Violation>,
 }
 
@@ -171,6 +193,9 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
         history: History::default(),
         trace: Trace::new(opts.keep_trace),
         stats: RunStats { nodes: cp.nodes, ..RunStats::default() },
+        metrics: ClusterMetrics::default(),
+        fanout: BTreeMap::new(),
+        tombstones_seen: 0,
         violations: Vec::new(),
         params,
         cp,
@@ -209,6 +234,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
         excused: Vec::new(),
         params: sim.params.clone(),
         trace: sim.trace.into_lines(),
+        cluster: Some(sim.metrics),
     }
 }
 
@@ -305,6 +331,7 @@ impl Sim {
             if let Some(n) = self.crash_now.take() {
                 self.crash(n, "targeted crash");
             }
+            self.measure_fanout();
             let too_long = self.now > Time::from_millis(CHAOS_LIMIT_MS);
             if self.chaos && !chaos_end_scheduled && (self.workload.exhausted() || too_long) {
                 chaos_end_scheduled = true;
@@ -315,6 +342,33 @@ impl Sim {
                 if self.quiescent() {
                     break;
                 }
+            }
+        }
+    }
+
+    /// Takes in new tombstones, and records how long each took to reach every node up.
+    fn measure_fanout(&mut self) {
+        for &(topic, at) in &self.store.tombstones[self.tombstones_seen..] {
+            self.fanout.insert(topic, at);
+        }
+        self.tombstones_seen = self.store.tombstones.len();
+        let slots = &self.slots;
+        let lives = &self.store.lives;
+        let everywhere: Vec<TopicId> = self
+            .fanout
+            .keys()
+            .copied()
+            .filter(|topic| {
+                let name = lives.get(topic).map_or("", |l| l.name.as_str());
+                slots
+                    .iter()
+                    .filter_map(|s| s.node.as_ref())
+                    .all(|n| n.catalog().live(name).map(|(id, _)| id) != Some(*topic))
+            })
+            .collect();
+        for topic in everywhere {
+            if let Some(at) = self.fanout.remove(&topic) {
+                self.metrics.fanout_us.push(self.now.as_micros() - at.as_micros());
             }
         }
     }
@@ -538,6 +592,9 @@ impl Sim {
             match effect {
                 NodeEffect::Store { id, op } => {
                     self.stats.storage_ops += 1;
+                    if matches!(&op, StoreOp::List { prefix, .. } if prefix == "j/") {
+                        self.metrics.journal_lists += 1;
+                    }
                     let removes_segment = matches!(&op, StoreOp::Delete { key } if parse_segment_key(key).is_some());
                     if self.chaos && removes_segment && self.rng.chance(self.cp.targeted_crash) {
                         self.crash_now = Some(n);
@@ -599,6 +656,18 @@ impl Sim {
                 self.crash_now = Some(n);
             }
         }
+        let invoked = self.history.calls.get(&request).map_or(self.now, |c| c.invoked);
+        let took = self.now.as_micros() - invoked.as_micros();
+        match &reply {
+            Ok(Reply::DeleteAccepted { topic })
+                if self.store.lives.get(topic).and_then(|l| l.deleted) >= Some(invoked) =>
+            {
+                self.metrics.delete_ack_us.push(took);
+            }
+            Ok(Reply::Produced { .. }) => self.metrics.produce_us.push(took),
+            _ => {}
+        }
+        self.metrics.last_reply = self.now;
         if !self.history.answered(self.now, request, reply) {
             self.flag(Checker::EveryRequestAnswered, format!("node {n} answered req{} twice, or unasked", request.0));
         }

@@ -61,6 +61,8 @@ pub struct SimStore {
     /// Journal keys created again after compaction deleted them (a create delayed in
     /// flight or timed out that landed late).
     pub stale_landings: u64,
+    /// Every tombstone, in the order they landed, with when.
+    pub tombstones: Vec<(TopicId, Time)>,
 }
 
 impl SimStore {
@@ -147,6 +149,7 @@ impl SimStore {
                 if let Some(life) = self.lives.get_mut(&topic) {
                     life.deleted = Some(now);
                 }
+                self.tombstones.push((topic, now));
             }
             EntryKind::Removed { .. } => {}
         }
