@@ -21,6 +21,20 @@ fn run_prints_a_summary_and_succeeds() {
 }
 
 #[test]
+fn nodes_fixes_the_topology_of_every_seed() {
+    let (code, out) = sim(&["run", "--seeds", "12", "--jobs", "2", "--quiet", "--nodes", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("seeds by topology            12 with 2 nodes"), "{out}");
+    assert!(out.contains("store unknown outcomes"), "{out}");
+    let (code, out) = sim(&["run", "--seeds", "4", "--quiet", "--nodes", "0"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("4 one broker on a disk"), "{out}");
+    let (code, out) = sim(&["run", "--seeds", "1", "--nodes", "6"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("6 is not in 0..=5"), "{out}");
+}
+
+#[test]
 fn replay_prints_the_same_trace_hash_twice_and_writes_a_trace() {
     let path = std::env::temp_dir().join(format!("broker-sim-trace-{}.jsonl", std::process::id()));
     let path_s = path.to_string_lossy().to_string();
@@ -65,4 +79,13 @@ fn bugs_are_listed_and_a_planted_one_fails_the_campaign_and_replays() {
         let violation = first.split_once(": ").map(|(_, v)| v).expect("violation text");
         assert!(replayed.contains(violation), "replay of {bug} seed {seed} differs:\n{first}\n{replayed}");
     }
+    // A cluster's bug, on a fixed node count: the replay command carries it.
+    let (code, out) = sim(&["run", "--seeds", "20", "--quiet", "--nodes", "3", "--plant", "cluster-skip-fence"]);
+    assert_eq!(code, 1, "{out}");
+    let replay = out.lines().skip_while(|l| !l.starts_with("replay it with:")).nth(1).expect("replay command");
+    assert!(replay.contains("--nodes 3") && replay.contains("--plant cluster-skip-fence"), "{replay}");
+    let seed = replay.split("--seed ").nth(1).and_then(|s| s.split_whitespace().next()).expect("seed");
+    let (code, replayed) = sim(&["replay", "--seed", seed, "--nodes", "3", "--plant", "cluster-skip-fence"]);
+    assert_eq!(code, 1, "{replayed}");
+    assert!(replayed.contains("[linearizable-lifecycle]"), "{replayed}");
 }
