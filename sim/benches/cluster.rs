@@ -57,6 +57,7 @@ fn params(seed: u64, nodes: u32, tail_every_ms: u64) -> SwarmParams {
             reconcile_every_ms: 2_000,
             list_limit: 1_000,
             compact_after_entries: 200,
+            request_timeout_ms: 30_000,
         }),
         ..p
     }

@@ -137,6 +137,9 @@ pub struct RunStats {
     pub orphans_removed: u64,
     /// Cluster: journal keys a delayed create wrote again after compaction deleted them.
     pub stale_landings: u64,
+    /// Cluster: replies that say the store was unavailable or the outcome is unknown
+    /// (a request's deadline, or a produce overtaken by its topic's delete).
+    pub uncertain_replies: u64,
 }
 
 /// The outcome of one run.

@@ -81,6 +81,7 @@ fn default_swarm_passes_and_injects_every_fault_kind() {
         "nodes cut off from the store",
         "node crashes",
         "lost races (create found the key)",
+        "replies unavailable or of unknown outcome",
     ] {
         assert!(
             summary.faults.get(kind).copied().unwrap_or(0) > 0,
@@ -114,7 +115,7 @@ fn a_cluster_seed_replays_with_the_same_trace_hash_and_differs_by_node_count() {
 fn fault_kinds_name_every_counter() {
     let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
     let kinds = fault_kinds(&r);
-    assert_eq!(kinds.len(), 23);
+    assert_eq!(kinds.len(), 25);
 }
 
 #[test]

@@ -84,6 +84,12 @@ pub struct NodeOptions {
     /// snapshot it knows (or past the start), it writes a snapshot of its catalog and
     /// deletes the entries before it; 0: never.
     pub compact_after_entries: u64,
+    /// How long a request may wait for the store, in milliseconds, before it is answered
+    /// anyway (rule H); 0: as long as it takes. A request that has written nothing yet
+    /// is answered unavailable and dropped; one whose write is under way (a produce's
+    /// segments, a create's or delete's entry) is answered with an unknown outcome, and
+    /// its write goes on.
+    pub request_timeout_ms: u64,
 }
 
 /// Why an operation was issued.
@@ -266,6 +272,12 @@ pub struct Node {
     ops: BTreeMap<StoreOpId, (StoreOp, Purpose)>,
     /// Requests not yet answered.
     open: BTreeSet<RequestId>,
+    /// When each open request is answered at the latest, by request and by time.
+    deadline: BTreeMap<RequestId, Time>,
+    deadlines: BTreeSet<(Time, RequestId)>,
+    /// Requests answered at their deadline whose write goes on: their late answer is
+    /// dropped, and their id stays taken until then.
+    expired: BTreeSet<RequestId>,
     /// Fence rounds begun so far.
     rounds: u64,
     round: Option<Round>,
@@ -322,6 +334,9 @@ impl Node {
             next_nonce: 0,
             ops: BTreeMap::new(),
             open: BTreeSet::new(),
+            deadline: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            expired: BTreeSet::new(),
             rounds: 0,
             round: None,
             waiting: Vec::new(),
@@ -357,12 +372,14 @@ impl Node {
     }
 
     /// When the node next needs [`Node::handle_timeout`]: a failed operation's retry, a
-    /// read of the journal's tail, or the end of a removal's grace delay.
+    /// read of the journal's tail, the end of a removal's grace delay, or a request's
+    /// deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
         let retry = self.retries.keys().next().map(|(at, _)| *at);
         let removal = self.removing.is_none().then(|| self.removals.values().min().copied()).flatten();
         let reconcile = self.next_reconcile.filter(|_| self.reconciling.is_none());
-        [retry, self.next_tail, removal, reconcile].into_iter().flatten().min()
+        let deadline = self.deadlines.first().map(|(at, _)| *at);
+        [retry, self.next_tail, removal, reconcile, deadline].into_iter().flatten().min()
     }
 
     /// Lets time pass to `now`: issues again every failed operation whose backoff has
@@ -370,6 +387,14 @@ impl Node {
     /// delay has ended.
     pub fn handle_timeout(&mut self, now: Time) {
         self.clock(now);
+        while let Some(&(at, request)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            self.deadline.remove(&request);
+            self.expire(request);
+        }
         while let Some(entry) = self.retries.first_entry() {
             if entry.key().0 > now {
                 break;
@@ -409,10 +434,15 @@ impl Node {
     /// A client command.
     pub fn handle_command(&mut self, now: Time, request: RequestId, command: Command) {
         self.clock(now);
-        if !self.open.insert(request) {
+        if self.expired.contains(&request) || !self.open.insert(request) {
             return self
                 .effects
                 .push_back(NodeEffect::Reply { request, reply: Err(BrokerError::DuplicateRequestId(request.0)) });
+        }
+        if self.options.request_timeout_ms > 0 {
+            let at = now.plus_millis(self.options.request_timeout_ms);
+            self.deadline.insert(request, at);
+            self.deadlines.insert((at, request));
         }
         if let Some(why) = &self.broken {
             let reply = Err(BrokerError::Unavailable(why.clone()));
@@ -546,8 +576,50 @@ impl Node {
     }
 
     fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
+        if self.expired.remove(&request) {
+            return;
+        }
         self.open.remove(&request);
+        if let Some(at) = self.deadline.remove(&request) {
+            self.deadlines.remove(&(at, request));
+        }
         self.effects.push_back(NodeEffect::Reply { request, reply });
+    }
+
+    /// `request` reached its deadline unanswered (rule H).
+    fn expire(&mut self, request: RequestId) {
+        if !self.open.contains(&request) {
+            return;
+        }
+        let waited = self.options.request_timeout_ms;
+        let nothing_done = || {
+            BrokerError::Unavailable(format!(
+                "the shared store did not answer within {waited} ms; nothing was written: try again"
+            ))
+        };
+        // Waiting for its first fence, or a fetch anywhere: nothing is written.
+        let unstarted = |after: &After| matches!(after, After::Command(_) | After::Fetched(_));
+        if let Some(i) = self.waiting.iter().position(|(r, after, _)| *r == request && unstarted(after)) {
+            self.waiting.remove(i);
+            self.work.remove(&request);
+            return self.reply(request, Err(nothing_done()));
+        }
+        if matches!(self.work.get(&request), Some(Work::Fetch { .. })) {
+            self.work.remove(&request);
+            return self.reply(request, Err(nothing_done()));
+        }
+        if let Some(i) = self.appends.iter().position(|a| matches!(a, Appendable::Client(r, _) if *r == request)) {
+            self.appends.remove(i);
+            return self.reply(request, Err(nothing_done()));
+        }
+        // A produce writing its segments or waiting for its second fence, or a create or
+        // delete being appended: the write goes on and may take effect.
+        let why = format!(
+            "the shared store did not answer within {waited} ms while the write was under way: it may or may not \
+             take effect"
+        );
+        self.reply(request, Err(BrokerError::OutcomeUnknown(why)));
+        self.expired.insert(request);
     }
 
     /// The journal cannot be read on: refuse everything waiting, and all that comes.
@@ -1552,6 +1624,7 @@ mod tests {
                         tail_every_ms: 0,
                         reconcile_every_ms: 0,
                         compact_after_entries: 0,
+                        request_timeout_ms: 0,
                     })
                 })
                 .collect();
@@ -2218,6 +2291,52 @@ mod tests {
         net.collect();
         net.run();
         assert_eq!(net.reply(r), &Ok(Reply::Topics(vec![])));
+    }
+
+    #[test]
+    fn a_request_the_store_does_not_answer_in_time_is_answered_at_its_deadline() {
+        let mut net = Net::new(1);
+        net.nodes[0] = Node::new(NodeOptions { request_timeout_ms: 1_000, ..net.nodes[0].options.clone() });
+        let c = net.submit(0, create("a"));
+        net.run();
+        assert!(matches!(net.reply(c), Ok(Reply::Created { .. })));
+        // A produce passes its fence; its segment's create is held.
+        let p = net.submit(0, produce("a", Some(0), &["x"]));
+        let writing = |net: &Net| {
+            net.pending.iter().any(|(_, _, op)| matches!(op, StoreOp::Create { key, .. } if key.starts_with("d/")))
+        };
+        while !writing(&net) {
+            assert!(net.step_with(|store, op| Ok(store.apply(op))), "the produce never wrote");
+        }
+        // A describe waits for a fence the store does not answer either.
+        let d = net.submit(0, describe("a"));
+        net.now = net.now.plus_millis(999);
+        net.nodes[0].handle_timeout(net.now);
+        net.collect();
+        assert!(!net.replies.contains_key(&d) && !net.replies.contains_key(&p), "answered before the deadline");
+        net.now = net.now.plus_millis(1);
+        net.nodes[0].handle_timeout(net.now);
+        net.collect();
+        assert!(
+            matches!(net.reply(d), Err(BrokerError::Unavailable(why)) if why.contains("nothing was written")),
+            "{:?}",
+            net.reply(d)
+        );
+        assert!(matches!(net.reply(p), Err(BrokerError::OutcomeUnknown(_))), "{:?}", net.reply(p));
+        // While the write goes on, its id stays taken.
+        net.nodes[0].handle_command(net.now, p, describe("a"));
+        let again = net.nodes[0].poll_effect();
+        assert!(
+            matches!(again, Some(NodeEffect::Reply { reply: Err(BrokerError::DuplicateRequestId(_)), .. })),
+            "{again:?}"
+        );
+        // The write lands; its late answer is dropped (`collect` fails on a second reply).
+        net.run();
+        assert_eq!(net.segments(), 1);
+        // A request the store answers in time is answered as usual.
+        let f = net.submit(0, fetch("a", 0, 0));
+        net.run();
+        assert_eq!(values(net.reply(f)), vec![(0, "x".to_string())]);
     }
 
     #[test]

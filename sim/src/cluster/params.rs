@@ -40,6 +40,9 @@ pub struct ClusterParams {
     /// How many entries a node folds past the newest snapshot before it compacts the
     /// journal (0: never).
     pub compact_after_entries: u64,
+    /// How long a node lets a request wait for the store before it answers anyway, in
+    /// milliseconds (0: as long as it takes).
+    pub request_timeout_ms: u64,
 }
 
 impl ClusterParams {
@@ -74,6 +77,7 @@ impl ClusterParams {
             reconcile_every_ms: *r.pick(&[200, 2_000, 20_000]).unwrap_or(&2_000),
             list_limit: *r.pick(&[2, 10, 1_000]).unwrap_or(&1_000),
             compact_after_entries: *r.pick(&[0, 3, 20, 200]).unwrap_or(&0),
+            request_timeout_ms: *r.pick(&[0, 10_000, 30_000]).unwrap_or(&0),
         })
     }
 

@@ -281,6 +281,7 @@ impl Sim {
             tail_every_ms: self.cp.tail_every_ms,
             reconcile_every_ms: self.cp.reconcile_every_ms,
             compact_after_entries: self.cp.compact_after_entries,
+            request_timeout_ms: self.cp.request_timeout_ms,
         }
     }
 
@@ -665,6 +666,7 @@ impl Sim {
                 self.metrics.delete_ack_us.push(took);
             }
             Ok(Reply::Produced { .. }) => self.metrics.produce_us.push(took),
+            Err(BrokerError::Unavailable(_) | BrokerError::OutcomeUnknown(_)) => self.stats.uncertain_replies += 1,
             _ => {}
         }
         self.metrics.last_reply = self.now;
