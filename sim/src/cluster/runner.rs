@@ -494,11 +494,17 @@ impl Sim {
                 if self.slots[node].life != life {
                     return;
                 }
-                self.slots[node].wakes.remove(&at);
                 if let Some(n) = self.slots[node].node.as_mut() {
                     if n.poll_timeout().is_some_and(|due| due <= self.now) {
                         n.handle_timeout(self.now);
                     }
+                }
+                // A node that leaves a deadline due once woken at it (one that refuses to
+                // serve keeps its timers' deadlines) is not woken at it again: that would
+                // repeat this instant forever.
+                let slot = &mut self.slots[node];
+                if slot.node.as_ref().and_then(Node::poll_timeout).is_none_or(|due| due > self.now) {
+                    slot.wakes.remove(&at);
                 }
                 self.drain(node);
             }
