@@ -1,7 +1,14 @@
 //! Exhaustive crash exploration: for a few fixed small workloads, crash right after
 //! every storage operation under every crash mode of the simulated disk, recover, run
 //! to quiescence and check.
+//!
+//! Then the same for a cluster: for fixed 2-node workloads around deletion (one of them
+//! compacting the journal), strike every operation that reaches the shared store, one
+//! per run, with every [`StoreFault`] that makes sense for it (a crash of its node after
+//! or before it; a timeout whose write landed, never lands, lands before the node's
+//! retry or long after; a failure), run to quiescence and check.
 
+use crate::cluster::runner::{arrived_ops, ClusterScript, StoreFault};
 use crate::disk::CrashMode;
 use crate::runner::{run, RunOptions, Script};
 use crate::violation::Violation;
@@ -10,10 +17,14 @@ use broker_core::{Command, ProduceRecord, TopicSettings};
 /// The result of an exploration.
 #[derive(Debug, Default)]
 pub struct ExhaustReport {
-    /// Workloads explored.
+    /// One-broker workloads explored.
     pub workloads: usize,
     /// Crash states explored (runs with one crash each).
     pub states: u64,
+    /// Cluster workloads explored.
+    pub cluster_workloads: usize,
+    /// Store-fault states explored (cluster runs with one fault each).
+    pub cluster_states: u64,
     /// Violations, each with the state that produced it.
     pub violations: Vec<(String, Violation)>,
 }
@@ -77,7 +88,27 @@ pub fn workloads() -> Vec<Script> {
     ]
 }
 
-/// Explores every crash state of every workload; `log` receives one line per workload.
+/// The fixed cluster workloads. Node 0 creates `t0`, node 1 produces to it; node 0
+/// deletes it while node 1 produces to it and fetches it; node 1 creates it again and
+/// produces to it, and both list and fetch. Then the same with compaction after every
+/// two journal entries.
+pub fn cluster_workloads() -> Vec<ClusterScript> {
+    let groups = vec![
+        vec![(0, create("t0", 2))],
+        vec![(1, produce("t0", &[("a", Some("k1")), ("b", None)]))],
+        vec![(0, delete("t0")), (1, produce("t0", &[("c", None)])), (1, fetch("t0"))],
+        vec![(1, create("t0", 1))],
+        vec![(0, produce("t0", &[("d", None)]))],
+        vec![(0, Command::ListTopics), (1, fetch("t0"))],
+    ];
+    vec![
+        ClusterScript { name: "2-node-delete-during-io", nodes: 2, groups: groups.clone(), compact_after_entries: 0 },
+        ClusterScript { name: "2-node-delete-compacting", nodes: 2, groups, compact_after_entries: 2 },
+    ]
+}
+
+/// Explores every crash state of every one-broker workload, then every store-fault
+/// state of every cluster workload; `log` receives one line per workload.
 pub fn explore(bug: Option<broker_core::planted::Bug>, log: &mut dyn FnMut(String)) -> ExhaustReport {
     let mut report = ExhaustReport::default();
     for script in workloads() {
@@ -102,5 +133,46 @@ pub fn explore(bug: Option<broker_core::planted::Bug>, log: &mut dyn FnMut(Strin
         report.states += states;
         log(format!("{:<32} {ops:>4} storage ops, {states:>5} crash states", script.name));
     }
+    explore_cluster_into(&mut report, bug, log);
     report
+}
+
+/// Explores every store-fault state of the cluster workloads only; `log` receives one
+/// line per workload.
+pub fn explore_cluster(bug: Option<broker_core::planted::Bug>, log: &mut dyn FnMut(String)) -> ExhaustReport {
+    let mut report = ExhaustReport::default();
+    explore_cluster_into(&mut report, bug, log);
+    report
+}
+
+/// For each cluster workload: runs it without a fault, numbers the operations that
+/// reached the store, then runs it once per operation and fault that applies to it.
+/// Up to the struck operation every run repeats the fault-free one (the same seed and a
+/// fixed latency), so the k-th operation is the same in both.
+fn explore_cluster_into(
+    report: &mut ExhaustReport,
+    bug: Option<broker_core::planted::Bug>,
+    log: &mut dyn FnMut(String),
+) {
+    for script in cluster_workloads() {
+        report.cluster_workloads += 1;
+        let base = RunOptions { seed: 0, bug, cluster_script: Some(script.clone()), ..RunOptions::default() };
+        let clean = run(&RunOptions { keep_trace: true, ..base.clone() });
+        for v in clean.violations {
+            report.violations.push((format!("{} without a fault", script.name), v));
+        }
+        let ops = arrived_ops(&clean.trace);
+        let mut states = 0;
+        for (k, write) in (1..).zip(&ops) {
+            for fault in StoreFault::ALL.into_iter().filter(|f| f.applies(*write)) {
+                let r = run(&RunOptions { store_fault_at: Some((k, fault)), ..base.clone() });
+                states += 1;
+                for v in r.violations {
+                    report.violations.push((format!("{} {fault:?} at store op {k}", script.name), v));
+                }
+            }
+        }
+        report.cluster_states += states;
+        log(format!("{:<32} {:>4} store ops,   {states:>5} fault states", script.name, ops.len()));
+    }
 }

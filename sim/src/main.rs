@@ -66,7 +66,8 @@ enum Cmd {
         #[arg(long, value_parser = clap::value_parser!(u32).range(0..=5))]
         nodes: Option<u32>,
     },
-    /// Crash after every storage operation of a few fixed workloads, under every crash mode.
+    /// Crash after every storage operation of a few fixed workloads, under every crash
+    /// mode; then strike every store operation of fixed cluster workloads with every fault.
     Exhaust {
         /// Switch on a planted bug in the core.
         #[arg(long)]
@@ -250,6 +251,7 @@ fn cmd_exhaust(plant: Option<String>) -> Result<ExitCode, String> {
     let bug = parse_bug(plant)?;
     let report = broker_sim::exhaust::explore(bug, &mut |line| say!("{line}"));
     say!("explored {} crash states across {} workloads", report.states, report.workloads);
+    say!("explored {} store-fault states across {} cluster workloads", report.cluster_states, report.cluster_workloads);
     if report.violations.is_empty() {
         say!("no violations");
         return Ok(ExitCode::SUCCESS);

@@ -53,6 +53,12 @@ pub struct RunOptions {
     /// broker on the simulated disk; without it, the seed's swarm decides (half of the
     /// seeds run a cluster).
     pub nodes: Option<u32>,
+    /// Run this fixed cluster workload instead of the seed's (then `script`, `params`
+    /// and `nodes` are ignored).
+    pub cluster_script: Option<crate::cluster::runner::ClusterScript>,
+    /// Cluster: inject this fault into the k-th store operation (counting from 1, every
+    /// node's operations in the order they reach the store).
+    pub store_fault_at: Option<(u64, crate::cluster::runner::StoreFault)>,
 }
 
 /// A fixed workload for the exhaustive mode.
@@ -249,6 +255,10 @@ struct Sim {
 
 /// Runs one seed to the end and checks it.
 pub fn run(opts: &RunOptions) -> RunReport {
+    if let Some(script) = &opts.cluster_script {
+        let (params, cluster) = script.params();
+        return crate::cluster::runner::run(opts, params, cluster);
+    }
     let params = match (&opts.script, &opts.params) {
         (Some(script), _) => script.params(),
         (None, Some(p)) => p.clone(),

@@ -115,7 +115,7 @@ fn a_cluster_seed_replays_with_the_same_trace_hash_and_differs_by_node_count() {
 fn fault_kinds_name_every_counter() {
     let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
     let kinds = fault_kinds(&r);
-    assert_eq!(kinds.len(), 25);
+    assert_eq!(kinds.len(), 24);
 }
 
 #[test]

@@ -1,7 +1,9 @@
-//! The exhaustive mode's fixed workloads do what their names say when nothing crashes.
+//! The exhaustive mode's fixed workloads do what their names say when nothing crashes,
+//! and the cluster workloads' store faults are explored, pass, and catch a planted bug.
 
-use broker_sim::exhaust::workloads;
-use broker_sim::runner::{run, RunOptions};
+use broker_sim::cluster::runner::{arrived_ops, StoreFault};
+use broker_sim::exhaust::{cluster_workloads, explore_cluster, workloads};
+use broker_sim::runner::{run, RunOptions, RunReport};
 
 fn replies(name: &str) -> Vec<String> {
     let script = workloads().into_iter().find(|s| s.name == name).expect("workload exists");
@@ -56,4 +58,121 @@ fn delete_is_issued_while_the_fetch_read_is_outstanding() {
     let remove = pos("RemoveLog t0/p0").expect("the log is removed");
     assert!(read_issued < delete_cmd && delete_cmd < read_done, "the delete must arrive while the read is in flight");
     assert!(read_done < remove, "no removal before the read completes");
+}
+
+fn cluster_run(name: &str, fault: Option<(u64, StoreFault)>) -> RunReport {
+    let script = cluster_workloads().into_iter().find(|s| s.name == name).expect("workload exists");
+    run(&RunOptions { cluster_script: Some(script), store_fault_at: fault, keep_trace: true, ..RunOptions::default() })
+}
+
+fn cluster_replies(report: &RunReport) -> Vec<String> {
+    report.trace.iter().filter(|l| l.kind == "reply").map(|l| l.detail.clone()).collect()
+}
+
+#[test]
+fn two_node_deletion_workload_deletes_during_io_and_recreates() {
+    for name in ["2-node-delete-during-io", "2-node-delete-compacting"] {
+        let report = cluster_run(name, None);
+        assert!(report.violations.is_empty(), "{name}: {:?}", report.violations);
+        let r = cluster_replies(&report);
+        assert_eq!(r.len(), 9, "{name}: {r:#?}");
+        let find = |needle: &str| r.iter().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{name}: {r:#?}"));
+        assert!(find("req1 ").starts_with("node 0 req1 Ok(Created { topic: TopicId(1) })"), "{name}: {r:#?}");
+        assert!(find("req2 ").starts_with("node 1 req2 Ok(Produced { topic: TopicId(1)"), "{name}: {r:#?}");
+        assert!(find("req3 ").starts_with("node 0 req3 Ok(DeleteAccepted { topic: TopicId(1) })"), "{name}: {r:#?}");
+        // The produce and the fetch race the delete on the other node.
+        assert!(find("req4 ").starts_with("node 1 req4 Err("), "{name}: {r:#?}");
+        assert!(find("req5 ").starts_with("node 1 req5 Err(TopicNotFound"), "{name}: {r:#?}");
+        assert!(find("req6 ").starts_with("node 1 req6 Ok(Created { topic: TopicId(4) })"), "{name}: {r:#?}");
+        assert!(find("req7 ").starts_with("node 0 req7 Ok(Produced { topic: TopicId(4)"), "{name}: {r:#?}");
+        assert!(find("req8 ").contains("id: TopicId(4)"), "{name}: {r:#?}");
+        assert!(find("req9 ").starts_with("node 1 req9 Ok(Fetched t4 1 records from 0"), "{name}: {r:#?}");
+        assert_eq!(report.stats.nodes, 2);
+        assert_eq!(report.stats.deletions_completed, 1);
+        // Both nodes remove the deleted incarnation: one completion wins the race.
+        assert!(report.stats.lost_races >= 1, "{name}: {:?}", report.stats);
+        let snapshots = report.trace.iter().filter(|l| l.kind == "store" && l.detail.contains(" create s/")).count();
+        assert_eq!(snapshots > 0, name.ends_with("compacting"), "{name}: {snapshots} snapshots written");
+    }
+}
+
+#[test]
+fn every_store_fault_strikes_the_operation_it_names() {
+    let name = "2-node-delete-during-io";
+    let clean = cluster_run(name, None);
+    let ops: Vec<String> = clean.trace.iter().filter(|l| l.kind == "store").map(|l| op_of(&l.detail)).collect();
+    let writes = arrived_ops(&clean.trace);
+    assert_eq!(ops.len(), writes.len());
+    assert!(ops.len() >= 40, "only {} store operations", ops.len());
+    assert!(writes.iter().filter(|w| **w).count() >= 10, "{ops:#?}");
+    for (k, write) in (1..).zip(&writes) {
+        for fault in StoreFault::ALL.into_iter().filter(|f| f.applies(*write)) {
+            let r = cluster_run(name, Some((k, fault)));
+            let state = format!("{fault:?} at op {k}");
+            assert!(r.violations.is_empty(), "{state}: {:?}", r.violations);
+            let line = r.trace.iter().filter(|l| l.kind == "store").nth(k as usize - 1).expect("op k arrives");
+            assert_eq!(op_of(&line.detail), ops[k as usize - 1], "{state}: another operation was struck");
+            assert!(line.detail.ends_with(&format!(", injected {fault:?})")), "{state}: {}", line.detail);
+            let s = &r.stats;
+            let seen = match fault {
+                StoreFault::CrashAfter | StoreFault::CrashBefore => {
+                    (s.node_crashes, s.unknown_outcomes, s.store_errors)
+                }
+                StoreFault::TimeoutLanded | StoreFault::TimeoutLost => (s.unknown_outcomes, s.node_crashes, 0),
+                StoreFault::TimeoutLandsLate | StoreFault::TimeoutLandsLast => (s.unknown_outcomes, s.late_landings, 0),
+                StoreFault::Fail => (s.store_errors, s.node_crashes, s.unknown_outcomes),
+            };
+            let want = match fault {
+                StoreFault::TimeoutLandsLate | StoreFault::TimeoutLandsLast => (1, 1, 0),
+                _ => (1, 0, 0),
+            };
+            assert_eq!(seen, want, "{state}: {s:?}");
+        }
+    }
+}
+
+/// A trace line of an operation reaching the store, without its fate.
+fn op_of(detail: &str) -> String {
+    detail[..detail.rfind(" (").unwrap_or(detail.len())].to_string()
+}
+
+#[test]
+fn cluster_store_faults_explored_find_nothing() {
+    let mut lines = Vec::new();
+    let report = explore_cluster(None, &mut |l| lines.push(l));
+    assert_eq!(report.cluster_workloads, 2);
+    assert!(report.cluster_states >= 400, "only {} store-fault states: {lines:?}", report.cluster_states);
+    assert!(report.violations.is_empty(), "{:#?}", &report.violations[..report.violations.len().min(5)]);
+}
+
+/// A journal append that takes another node's seq as its own (an overwrite, as far as
+/// the node knows) passes the fault-free 2-node run, but the store faults catch it: a
+/// timeout or a failure that delays one node's append lets the other's land first.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn cluster_store_faults_catch_an_unconditional_append() {
+    use broker_core::planted::Bug;
+    use broker_sim::Checker;
+    let report = explore_cluster(Some(Bug::ClusterUnconditionalAppend), &mut |_| {});
+    let states: Vec<&String> = report.violations.iter().map(|(state, _)| state).collect();
+    assert!(!states.is_empty(), "the exhaustive cluster workloads miss the unconditional append");
+    assert!(states.iter().all(|s| !s.ends_with("without a fault")), "{states:?}");
+    assert!(
+        report.violations.iter().any(|(_, v)| v.checker == Checker::OneLiveIncarnation),
+        "{:#?}",
+        &report.violations[..report.violations.len().min(5)]
+    );
+}
+
+/// Every planted cluster bug breaks some state of the cluster workloads (four of them,
+/// as of this writing, only with a fault injected: the unconditional append, skipping
+/// the fence, the reconciler that deletes unknown ids, and no tailing).
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn cluster_store_faults_catch_every_cluster_bug() {
+    use broker_core::planted::Bug;
+    for bug in Bug::ALL.into_iter().filter(|b| b.name().starts_with("cluster-")) {
+        let report = explore_cluster(Some(bug), &mut |_| {});
+        assert!(!report.violations.is_empty(), "{bug} breaks no state of the cluster workloads");
+    }
 }

@@ -375,6 +375,10 @@ impl Node {
     /// read of the journal's tail, the end of a removal's grace delay, or a request's
     /// deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
+        // A node that refuses to serve does nothing more on a timer.
+        if self.broken.is_some() {
+            return None;
+        }
         let retry = self.retries.keys().next().map(|(at, _)| *at);
         let removal = self.removing.is_none().then(|| self.removals.values().min().copied()).flatten();
         let reconcile = self.next_reconcile.filter(|_| self.reconciling.is_none());

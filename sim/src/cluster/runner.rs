@@ -7,6 +7,10 @@
 //! must complete within a bound), then the *final checks*: the lifecycle judged from
 //! the whole history, every node's catalog against the journal, every partition read
 //! back from every node, and one reconciliation that must leave no orphan.
+//!
+//! A [`ClusterScript`] replaces the seed's clients and faults with fixed groups of
+//! commands, each to a named node, and [`RunOptions::store_fault_at`] injects one fault
+//! at one store operation: the exhaustive mode (`broker-sim exhaust`) runs both.
 
 use crate::cluster::history::History;
 use crate::cluster::lifecycle;
@@ -15,14 +19,14 @@ use crate::cluster::store::SimStore;
 use crate::rng::SimRng;
 use crate::runner::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
 use crate::swarm::SwarmParams;
-use crate::trace::{render_command, render_reply, Trace};
+use crate::trace::{render_command, render_reply, Trace, TraceLine};
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
 use broker_core::cluster::keys::{parse_journal_key, parse_segment_key};
 use broker_core::cluster::node::{Node, NodeEffect, NodeOptions, StoreOpId};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use broker_core::{BrokerError, Command, Config, Reply, RequestId, Time, TopicId};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 
 /// How long after it can reach the store again (or after it restarts) a node must
@@ -45,6 +49,118 @@ pub struct ClusterMetrics {
     pub last_reply: Time,
     /// Listings of the journal (fence rounds and tailing).
     pub journal_lists: u64,
+}
+
+/// A fixed cluster workload: groups of commands from one client, each command to a
+/// named node; the commands of a group at once, each group once every command of the
+/// one before is answered (or cut off by its node's crash). No fault but the one of
+/// [`RunOptions::store_fault_at`], if any.
+#[derive(Clone, Debug)]
+pub struct ClusterScript {
+    /// Its name.
+    pub name: &'static str,
+    /// Nodes sharing the store.
+    pub nodes: u32,
+    /// The groups: (node, command).
+    pub groups: Vec<Vec<(usize, Command)>>,
+    /// Compaction threshold of every node (0: never), as [`ClusterParams::compact_after_entries`].
+    pub compact_after_entries: u64,
+}
+
+/// One-way latency of every store operation in a scripted run, in microseconds.
+const SCRIPT_LATENCY_US: u64 = 100;
+/// How long a scripted client waits before it looks again whether it may send.
+const SCRIPT_THINK_US: u64 = 100;
+
+impl ClusterScript {
+    /// Fault-free parameters that run this script: a fixed latency, so operations reach
+    /// the store in the order they are issued and every run repeats the same schedule;
+    /// timeouts short enough that a run with one stays short; and tailing and the
+    /// reconciler every few milliseconds, so that they run during the workload and their
+    /// operations are struck too.
+    pub fn params(&self) -> (SwarmParams, ClusterParams) {
+        let cluster = ClusterParams {
+            nodes: self.nodes,
+            latency_us: (SCRIPT_LATENCY_US, SCRIPT_LATENCY_US),
+            slow: 0.0,
+            error: 0.0,
+            timeout: 0.0,
+            timeout_us: 20_000,
+            cut_every_us: 0,
+            cut_for_us: (0, 0),
+            crash_every_us: 0,
+            targeted_crash: 0.0,
+            down_for_us: (5_000, 5_000),
+            tail_every_ms: 5,
+            reconcile_every_ms: 5,
+            list_limit: 1_000,
+            compact_after_entries: self.compact_after_entries,
+            request_timeout_ms: 0,
+        };
+        let mut p = SwarmParams::draw(0);
+        p.clients = 1;
+        p.depth = u32::MAX;
+        p.commands = self.groups.iter().map(Vec::len).sum::<usize>() as u32;
+        p.think_us = SCRIPT_THINK_US;
+        p.cluster = Some(cluster.clone());
+        (p, cluster)
+    }
+}
+
+/// The one fault [`RunOptions::store_fault_at`] injects into the store operation it
+/// names: the k-th to reach the store, counting every node's operations from 1 in the
+/// order they arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreFault {
+    /// The node that issued it crashes right after the store carried it out.
+    CrashAfter,
+    /// That node crashes right before it reaches the store: it never happens.
+    CrashBefore,
+    /// It times out, its outcome unknown to the node; a write landed at once.
+    TimeoutLanded,
+    /// It times out; a write never lands.
+    TimeoutLost,
+    /// It times out; a write lands once the node has heard the outcome is unknown and
+    /// had time for one round trip (to read the key back), before a retry arrives.
+    TimeoutLandsLate,
+    /// It times out; a write lands long after, once the node has retried and the run
+    /// has moved on ([`LANDS_LAST_US`] after it arrived).
+    TimeoutLandsLast,
+    /// The store fails it: nothing happens.
+    Fail,
+}
+
+/// How long after it arrived a write of [`StoreFault::TimeoutLandsLast`] lands.
+pub const LANDS_LAST_US: u64 = 1_000_000;
+
+impl StoreFault {
+    /// Every fault.
+    pub const ALL: [StoreFault; 7] = [
+        StoreFault::CrashAfter,
+        StoreFault::CrashBefore,
+        StoreFault::TimeoutLanded,
+        StoreFault::TimeoutLost,
+        StoreFault::TimeoutLandsLate,
+        StoreFault::TimeoutLandsLast,
+        StoreFault::Fail,
+    ];
+
+    /// Whether the fault makes a state of its own for a write (`write`) or a read: a
+    /// read has nothing to land, and crashing before it or after it is the same.
+    pub fn applies(self, write: bool) -> bool {
+        write || matches!(self, StoreFault::CrashAfter | StoreFault::TimeoutLost | StoreFault::Fail)
+    }
+}
+
+/// The store operations of a run kept with its trace, in the order they reached the
+/// store (the numbering of [`RunOptions::store_fault_at`]): for each, whether it is a
+/// write (a create or a delete).
+pub fn arrived_ops(trace: &[TraceLine]) -> Vec<bool> {
+    trace
+        .iter()
+        .filter(|l| l.kind == "store")
+        .map(|l| matches!(l.detail.split_whitespace().nth(3), Some("create" | "delete")))
+        .collect()
 }
 
 /// What happens to one store operation.
@@ -132,6 +248,12 @@ struct Sim {
     slots: Vec<Slot>,
     boots: u64,
     workload: Workload,
+    /// A scripted run's groups not yet sent (then no random faults).
+    script: Option<VecDeque<Vec<(usize, Command)>>>,
+    /// The fault to inject, and the number of the operation it strikes.
+    fault_at: Option<(u64, StoreFault)>,
+    /// Operations that reached the store so far.
+    arrivals: u64,
     outstanding: Vec<u32>,
     next_request: u64,
     chaos: bool,
@@ -168,6 +290,9 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
     let mut sim = Sim {
         now: Time::ZERO,
         workload: Workload::new(opts.seed, &params),
+        script: opts.cluster_script.as_ref().map(|s| s.groups.iter().cloned().collect()),
+        fault_at: opts.store_fault_at,
+        arrivals: 0,
         config,
         rng: SimRng::fork(opts.seed, "cluster-scheduler"),
         queue: BTreeMap::new(),
@@ -334,7 +459,7 @@ impl Sim {
             }
             self.measure_fanout();
             let too_long = self.now > Time::from_millis(CHAOS_LIMIT_MS);
-            if self.chaos && !chaos_end_scheduled && (self.workload.exhausted() || too_long) {
+            if self.chaos && !chaos_end_scheduled && (self.workload_done() || too_long) {
                 chaos_end_scheduled = true;
                 self.schedule(self.now, Ev::EndChaos);
             }
@@ -371,6 +496,14 @@ impl Sim {
             if let Some(at) = self.fanout.remove(&topic) {
                 self.metrics.fanout_us.push(self.now.as_micros() - at.as_micros());
             }
+        }
+    }
+
+    /// Every command has been sent (or handed out by the seed's workload).
+    fn workload_done(&self) -> bool {
+        match &self.script {
+            Some(groups) => groups.is_empty(),
+            None => self.workload.exhausted(),
         }
     }
 
@@ -417,11 +550,22 @@ impl Sim {
                 if self.slots[node].life != life {
                     return;
                 }
-                self.slots[node].wakes.remove(&at);
                 if let Some(n) = self.slots[node].node.as_mut() {
                     if n.poll_timeout().is_some_and(|due| due <= self.now) {
                         n.handle_timeout(self.now);
                     }
+                }
+                // A node that leaves a deadline due once woken at it would spin in a real
+                // runtime: it is flagged, and not woken at that deadline again (that would
+                // repeat this instant forever).
+                let slot = &mut self.slots[node];
+                if slot.node.as_ref().and_then(Node::poll_timeout).is_none_or(|due| due > self.now) {
+                    slot.wakes.remove(&at);
+                } else {
+                    self.flag(
+                        Checker::Liveness,
+                        format!("node {node} still asks to be woken at {at} once woken then: it would spin"),
+                    );
                 }
                 self.drain(node);
             }
@@ -530,7 +674,28 @@ impl Sim {
             let result = Err(StoreError::Unknown("cut off from the store".into()));
             return self.schedule(self.now.plus_micros(self.cp.timeout_us), Ev::Answer { node, life, id, result });
         }
-        self.trace.record(self.now, "store", format!("node {node} #{} {} ({fate:?})", id.0, render_op(&op)));
+        self.arrivals += 1;
+        let injected = self.fault_at.filter(|(k, _)| *k == self.arrivals).map(|(_, f)| f);
+        let fate = match injected {
+            None => fate,
+            Some(StoreFault::CrashAfter | StoreFault::CrashBefore) => Fate::Normal,
+            Some(StoreFault::TimeoutLanded) => Fate::Timeout(Some(0)),
+            Some(StoreFault::TimeoutLost) => Fate::Timeout(None),
+            Some(StoreFault::TimeoutLandsLate) => Fate::Timeout(Some(self.cp.timeout_us + 2 * self.cp.latency_us.1)),
+            Some(StoreFault::TimeoutLandsLast) => Fate::Timeout(Some(LANDS_LAST_US)),
+            Some(StoreFault::Fail) => Fate::Fail,
+        };
+        let fault = injected.map(|f| format!(", injected {f:?}")).unwrap_or_default();
+        self.trace.record(self.now, "store", format!("node {node} #{} {} ({fate:?}{fault})", id.0, render_op(&op)));
+        if let Some(crash @ (StoreFault::CrashAfter | StoreFault::CrashBefore)) = injected {
+            if crash == StoreFault::CrashAfter {
+                self.store.apply(self.now, &op, &mut self.violations);
+            }
+            if self.slots[node].life == life {
+                self.crash(node, &format!("injected {crash:?} store operation {}", self.arrivals));
+            }
+            return;
+        }
         let result = match fate {
             Fate::Normal => Ok(self.store.apply(self.now, &op, &mut self.violations)),
             Fate::Fail => {
@@ -566,7 +731,7 @@ impl Sim {
     }
 
     fn fate(&mut self, op: &StoreOp) -> Fate {
-        if !self.chaos {
+        if !self.chaos || self.script.is_some() {
             return Fate::Normal;
         }
         if self.rng.chance(self.cp.error) {
@@ -617,8 +782,11 @@ impl Sim {
     }
 
     fn client_wake(&mut self, c: usize) {
-        if !self.chaos || self.workload.exhausted() {
+        if !self.chaos || self.workload_done() {
             return;
+        }
+        if self.script.is_some() {
+            return self.script_wake(c);
         }
         let think = self.rng.between(1, 2 * self.params.think_us);
         self.schedule(self.now.plus_micros(think), Ev::ClientWake(c));
@@ -626,22 +794,37 @@ impl Sim {
             let up: Vec<usize> = (0..self.slots.len()).filter(|n| self.slots[*n].node.is_some()).collect();
             let Some(&n) = self.rng.pick(&up) else { return };
             let Some(command) = self.workload.next_command(self.outstanding[c] == 0) else { return };
-            let request = RequestId(self.next_request);
-            self.next_request += 1;
-            self.outstanding[c] += 1;
-            self.stats.commands += 1;
-            self.trace.record(
-                self.now,
-                "command",
-                format!("req{} c{c} node {n} {}", request.0, render_command(&command)),
-            );
-            self.history.invoked(self.now, request, n, Rc::new(command.clone()));
-            self.slots[n].requests.insert(request, c);
-            if let Some(node) = self.slots[n].node.as_mut() {
-                node.handle_command(self.now, request, command);
-            }
-            self.drain(n);
+            self.send(c, n, command);
         }
+    }
+
+    /// A scripted client sends its next group once every command of the one before is
+    /// answered or cut off, and every node the group names is up.
+    fn script_wake(&mut self, c: usize) {
+        let Some(groups) = self.script.as_mut() else { return };
+        let ready = self.outstanding[c] == 0
+            && groups.front().is_some_and(|g| g.iter().all(|(n, _)| self.slots[*n].node.is_some()));
+        if let Some(group) = ready.then(|| groups.pop_front()).flatten() {
+            for (n, command) in group {
+                self.send(c, n, command);
+            }
+        }
+        self.schedule(self.now.plus_micros(self.params.think_us), Ev::ClientWake(c));
+    }
+
+    /// Client `c` sends `command` to node `n`.
+    fn send(&mut self, c: usize, n: usize, command: Command) {
+        let request = RequestId(self.next_request);
+        self.next_request += 1;
+        self.outstanding[c] += 1;
+        self.stats.commands += 1;
+        self.trace.record(self.now, "command", format!("req{} c{c} node {n} {}", request.0, render_command(&command)));
+        self.history.invoked(self.now, request, n, Rc::new(command.clone()));
+        self.slots[n].requests.insert(request, c);
+        if let Some(node) = self.slots[n].node.as_mut() {
+            node.handle_command(self.now, request, command);
+        }
+        self.drain(n);
     }
 
     fn reply(&mut self, n: usize, request: RequestId, reply: Result<Reply, BrokerError>) {
@@ -737,6 +920,10 @@ impl Sim {
             self.violations.push(Violation { checker, at, detail });
         }
         if !self.quiescent() {
+            if self.script.is_some() {
+                let detail = "the scripted run never quiesced: the final read-back and reconciliation could not run";
+                self.flag(Checker::Liveness, detail.into());
+            }
             return;
         }
         self.read_back();
