@@ -253,6 +253,25 @@ struct Sim {
     journal_lost_to_rot: Option<Time>,
 }
 
+/// The core's configuration a seed's parameters give, with `bug` planted (one broker
+/// and every cluster node alike).
+pub fn core_config(params: &SwarmParams, bug: Option<broker_core::planted::Bug>) -> Config {
+    let mut config = Config {
+        compaction_min_records: params.compaction_min_records,
+        compaction_ratio: 2,
+        removal_concurrency: params.removal_concurrency,
+        max_partitions: 16,
+        max_batch_bytes: params.batch_limit,
+        max_fetch_bytes: params.batch_limit,
+        max_record_bytes: params.record_limit,
+        ..Config::default()
+    };
+    if let Some(bug) = bug {
+        config.bugs = broker_core::planted::PlantedBugs::only(bug);
+    }
+    config
+}
+
 /// Runs one seed to the end and checks it.
 pub fn run(opts: &RunOptions) -> RunReport {
     if let Some(script) = &opts.cluster_script {
@@ -283,19 +302,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         ..DiskFaults::default()
     };
     let disk = SimDisk::with_faults(SimRng::fork(opts.seed, "disk").u64(), faults);
-    let mut config = Config {
-        compaction_min_records: params.compaction_min_records,
-        compaction_ratio: 2,
-        removal_concurrency: params.removal_concurrency,
-        max_partitions: 16,
-        max_batch_bytes: params.batch_limit,
-        max_fetch_bytes: params.batch_limit,
-        max_record_bytes: params.record_limit,
-        ..Config::default()
-    };
-    if let Some(bug) = opts.bug {
-        config.bugs = broker_core::planted::PlantedBugs::only(bug);
-    }
+    let config = core_config(&params, opts.bug);
     let clients = params.clients as usize;
     let checkers = Checkers::new(config.removal_concurrency);
     let mut sim = Sim {

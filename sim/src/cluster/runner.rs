@@ -275,16 +275,7 @@ struct Sim {
 
 /// Runs one cluster seed to the end and checks it.
 pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunReport {
-    let mut config = Config {
-        max_partitions: 16,
-        max_batch_bytes: params.batch_limit,
-        max_fetch_bytes: params.batch_limit,
-        max_record_bytes: params.record_limit,
-        ..Config::default()
-    };
-    if let Some(bug) = opts.bug {
-        config.bugs = broker_core::planted::PlantedBugs::only(bug);
-    }
+    let config = crate::runner::core_config(&params, opts.bug);
     let clients = params.clients as usize;
     let nodes = cp.nodes as usize;
     let mut sim = Sim {
