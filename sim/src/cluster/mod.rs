@@ -6,12 +6,14 @@
 //! - [`store`]: the simulated store and the record of what it ever held;
 //! - [`history`]: every command, its node, and when it was invoked and answered;
 //! - [`lifecycle`]: the linearizable-lifecycle checker over that history;
-//! - [`runner`]: the run itself, and the checks at its end.
+//! - [`runner`]: the run itself, and the checks at its end;
+//! - [`script`]: fixed workloads and the one store fault the exhaustive mode injects.
 
 pub mod history;
 pub mod lifecycle;
 pub mod params;
 pub mod runner;
+pub mod script;
 pub mod store;
 
 pub use params::ClusterParams;

@@ -13,25 +13,28 @@
 //! at one store operation: the exhaustive mode (`broker-sim exhaust`) runs both.
 
 use crate::cluster::history::History;
-use crate::cluster::lifecycle;
 use crate::cluster::params::ClusterParams;
+pub use crate::cluster::script::{arrived_ops, ClusterScript, StoreFault, LANDS_LAST_US};
 use crate::cluster::store::SimStore;
 use crate::rng::SimRng;
 use crate::runner::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
 use crate::swarm::SwarmParams;
-use crate::trace::{render_command, render_reply, Trace, TraceLine};
+use crate::trace::{render_command, render_reply, Trace};
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
-use broker_core::cluster::keys::{parse_journal_key, parse_segment_key};
+use broker_core::cluster::keys::parse_segment_key;
 use broker_core::cluster::node::{Node, NodeEffect, NodeOptions, StoreOpId};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use broker_core::{BrokerError, Command, Config, Reply, RequestId, Time, TopicId};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 
+mod final_checks;
+
 /// How long after it can reach the store again (or after it restarts) a node must
-/// have read every journal entry that existed then: this, plus [`Sim::page_allowance`]
-/// for each page of entries it has to list and read.
+/// have read every journal entry that existed then: this, plus for each page of entries
+/// it has to list and read, four one-way trips at the seed's longest latency and one
+/// timeout.
 pub const HEAL_BOUND_MS: u64 = 30_000;
 
 /// What a cluster run measured, in simulated time (for the benchmark).
@@ -49,118 +52,6 @@ pub struct ClusterMetrics {
     pub last_reply: Time,
     /// Listings of the journal (fence rounds and tailing).
     pub journal_lists: u64,
-}
-
-/// A fixed cluster workload: groups of commands from one client, each command to a
-/// named node; the commands of a group at once, each group once every command of the
-/// one before is answered (or cut off by its node's crash). No fault but the one of
-/// [`RunOptions::store_fault_at`], if any.
-#[derive(Clone, Debug)]
-pub struct ClusterScript {
-    /// Its name.
-    pub name: &'static str,
-    /// Nodes sharing the store.
-    pub nodes: u32,
-    /// The groups: (node, command).
-    pub groups: Vec<Vec<(usize, Command)>>,
-    /// Compaction threshold of every node (0: never), as [`ClusterParams::compact_after_entries`].
-    pub compact_after_entries: u64,
-}
-
-/// One-way latency of every store operation in a scripted run, in microseconds.
-const SCRIPT_LATENCY_US: u64 = 100;
-/// How long a scripted client waits before it looks again whether it may send.
-const SCRIPT_THINK_US: u64 = 100;
-
-impl ClusterScript {
-    /// Fault-free parameters that run this script: a fixed latency, so operations reach
-    /// the store in the order they are issued and every run repeats the same schedule;
-    /// timeouts short enough that a run with one stays short; and tailing and the
-    /// reconciler every few milliseconds, so that they run during the workload and their
-    /// operations are struck too.
-    pub fn params(&self) -> (SwarmParams, ClusterParams) {
-        let cluster = ClusterParams {
-            nodes: self.nodes,
-            latency_us: (SCRIPT_LATENCY_US, SCRIPT_LATENCY_US),
-            slow: 0.0,
-            error: 0.0,
-            timeout: 0.0,
-            timeout_us: 20_000,
-            cut_every_us: 0,
-            cut_for_us: (0, 0),
-            crash_every_us: 0,
-            targeted_crash: 0.0,
-            down_for_us: (5_000, 5_000),
-            tail_every_ms: 5,
-            reconcile_every_ms: 5,
-            list_limit: 1_000,
-            compact_after_entries: self.compact_after_entries,
-            request_timeout_ms: 0,
-        };
-        let mut p = SwarmParams::draw(0);
-        p.clients = 1;
-        p.depth = u32::MAX;
-        p.commands = self.groups.iter().map(Vec::len).sum::<usize>() as u32;
-        p.think_us = SCRIPT_THINK_US;
-        p.cluster = Some(cluster.clone());
-        (p, cluster)
-    }
-}
-
-/// The one fault [`RunOptions::store_fault_at`] injects into the store operation it
-/// names: the k-th to reach the store, counting every node's operations from 1 in the
-/// order they arrive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StoreFault {
-    /// The node that issued it crashes right after the store carried it out.
-    CrashAfter,
-    /// That node crashes right before it reaches the store: it never happens.
-    CrashBefore,
-    /// It times out, its outcome unknown to the node; a write landed at once.
-    TimeoutLanded,
-    /// It times out; a write never lands.
-    TimeoutLost,
-    /// It times out; a write lands once the node has heard the outcome is unknown and
-    /// had time for one round trip (to read the key back), before a retry arrives.
-    TimeoutLandsLate,
-    /// It times out; a write lands long after, once the node has retried and the run
-    /// has moved on ([`LANDS_LAST_US`] after it arrived).
-    TimeoutLandsLast,
-    /// The store fails it: nothing happens.
-    Fail,
-}
-
-/// How long after it arrived a write of [`StoreFault::TimeoutLandsLast`] lands.
-pub const LANDS_LAST_US: u64 = 1_000_000;
-
-impl StoreFault {
-    /// Every fault.
-    pub const ALL: [StoreFault; 7] = [
-        StoreFault::CrashAfter,
-        StoreFault::CrashBefore,
-        StoreFault::TimeoutLanded,
-        StoreFault::TimeoutLost,
-        StoreFault::TimeoutLandsLate,
-        StoreFault::TimeoutLandsLast,
-        StoreFault::Fail,
-    ];
-
-    /// Whether the fault makes a state of its own for a write (`write`) or a read: a
-    /// read has nothing to land, and crashing before it or after it is the same.
-    pub fn applies(self, write: bool) -> bool {
-        write || matches!(self, StoreFault::CrashAfter | StoreFault::TimeoutLost | StoreFault::Fail)
-    }
-}
-
-/// The store operations of a run kept with its trace, in the order they reached the
-/// store (the numbering of [`RunOptions::store_fault_at`]): for each, whether it is a
-/// write (a create or a delete).
-pub fn arrived_ops(trace: &[TraceLine]) -> Vec<bool> {
-    trace
-        .iter()
-        .filter(|l| l.kind == "store")
-        .map(|l| matches!(l.detail.split_whitespace().nth(3), Some("create" | "delete")))
-        .collect()
 }
 
 /// What happens to one store operation.
@@ -846,154 +737,6 @@ impl Sim {
         self.metrics.last_reply = self.now;
         if !self.history.answered(self.now, request, reply) {
             self.flag(Checker::EveryRequestAnswered, format!("node {n} answered req{} twice, or unasked", request.0));
-        }
-    }
-
-    /// Runs one command on node `n` to its reply, with the store answering at once and
-    /// without faults (for the final checks).
-    fn sync(&mut self, n: usize, command: Command) -> Option<Result<Reply, BrokerError>> {
-        let request = RequestId(self.next_request);
-        self.next_request += 1;
-        let now = self.now;
-        let node = self.slots[n].node.as_mut()?;
-        node.handle_command(now, request, command);
-        Self::settle_node(node, now, &mut self.store, &mut self.violations, Some(request))
-    }
-
-    fn settle_node(
-        node: &mut Node,
-        now: Time,
-        store: &mut SimStore,
-        violations: &mut Vec<Violation>,
-        request: Option<RequestId>,
-    ) -> Option<Result<Reply, BrokerError>> {
-        let mut answer = None;
-        let mut now = now;
-        for _ in 0..1_000_000 {
-            match node.poll_effect() {
-                Some(NodeEffect::Store { id, op }) => {
-                    let output = store.apply(now, &op, violations);
-                    node.handle_store(now, id, Ok(output));
-                }
-                Some(NodeEffect::Reply { request: r, reply }) if Some(r) == request => answer = Some(reply),
-                Some(NodeEffect::Reply { .. }) => {}
-                // An operation that failed before the run settled waits for its backoff.
-                None => match node.poll_timeout() {
-                    Some(at) if answer.is_none() && request.is_some() => {
-                        now = now.max(at);
-                        node.handle_timeout(now);
-                    }
-                    _ => break,
-                },
-            }
-        }
-        answer
-    }
-
-    fn final_checks(&mut self) {
-        for (id, t) in self.store.truth.deleting().map(|(id, t)| (id, t.name.clone())).collect::<Vec<_>>() {
-            self.flag(
-                Checker::Liveness,
-                format!("the deletion of {t:?} ({id}) never completed, {LIVENESS_BOUND_MS} ms after faults stopped"),
-            );
-        }
-        let unanswered: Vec<(RequestId, usize)> = self
-            .history
-            .calls
-            .iter()
-            .filter(|(_, c)| c.answer.is_none() && !c.cut_off)
-            .map(|(r, c)| (*r, c.node))
-            .collect();
-        for (r, n) in unanswered {
-            self.flag(Checker::EveryRequestAnswered, format!("req{} to node {n} was never answered", r.0));
-        }
-        for (at, checker, detail) in lifecycle::judge(&self.history, &self.store) {
-            self.violations.push(Violation { checker, at, detail });
-        }
-        if !self.quiescent() {
-            if self.script.is_some() {
-                let detail = "the scripted run never quiesced: the final read-back and reconciliation could not run";
-                self.flag(Checker::Liveness, detail.into());
-            }
-            return;
-        }
-        self.read_back();
-        self.reconcile_once();
-    }
-
-    /// Every node, fenced, holds the journal's catalog and serves every record ever
-    /// written to a live topic, at its offset.
-    fn read_back(&mut self) {
-        let live: Vec<(String, TopicId, u32)> =
-            self.store.truth.live_topics().map(|(n, id, t)| (n.to_string(), id, t.partitions)).collect();
-        for n in 0..self.slots.len() {
-            self.sync(n, Command::ListTopics);
-            let same = self.slots[n].node.as_ref().is_some_and(|node| node.catalog() == &self.store.truth);
-            if !same {
-                self.flag(Checker::OneLiveIncarnation, format!("node {n}, fenced at the end, holds another catalog"));
-                continue;
-            }
-            for (name, topic, partitions) in &live {
-                for p in 0..*partitions {
-                    let end = self.store.end(*topic, p);
-                    let mut offset = 0;
-                    while offset < end {
-                        let max_records = self.config.max_fetch_records;
-                        let fetch = Command::Fetch { topic: name.clone(), partition: p, offset, max_records };
-                        let got = self.sync(n, fetch);
-                        let Some(Ok(Reply::Fetched { topic: t, records, high_watermark })) = got else {
-                            self.flag(
-                                Checker::AckedReadableEverywhere,
-                                format!("node {n}: fetch of {name:?}/{p}@{offset} answered {got:?}"),
-                            );
-                            break;
-                        };
-                        let wrong =
-                            records.iter().find(|r| self.store.value_at(*topic, p, r.offset) != Some(&r.value[..]));
-                        if t != *topic || high_watermark != end || records.is_empty() || wrong.is_some() {
-                            let first = records.first().map(|r| r.offset);
-                            self.flag(
-                                Checker::AckedReadableEverywhere,
-                                format!(
-                                    "node {n}: {name:?}/{p}@{offset} ({topic}, written to {end}) served {t} with {} \
-                                     records from {first:?}, high watermark {high_watermark}{}",
-                                    records.len(),
-                                    if wrong.is_some() { ", one of them never written there" } else { "" }
-                                ),
-                            );
-                            break;
-                        }
-                        offset += records.len() as u64;
-                    }
-                }
-            }
-        }
-    }
-
-    /// One reconciliation by a fresh node leaves segments of live incarnations only,
-    /// and the journal holds nothing it cannot read.
-    fn reconcile_once(&mut self) {
-        let mut options = self.options(self.slots.len());
-        options.reconcile_every_ms = 1;
-        options.tail_every_ms = 0;
-        let mut auditor = Node::new(options);
-        let request = RequestId(self.next_request);
-        self.next_request += 1;
-        auditor.handle_command(self.now, request, Command::ListTopics);
-        Self::settle_node(&mut auditor, self.now, &mut self.store, &mut self.violations, Some(request));
-        auditor.handle_timeout(self.now.plus_millis(2));
-        Self::settle_node(&mut auditor, self.now, &mut self.store, &mut self.violations, None);
-        self.stats.orphans_removed = auditor.orphans_removed();
-        let live: BTreeSet<TopicId> = self.store.truth.live_topics().map(|(_, id, _)| id).collect();
-        let keys: Vec<String> = self.store.objects.keys().map(str::to_string).collect();
-        for key in keys {
-            if let Some((topic, _, _)) = parse_segment_key(&key) {
-                if !live.contains(&topic) {
-                    self.flag(Checker::NoOrphans, format!("segment {key} of {topic} left after a reconciliation"));
-                }
-            } else if parse_journal_key(&key).is_none() && !key.starts_with("s/") {
-                self.flag(Checker::NoOrphans, format!("{key} is no key of the layout"));
-            }
         }
     }
 }
