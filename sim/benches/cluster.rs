@@ -42,22 +42,10 @@ fn params(seed: u64, nodes: u32, tail_every_ms: u64) -> SwarmParams {
         big_batch: 0.0,
         think_us: 2_000,
         cluster: Some(ClusterParams {
-            nodes,
-            latency_us: (5_000, 20_000),
-            slow: 0.0,
-            error: 0.0,
-            timeout: 0.0,
-            timeout_us: 2_000_000,
-            cut_every_us: 0,
-            cut_for_us: (0, 0),
-            crash_every_us: 0,
-            targeted_crash: 0.0,
-            down_for_us: (0, 0),
             tail_every_ms,
-            reconcile_every_ms: 2_000,
-            list_limit: 1_000,
             compact_after_entries: 200,
             request_timeout_ms: 30_000,
+            ..ClusterParams::fault_free(nodes, (5_000, 20_000))
         }),
         ..p
     }

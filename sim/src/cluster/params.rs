@@ -81,6 +81,29 @@ impl ClusterParams {
         })
     }
 
+    /// `nodes` over a store `latency_us` away each way that never fails, with no cuts
+    /// and no crashes; the timers and limits are the caller's to set.
+    pub fn fault_free(nodes: u32, latency_us: (u64, u64)) -> ClusterParams {
+        ClusterParams {
+            nodes,
+            latency_us,
+            slow: 0.0,
+            error: 0.0,
+            timeout: 0.0,
+            timeout_us: 2_000_000,
+            cut_every_us: 0,
+            cut_for_us: (0, 0),
+            crash_every_us: 0,
+            targeted_crash: 0.0,
+            down_for_us: (0, 0),
+            tail_every_ms: 100,
+            reconcile_every_ms: 2_000,
+            list_limit: 1_000,
+            compact_after_entries: 0,
+            request_timeout_ms: 0,
+        }
+    }
+
     /// Whether the store or the nodes misbehave at all.
     pub fn has_faults(&self) -> bool {
         self.slow + self.error + self.timeout + self.targeted_crash > 0.0

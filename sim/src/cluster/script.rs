@@ -35,22 +35,12 @@ impl ClusterScript {
     /// operations are struck too.
     pub fn params(&self) -> (SwarmParams, ClusterParams) {
         let cluster = ClusterParams {
-            nodes: self.nodes,
-            latency_us: (SCRIPT_LATENCY_US, SCRIPT_LATENCY_US),
-            slow: 0.0,
-            error: 0.0,
-            timeout: 0.0,
             timeout_us: 20_000,
-            cut_every_us: 0,
-            cut_for_us: (0, 0),
-            crash_every_us: 0,
-            targeted_crash: 0.0,
             down_for_us: (5_000, 5_000),
             tail_every_ms: 5,
             reconcile_every_ms: 5,
-            list_limit: 1_000,
             compact_after_entries: self.compact_after_entries,
-            request_timeout_ms: 0,
+            ..ClusterParams::fault_free(self.nodes, (SCRIPT_LATENCY_US, SCRIPT_LATENCY_US))
         };
         let mut p = SwarmParams::draw(0);
         p.clients = 1;
