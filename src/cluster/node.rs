@@ -430,6 +430,20 @@ impl Node {
         }
     }
 
+    /// Whether the node has nothing under way: no store operation in flight or waiting
+    /// for its retry, no fence round, and no command, append or removal unfinished
+    /// (timers for tailing and the reconciler aside).
+    pub fn idle(&self) -> bool {
+        self.ops.is_empty()
+            && self.retries.is_empty()
+            && self.round.is_none()
+            && self.waiting.is_empty()
+            && self.work.is_empty()
+            && self.appends.is_empty()
+            && self.appending.is_none()
+            && self.removing.is_none()
+    }
+
     /// How many orphan segments the reconciler has deleted in this life of the node.
     pub fn orphans_removed(&self) -> u64 {
         self.orphans_removed

@@ -390,11 +390,15 @@ impl Sim {
     }
 
     /// Faults are over, every request is answered, every deletion complete, no store
-    /// operation in flight, and every node has read what its heal checks ask.
+    /// operation in flight, every node idle (a write whose client heard an unknown
+    /// outcome may still be retried), and every node has read what its heal checks ask.
     fn quiescent(&self) -> bool {
         self.store_pending == 0
             && self.heal_checks.values().all(|c| self.behind(c).is_none())
-            && self.slots.iter().all(|s| s.node.is_some() && s.requests.is_empty() && s.cut_until.is_none())
+            && self
+                .slots
+                .iter()
+                .all(|s| s.node.as_ref().is_some_and(Node::idle) && s.requests.is_empty() && s.cut_until.is_none())
             && self.store.truth.deleting().next().is_none()
     }
 
