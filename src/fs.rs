@@ -33,10 +33,37 @@ pub trait FileSystem {
     /// Every file name in the directory, sorted.
     fn list(&mut self) -> Result<Vec<String>, StorageError>;
 
+    /// Grows the file to at least `len` bytes with its space allocated (as `fallocate`
+    /// does), so that writes below `len` need no more space. A file already as long is
+    /// left as it is.
+    ///
+    /// Like a write, it may fail after allocating part of the space, the file grown by
+    /// that part: a caller that wants all or nothing cuts the file back to its old length.
+    /// The default writes zeros from the file's end, which holds the space on most file
+    /// systems but not on those that compress or deduplicate zeros; an implementation
+    /// that can allocate should override it.
+    fn allocate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        grow_with_zeros(self, name, len)
+    }
+
     /// Reads the whole file.
     fn read_all(&mut self, name: &str) -> Result<Vec<u8>, StorageError> {
         let len = self.len(name)?;
         let len = usize::try_from(len).map_err(|_| StorageError::Io(format!("{name} is too large to read")))?;
         self.read_at(name, 0, len)
     }
+}
+
+/// Grows `name` to `len` bytes by writing zeros from its end, 64 KiB at a time (what
+/// [`FileSystem::allocate`] does unless an implementation allocates another way).
+pub fn grow_with_zeros<F: FileSystem + ?Sized>(fs: &mut F, name: &str, len: u64) -> Result<(), StorageError> {
+    const CHUNK: u64 = 64 << 10;
+    let mut at = fs.len(name)?;
+    let zeros = vec![0u8; len.saturating_sub(at).min(CHUNK) as usize];
+    while at < len {
+        let n = (len - at).min(CHUNK);
+        fs.write_at(name, at, &zeros[..n as usize])?;
+        at += n;
+    }
+    Ok(())
 }

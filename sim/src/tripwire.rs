@@ -110,6 +110,10 @@ impl<F: FileSystem> FileSystem for Tripwire<F> {
         self.enter()?;
         self.inner.truncate(name, len)
     }
+    fn allocate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        self.enter()?;
+        self.inner.allocate(name, len)
+    }
     fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
         self.enter()?;
         let r = self.inner.sync_file(name);

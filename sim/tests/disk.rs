@@ -54,6 +54,10 @@ impl FileSystem for Recording {
         let r = self.disk.truncate(name, len);
         self.record(r)
     }
+    fn allocate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        let r = self.disk.allocate(name, len);
+        self.record(r)
+    }
     fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
         let r = self.disk.sync_file(name);
         self.record(r)

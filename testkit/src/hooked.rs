@@ -44,6 +44,10 @@ pub trait Hooks<F: FileSystem> {
     fn truncate(&mut self, fs: &mut F, name: &str, len: u64) -> Result<(), StorageError> {
         fs.truncate(name, len)
     }
+    /// [`FileSystem::allocate`].
+    fn allocate(&mut self, fs: &mut F, name: &str, len: u64) -> Result<(), StorageError> {
+        fs.allocate(name, len)
+    }
     /// [`FileSystem::sync_file`].
     fn sync_file(&mut self, fs: &mut F, name: &str) -> Result<(), StorageError> {
         fs.sync_file(name)
@@ -90,6 +94,9 @@ impl<F: FileSystem, H: Hooks<F>> FileSystem for Hooked<F, H> {
     }
     fn truncate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
         self.hooks.truncate(&mut self.fs, name, len)
+    }
+    fn allocate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        self.hooks.allocate(&mut self.fs, name, len)
     }
     fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
         self.hooks.sync_file(&mut self.fs, name)

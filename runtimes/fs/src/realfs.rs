@@ -386,6 +386,28 @@ impl FileSystem for RealFs {
         f.file.set_len(len).map_err(|e| map_err(name, "truncate", &e))
     }
 
+    /// `fallocate(2)` on Linux, which holds the space even where zeros would be
+    /// compressed; elsewhere, or where the file system cannot allocate, zeros written
+    /// from the end. Either may fail after taking part of the space (ext4 keeps what
+    /// it allocated): the caller cuts the file back.
+    fn allocate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        let f = self.file(name, true, false)?;
+        f.dirty = true;
+        #[cfg(target_os = "linux")]
+        {
+            let have = f.file.metadata().map_err(|e| map_err(name, "stat", &e))?.len();
+            if have >= len {
+                return Ok(());
+            }
+            match rustix::fs::fallocate(&f.file, rustix::fs::FallocateFlags::empty(), 0, len) {
+                Ok(()) => return Ok(()),
+                Err(rustix::io::Errno::OPNOTSUPP) => {}
+                Err(e) => return Err(map_err(name, "fallocate", &e.into())),
+            }
+        }
+        broker_core::fs::grow_with_zeros(self, name, len)
+    }
+
     fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
         self.check_identity(name)?;
         if let Some(e) = self.failed_syncs.remove(name) {
