@@ -52,6 +52,7 @@ pub fn params_from_bytes(data: &[u8]) -> (u64, SwarmParams) {
         p.targeted_crash = b.rate(0.5);
         p.halt_loses_cache = b.rate(1.0);
         p.crash_every_us = u64::from(b.u8()) * 1_000;
+        p.read_only_after_error = b.rate(0.2);
     }
     if flags & 2 != 0 {
         p.grace_choices = vec![0, u64::from(b.u8()), u64::from(b.u8()) * 4];

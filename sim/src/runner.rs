@@ -87,6 +87,7 @@ impl Script {
         p.disk_full = 0.0;
         p.fsync_failure = 0.0;
         p.bit_rot = 0.0;
+        p.read_only_after_error = 0.0;
         p.crash_every_us = 0;
         p.targeted_crash = 0.0;
         p.halt_loses_cache = 1.0;
@@ -298,6 +299,7 @@ pub fn run(opts: &RunOptions) -> RunReport {
         disk_full: params.disk_full,
         fsync_failure: params.fsync_failure,
         bit_rot: params.bit_rot,
+        read_only_after_error: params.read_only_after_error,
         capacity: params.disk_capacity,
         ..DiskFaults::default()
     };

@@ -67,6 +67,9 @@ pub struct SwarmParams {
     pub disk_full: f64,
     /// Per-fsync probability of failure, for a file with unsynced data.
     pub fsync_failure: f64,
+    /// Probability that an injected I/O error or failed fsync leaves the file system
+    /// read-only (until a crash reboots the machine, or the chaos phase ends).
+    pub read_only_after_error: f64,
     /// Per-fsync probability (of an fsync that made data durable) of latent bit rot in
     /// that file, whichever it is (a log, the journal, ...).
     pub bit_rot: f64,
@@ -137,7 +140,8 @@ impl SwarmParams {
             big_batch: *r.pick(&[0.0, 0.0, 0.02, 0.1]).unwrap_or(&0.0),
             batch_limit: *r.pick(&[4 << 10, 64 << 10, broker_core::logcodec::MAX_LOG_FRAME as u64]).unwrap_or(&0),
             record_limit: *r.pick(&[1 << 10, 1 << 20]).unwrap_or(&(1 << 20)),
-            disk_capacity: if faults && r.chance(0.3) { r.between(12 << 10, 128 << 10) } else { 0 },
+            disk_capacity: if faults && r.chance(0.3) { r.between(24 << 10, 256 << 10) } else { 0 },
+            read_only_after_error: rate(&mut r, 0.2),
             cluster: crate::cluster::ClusterParams::draw(seed, None),
         }
     }

@@ -115,7 +115,11 @@ fn a_cluster_seed_replays_with_the_same_trace_hash_and_differs_by_node_count() {
 fn fault_kinds_name_every_counter() {
     let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
     let kinds = fault_kinds(&r);
-    assert_eq!(kinds.len(), 24);
+    assert_eq!(kinds.len(), 27);
+    let names: Vec<&str> = kinds.iter().map(|(name, _)| *name).collect();
+    for disk in ["writes cut short by a full disk", "file system turned read-only", "calls refused read-only"] {
+        assert!(names.contains(&disk), "{disk} is missing from {names:?}");
+    }
 }
 
 #[test]

@@ -56,8 +56,12 @@
 //! - Renaming onto another name of the same file does nothing (POSIX); only a broken
 //!   rename can create such a second name.
 
+mod space;
+
 use crate::rng::SimRng;
 use broker_core::{FileSystem, StorageError};
+use space::Blocks;
+pub use space::BLOCK_SIZE;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The sector size of the simulated disk: the unit of torn writes and of bit rot.
@@ -78,12 +82,17 @@ pub struct DiskFaults {
     /// before a skipped one, some after it); those pieces are then ordinary unsynced writes.
     pub io_error: f64,
     /// Chance that a `write_at`, or a `create` of a new name, fails with
-    /// [`StorageError::DiskFull`], changing nothing.
+    /// [`StorageError::DiskFull`] (a quota, a thin-provisioned volume, another program
+    /// filling the disk). A write first writes a prefix of itself that ends at a block
+    /// boundary (any number of its new blocks, none included), growing the file by it,
+    /// as `write(2)` returns a short count before ENOSPC; a create changes nothing.
     pub disk_full: f64,
     /// Chance that a `sync_file` of a file with unsynced data fails (ext4/XFS
-    /// behaviour): it returns [`StorageError::Io`] and that file's unsynced data and
-    /// size changes are dropped from the durable future. They stay readable in the
-    /// live image but never become durable, and a later fsync succeeds without them.
+    /// behaviour): it returns [`StorageError::Io`] (EIO) or, as a thin-provisioned or
+    /// loop-backed volume does when its backing store is full, [`StorageError::DiskFull`]
+    /// (ENOSPC), and that file's unsynced data and size changes are dropped from the
+    /// durable future. They stay readable in the live image but never become durable,
+    /// and a later fsync succeeds without them.
     pub fsync_failure: f64,
     /// Chance, at each successful `sync_file` that made data durable, that one of that
     /// file's durable sectors goes bad (latent bit rot): any file, logs and journal alike.
@@ -97,12 +106,25 @@ pub struct DiskFaults {
     /// simulator never turns it on: the runtime contract requires an atomic rename
     /// (`ReplaceJournal`), which every file system the runtimes support provides.
     pub broken_rename: f64,
-    /// The disk's capacity in bytes (0: unbounded), counted over the live sizes of the
-    /// files the directory names. While faults are on, a write or truncate that would
-    /// grow past it, a new name or a rename on a full disk fail with
-    /// [`StorageError::DiskFull`], and an fsync of a file with unsynced data on a disk
-    /// over 90% full may fail with it too (delayed allocation finds no block), dropping
-    /// that data as a failed fsync does. The disk stays full until files shrink or go.
+    /// Chance that an injected I/O error or failed fsync also leaves the file system
+    /// read-only, as ext4 does when its journal aborts or under `errors=remount-ro`.
+    /// From then on, creating a name, writing, truncating, allocating, renaming and
+    /// removing fail with [`StorageError::PermissionDenied`], an fsync of unsynced data
+    /// fails and drops it, and reads still work (see [`SimDisk::set_read_only`] for the
+    /// two kinds). It lasts until the next crash (a reboot) or until faults are switched
+    /// off (an operator repaired the file system).
+    pub read_only_after_error: f64,
+    /// The disk's capacity in bytes (0: unbounded), counted in whole blocks of
+    /// [`BLOCK_SIZE`] over the files the live directory names, as Linux counts them: a
+    /// write allocates the blocks it touches, a `truncate` that grows a file allocates
+    /// nothing (a hole), one that cuts it frees the blocks past its end. While faults are
+    /// on, a write that needs more blocks than are free writes what fits (up to the first
+    /// block it cannot allocate), growing the file by it, then fails with
+    /// [`StorageError::DiskFull`]; a create of a new name or a rename on a full disk may
+    /// fail with it or succeed (tmpfs needs no block for either, ext4 may need a
+    /// directory block); and an fsync of a file with unsynced data on a disk over 90%
+    /// full may fail with it too (delayed allocation finds no block), dropping that data
+    /// as a failed fsync does. The disk stays full until files shrink or go.
     pub capacity: u64,
 }
 
@@ -124,6 +146,12 @@ pub struct FaultCounters {
     pub disk_full: u64,
     /// Calls failed because the disk was at its capacity ([`DiskFaults::capacity`]).
     pub out_of_space: u64,
+    /// Writes that failed for lack of space after writing part of their bytes.
+    pub short_writes: u64,
+    /// Times the file system went read-only after an error.
+    pub read_only_turns: u64,
+    /// Calls refused because the file system was read-only.
+    pub read_only_refusals: u64,
     /// Failed fsyncs (unsynced data dropped from the durable future).
     pub fsync_failures: u64,
     /// Unsynced operations dropped by failed fsyncs.
@@ -214,6 +242,21 @@ struct File {
     /// Bad sectors the live image has since rewritten whole (or cut off): live reads of
     /// them are clean, though the medium stays bad until the rewrite becomes durable.
     live_clean: BTreeSet<u64>,
+    /// The blocks the live image holds ([`DiskFaults::capacity`]).
+    blocks: Blocks,
+}
+
+/// How a file system is read-only ([`SimDisk::set_read_only`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadOnly {
+    /// Mounted read-only (`mount -o remount,ro`, or ext4's `errors=remount-ro`): no file
+    /// opens for writing, so a `create` of an existing name fails too, and so may an
+    /// fsync (a runtime opens a file for writing to sync it).
+    Mounted,
+    /// The journal aborted after an error (ext4's `emergency_ro`): existing files still
+    /// open for writing and fsyncs of files with nothing unsynced succeed, but nothing
+    /// can change.
+    Aborted,
 }
 
 /// One unsynced operation.
@@ -260,6 +303,9 @@ pub struct SimDisk {
     pending: Vec<Op>,
     counters: FaultCounters,
     rotted: BTreeSet<String>,
+    read_only: Option<ReadOnly>,
+    /// The read-only state came from an injected failure (switching faults off ends it).
+    read_only_by_fault: bool,
 }
 
 impl SimDisk {
@@ -282,6 +328,8 @@ impl SimDisk {
             pending: Vec::new(),
             counters: FaultCounters::default(),
             rotted: BTreeSet::new(),
+            read_only: None,
+            read_only_by_fault: false,
         }
     }
 
@@ -300,6 +348,28 @@ impl SimDisk {
     /// a rename; sectors already rotted stay bad (the damage is on the medium).
     pub fn set_faults_enabled(&mut self, enabled: bool) {
         self.faults_enabled = enabled;
+        if !enabled && self.read_only_by_fault {
+            self.read_only = None;
+            self.read_only_by_fault = false;
+        }
+    }
+
+    /// Makes the file system read-only, or writable again (`None`). Made
+    /// [`ReadOnly::Mounted`], it first makes everything durable, as a remount does; a
+    /// crash makes it writable again.
+    pub fn set_read_only(&mut self, read_only: Option<ReadOnly>) {
+        if read_only == Some(ReadOnly::Mounted) {
+            for op in std::mem::take(&mut self.pending) {
+                self.apply(op);
+            }
+        }
+        self.read_only = read_only;
+        self.read_only_by_fault = false;
+    }
+
+    /// Whether, and how, the file system is read-only.
+    pub fn read_only(&self) -> Option<ReadOnly> {
+        self.read_only
     }
 
     /// Whether fault injection is on.
@@ -382,7 +452,13 @@ impl SimDisk {
             f.rot.iter().for_each(|s| h.u64(*s));
             h.u64(f.live_clean.len() as u64);
             f.live_clean.iter().for_each(|s| h.u64(*s));
+            h.u64(f.blocks.count());
         }
+        h.u64(match self.read_only {
+            None => 0,
+            Some(ReadOnly::Mounted) => 1,
+            Some(ReadOnly::Aborted) => 2,
+        });
         h.u64(self.next_file);
         for op in &self.pending {
             match op {
@@ -421,6 +497,9 @@ impl SimDisk {
             c.partial_writes,
             c.disk_full,
             c.out_of_space,
+            c.short_writes,
+            c.read_only_turns,
+            c.read_only_refusals,
             c.rot_last_sectors,
             c.rot_journal_sectors,
             c.fsync_failures,
@@ -520,8 +599,12 @@ impl SimDisk {
         for f in self.files.values_mut() {
             f.live = f.durable.clone();
             f.live_clean.clear();
+            f.blocks = Blocks::dense(f.live.len() as u64);
         }
         self.live_dir = self.durable_dir.clone();
+        // A reboot: the file system is checked and mounted writable again.
+        self.read_only = None;
+        self.read_only_by_fault = false;
         self.counters.crashes += 1;
         self.counters.ops_dropped_by_crash += report.ops_dropped as u64;
         self.counters.torn_writes += report.ops_torn as u64;
@@ -536,31 +619,52 @@ impl SimDisk {
         self.faults_enabled && self.rng.chance(p)
     }
 
-    /// The bytes the directory's files hold now.
-    fn used(&self) -> u64 {
-        self.live_dir.values().filter_map(|id| self.files.get(id)).map(|f| f.live.len() as u64).sum()
+    /// The blocks the directory's files hold now.
+    fn used_blocks(&self) -> u64 {
+        self.live_dir.values().filter_map(|id| self.files.get(id)).map(|f| f.blocks.count()).sum()
     }
 
-    /// Refuses `call` on `name` with [`StorageError::DiskFull`] if growing the files by
-    /// `growth` bytes would pass the capacity (with no growth: if the disk is full).
-    fn check_space(&mut self, call: &str, name: &str, growth: u64) -> Result<(), StorageError> {
+    /// How many blocks are free, if the capacity is in force (faults on, a capacity set).
+    fn free_blocks(&self) -> Option<u64> {
         let cap = self.faults.capacity;
-        if cap == 0 || !self.faults_enabled {
-            return Ok(());
-        }
-        let used = self.used();
-        if used + growth > cap || (growth == 0 && used >= cap) {
+        (cap > 0 && self.faults_enabled).then(|| (cap / BLOCK_SIZE).saturating_sub(self.used_blocks()))
+    }
+
+    /// Whether a create of a new name or a rename fails for lack of space: only on a
+    /// full disk, and then only some of the time (see [`DiskFaults::capacity`]).
+    fn entry_refused(&mut self, call: &str, name: &str) -> Result<(), StorageError> {
+        if self.free_blocks() == Some(0) && self.rng.chance(0.5) {
             self.counters.out_of_space += 1;
-            return Err(StorageError::DiskFull(format!("{call} {name}: no space left ({used} of {cap} bytes used)")));
+            return Err(StorageError::DiskFull(format!("{call} {name}: no space left on the disk")));
         }
         Ok(())
     }
 
-    /// An injected I/O error for `call` on `name`, if one is due.
+    /// An injected I/O error for `call` on `name`, if one is due; it may leave the file
+    /// system read-only ([`DiskFaults::read_only_after_error`]).
     fn io_fault(&mut self, call: &str, name: &str) -> Result<(), StorageError> {
         if self.inject(self.faults.io_error) {
             self.counters.io_errors += 1;
+            self.maybe_turn_read_only();
             return Err(StorageError::Io(format!("injected I/O error: {call} {name}")));
+        }
+        Ok(())
+    }
+
+    /// After an injected failure: the file system may go read-only, of either kind.
+    fn maybe_turn_read_only(&mut self) {
+        if self.read_only.is_none() && self.inject(self.faults.read_only_after_error) {
+            self.counters.read_only_turns += 1;
+            self.read_only_by_fault = true;
+            self.read_only = Some(if self.rng.chance(0.5) { ReadOnly::Aborted } else { ReadOnly::Mounted });
+        }
+    }
+
+    /// Refuses a call that would change something on a read-only file system.
+    fn check_writable(&mut self, call: &str, name: &str) -> Result<(), StorageError> {
+        if self.read_only.is_some() {
+            self.counters.read_only_refusals += 1;
+            return Err(StorageError::PermissionDenied(format!("{call} {name}: read-only file system")));
         }
         Ok(())
     }
@@ -573,17 +677,37 @@ impl SimDisk {
         self.files.get_mut(&id).ok_or_else(|| StorageError::Io(format!("simulated disk lost file #{id}")))
     }
 
-    /// Applies `data` at `offset` to the live image and records the unsynced write.
+    /// Applies `data` at `offset` to the live image, allocating the blocks it touches,
+    /// and records the unsynced write.
     fn live_write(&mut self, id: FileId, offset: u64, data: &[u8]) -> Result<(), StorageError> {
         let f = self.file_mut(id)?;
         if data.is_empty() && offset <= f.live.len() as u64 {
             return Ok(()); // changes nothing: no unsynced operation
         }
         put(&mut f.live, offset, data);
+        let (lo, hi) = space::block_span(offset, offset + data.len() as u64);
+        f.blocks.insert(lo, hi);
         let cleaned = covered(&f.rot, offset, offset + data.len() as u64, f.live.len() as u64);
         f.live_clean.extend(cleaned);
         self.pending.push(Op::Write { file: id, offset, data: data.to_vec() });
         Ok(())
+    }
+
+    /// Writes what fits of `data` at `offset` with `free` blocks left: all of it, or the
+    /// bytes before the first block it cannot allocate. Returns whether all of it fit.
+    fn write_what_fits(&mut self, id: FileId, offset: u64, data: &[u8], free: u64) -> Result<bool, StorageError> {
+        let end = offset + data.len() as u64;
+        let (reached, _) = space::plan_write(&self.file_mut(id)?.blocks, offset, end, free);
+        if reached > offset {
+            self.live_write(id, offset, &data[..(reached - offset) as usize])?;
+        }
+        Ok(reached == end)
+    }
+
+    /// How many blocks a write of `offset..end` to file `id` would allocate.
+    fn blocks_needed(&mut self, id: FileId, offset: u64, end: u64) -> Result<u64, StorageError> {
+        let (lo, hi) = space::block_span(offset, end);
+        Ok(self.file_mut(id)?.blocks.gaps(lo, hi).iter().map(|(a, b)| b - a).sum())
     }
 
     /// Applies one unsynced operation whole to the durable state.
@@ -690,6 +814,14 @@ impl SimDisk {
 impl FileSystem for SimDisk {
     fn create(&mut self, name: &str) -> Result<(), StorageError> {
         Self::check_name(name)?;
+        if self.read_only.is_some() {
+            // An existing file may still open for writing after a journal abort (and when
+            // a runtime holds it open already); a new name never gets an entry.
+            let exists = self.live_dir.contains_key(name);
+            if !(exists && (self.read_only == Some(ReadOnly::Aborted) || self.rng.chance(0.5))) {
+                self.check_writable("create", name)?;
+            }
+        }
         self.io_fault("create", name)?;
         if self.live_dir.contains_key(name) {
             return Ok(());
@@ -698,7 +830,7 @@ impl FileSystem for SimDisk {
             self.counters.disk_full += 1;
             return Err(StorageError::DiskFull(format!("injected: create {name}")));
         }
-        self.check_space("create", name, 0)?;
+        self.entry_refused("create", name)?;
         let id = self.next_file;
         self.next_file += 1;
         self.files.insert(id, File::default());
@@ -709,35 +841,58 @@ impl FileSystem for SimDisk {
 
     /// On an injected I/O error, a write of two or more sector pieces applies, half of
     /// the time, a random proper subset of its pieces to the live image (as unsynced
-    /// writes, in order) before failing: a write torn without a crash.
+    /// writes, in order) before failing: a write torn without a crash. A write that
+    /// finds too few free blocks writes what fits, then fails ([`DiskFaults::capacity`]).
     fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StorageError> {
         let id = self.id_of(name)?;
         let end = offset
             .checked_add(data.len() as u64)
             .ok_or_else(|| StorageError::Io(format!("{name}: write overflows")))?;
         Self::check_len(name, end)?;
+        self.check_writable("write", name)?;
         if self.inject(self.faults.io_error) {
             self.counters.io_errors += 1;
             let pieces = pieces(offset, end);
             if pieces.len() >= 2 && self.rng.chance(0.5) {
                 let skip = self.rng.below(pieces.len() as u64) as usize;
+                let mut free = self.free_blocks().unwrap_or(u64::MAX);
                 for (i, (lo, hi)) in pieces.iter().enumerate() {
                     if i != skip && (i < skip || self.rng.chance(0.5)) {
-                        let part = &data[(lo - offset) as usize..(hi - offset) as usize];
-                        self.live_write(id, *lo, part)?;
+                        // Only pieces whose blocks the disk still has land.
+                        let need = self.blocks_needed(id, *lo, *hi)?;
+                        if need <= free {
+                            free -= need;
+                            let part = &data[(lo - offset) as usize..(hi - offset) as usize];
+                            self.live_write(id, *lo, part)?;
+                        }
                     }
                 }
                 self.counters.partial_writes += 1;
             }
+            self.maybe_turn_read_only();
             return Err(StorageError::Io(format!("injected I/O error: write {name} at {offset}")));
         }
         if self.inject(self.faults.disk_full) {
             self.counters.disk_full += 1;
+            // As if the disk had only some of the blocks this write needs.
+            let need = self.blocks_needed(id, offset, end)?;
+            if need > 0 {
+                let had = self.rng.below(need).min(self.free_blocks().unwrap_or(u64::MAX));
+                self.write_what_fits(id, offset, data, had)?;
+            }
             return Err(StorageError::DiskFull(format!("injected: write {name} at {offset}")));
         }
-        let growth = end.saturating_sub(self.file_mut(id)?.live.len() as u64);
-        if growth > 0 {
-            self.check_space("write", name, growth)?;
+        if let Some(free) = self.free_blocks() {
+            if !self.write_what_fits(id, offset, data, free)? {
+                self.counters.out_of_space += 1;
+                let written = self.file_mut(id)?.live.len() as u64 > offset;
+                self.counters.short_writes += u64::from(written);
+                let used = self.used_blocks();
+                return Err(StorageError::DiskFull(format!(
+                    "write {name} at {offset}: no space left ({used} blocks of {BLOCK_SIZE} bytes used)"
+                )));
+            }
+            return Ok(());
         }
         self.live_write(id, offset, data)
     }
@@ -760,19 +915,55 @@ impl FileSystem for SimDisk {
         Ok(self.file_mut(id)?.live.len() as u64)
     }
 
+    /// Growing a file allocates nothing (the new bytes are a hole); cutting it frees
+    /// its blocks past the new end.
     fn truncate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
         let id = self.id_of(name)?;
         Self::check_len(name, len)?;
+        self.check_writable("truncate", name)?;
         self.io_fault("truncate", name)?;
-        let growth = len.saturating_sub(self.file_mut(id)?.live.len() as u64);
-        if growth > 0 {
-            self.check_space("truncate", name, growth)?;
-        }
         let f = self.file_mut(id)?;
         f.live.resize(len as usize, 0);
+        f.blocks.cut(len.div_ceil(BLOCK_SIZE));
         let cut: Vec<u64> = f.rot.iter().copied().filter(|s| s * SECTOR_SIZE >= len).collect();
         f.live_clean.extend(cut);
         self.pending.push(Op::Truncate { file: id, len });
+        Ok(())
+    }
+
+    /// Allocates every block below `len` and grows the file to it. Without enough free
+    /// blocks it fails with [`StorageError::DiskFull`], having allocated all of it,
+    /// none of it (tmpfs), or some of it with the file grown over what it got (ext4).
+    fn allocate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        let id = self.id_of(name)?;
+        Self::check_len(name, len)?;
+        self.check_writable("allocate", name)?;
+        self.io_fault("allocate", name)?;
+        let have = self.file_mut(id)?.live.len() as u64;
+        let need = self.blocks_needed(id, 0, len)?;
+        let free = self.free_blocks().unwrap_or(u64::MAX);
+        let got = if need <= free { need } else { self.rng.below(free + 1) };
+        let gaps = self.file_mut(id)?.blocks.gaps(0, len.div_ceil(BLOCK_SIZE));
+        let mut left = got;
+        let mut reached = 0;
+        for (a, b) in gaps {
+            let n = (b - a).min(left);
+            self.file_mut(id)?.blocks.insert(a, a + n);
+            left -= n;
+            reached = a + n;
+            if n < b - a {
+                break;
+            }
+        }
+        let new_len = if got == need { len.max(have) } else { (reached * BLOCK_SIZE).min(len).max(have) };
+        if new_len > have {
+            self.file_mut(id)?.live.resize(new_len as usize, 0);
+            self.pending.push(Op::Truncate { file: id, len: new_len });
+        }
+        if got < need {
+            self.counters.out_of_space += 1;
+            return Err(StorageError::DiskFull(format!("allocate {name} to {len} bytes: no space left")));
+        }
         Ok(())
     }
 
@@ -781,27 +972,45 @@ impl FileSystem for SimDisk {
     /// or an injected fsync failure (the data is dropped from the durable future).
     fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
         let id = self.id_of(name)?;
-        self.io_fault("fsync", name)?;
+        if self.read_only.is_none() {
+            self.io_fault("fsync", name)?;
+        }
         let (mine, rest): (Vec<Op>, Vec<Op>) =
             std::mem::take(&mut self.pending).into_iter().partition(|op| op.data_file() == Some(id));
         self.pending = rest;
-        let cap = self.faults.capacity;
-        let nearly_full = cap > 0 && self.used().saturating_mul(10) >= cap.saturating_mul(9);
-        if !mine.is_empty() && nearly_full && self.inject(0.5) {
+        let lost = mine.len() as u64;
+        if let Some(ro) = self.read_only {
+            // Nothing reaches the disk any more: unsynced data is lost; a runtime that
+            // opens the file for writing to sync it is refused on a mounted read-only one.
+            if lost > 0 || (ro == ReadOnly::Mounted && self.rng.chance(0.5)) {
+                self.counters.ops_dropped_by_fsync += lost;
+                self.counters.read_only_refusals += 1;
+                if lost > 0 && self.rng.chance(0.5) {
+                    return Err(StorageError::Io(format!("fsync {name}: I/O error on a read-only file system")));
+                }
+                return Err(StorageError::PermissionDenied(format!("fsync {name}: read-only file system")));
+            }
+            return Ok(());
+        }
+        let nearly_full =
+            self.free_blocks().is_some_and(|free| free.saturating_mul(10) <= self.faults.capacity / BLOCK_SIZE);
+        if lost > 0 && nearly_full && self.inject(0.5) {
             self.counters.out_of_space += 1;
-            self.counters.ops_dropped_by_fsync += mine.len() as u64;
+            self.counters.ops_dropped_by_fsync += lost;
             return Err(StorageError::DiskFull(format!(
-                "fsync {name}: no space left for its unsynced data: {} operations lost",
-                mine.len()
+                "fsync {name}: no space left for its unsynced data: {lost} operations lost"
             )));
         }
-        if !mine.is_empty() && self.inject(self.faults.fsync_failure) {
+        if lost > 0 && self.inject(self.faults.fsync_failure) {
             self.counters.fsync_failures += 1;
-            self.counters.ops_dropped_by_fsync += mine.len() as u64;
-            return Err(StorageError::Io(format!(
-                "injected fsync failure: {name}: {} unsynced operations lost",
-                mine.len()
-            )));
+            self.counters.ops_dropped_by_fsync += lost;
+            self.maybe_turn_read_only();
+            if self.rng.chance(0.5) {
+                return Err(StorageError::DiskFull(format!(
+                    "injected fsync failure: {name}: the volume has no space for it: {lost} unsynced operations lost"
+                )));
+            }
+            return Err(StorageError::Io(format!("injected fsync failure: {name}: {lost} unsynced operations lost")));
         }
         let made_durable = !mine.is_empty();
         for op in mine {
@@ -828,7 +1037,15 @@ impl FileSystem for SimDisk {
     }
 
     /// Applies every unsynced directory operation to the durable directory, in order.
+    /// On a read-only file system, pending ones can no longer be made durable.
     fn sync_dir(&mut self) -> Result<(), StorageError> {
+        if self.read_only.is_some() {
+            if self.pending.iter().any(|op| op.data_file().is_none()) {
+                self.counters.read_only_refusals += 1;
+                return Err(StorageError::Io("fsync of the directory: read-only file system".into()));
+            }
+            return Ok(());
+        }
         self.io_fault("fsync", "the directory")?;
         let (dir_ops, rest): (Vec<Op>, Vec<Op>) =
             std::mem::take(&mut self.pending).into_iter().partition(|op| op.data_file().is_none());
@@ -844,11 +1061,12 @@ impl FileSystem for SimDisk {
     fn rename(&mut self, from: &str, to: &str) -> Result<(), StorageError> {
         let id = self.id_of(from)?;
         Self::check_name(to)?;
+        self.check_writable("rename", from)?;
         self.io_fault("rename", from)?;
         if self.live_dir.get(to) == Some(&id) {
             return Ok(());
         }
-        self.check_space("rename", from, 0)?;
+        self.entry_refused("rename", from)?;
         self.live_dir.remove(from);
         self.live_dir.insert(to.to_string(), id);
         self.pending.push(Op::Rename { from: from.to_string(), to: to.to_string(), file: id });
@@ -857,6 +1075,7 @@ impl FileSystem for SimDisk {
 
     fn remove(&mut self, name: &str) -> Result<(), StorageError> {
         let id = self.id_of(name)?;
+        self.check_writable("remove", name)?;
         self.io_fault("remove", name)?;
         self.live_dir.remove(name);
         self.pending.push(Op::Remove { name: name.to_string(), file: id });

@@ -445,25 +445,211 @@ fn io_errors_change_nothing_but_a_write_prefix() {
     assert!(partial > 0 && partial < 30);
 }
 
+const BS: usize = BLOCK_SIZE as usize;
+
 #[test]
 fn a_disk_at_capacity_stays_full_until_files_shrink_or_go() {
-    let mut d = SimDisk::with_faults(3, faults(|f| f.capacity = 1000));
+    let mut d = SimDisk::with_faults(3, faults(|f| f.capacity = 4 * BLOCK_SIZE));
     d.create("a.log").unwrap();
-    d.write_at("a.log", 0, &[1; 900]).unwrap();
+    d.write_at("a.log", 0, &[1; 3 * BS - 100]).unwrap(); // three blocks
     d.create("b.log").unwrap();
+    d.write_at("b.log", 0, &[2; BS]).unwrap(); // the last one
     for _ in 0..3 {
-        assert!(matches!(d.write_at("b.log", 0, &[2; 200]), Err(StorageError::DiskFull(_))), "it stays full");
+        let r = d.write_at("b.log", BLOCK_SIZE, &[2; 200]);
+        assert!(matches!(r, Err(StorageError::DiskFull(_))), "it stays full: {r:?}");
     }
-    assert!(matches!(d.truncate("b.log", 200), Err(StorageError::DiskFull(_))));
-    d.write_at("a.log", 0, &[3; 100]).unwrap(); // overwriting takes no new space
-    d.write_at("b.log", 0, &[2; 100]).unwrap(); // up to the last byte
-    assert!(matches!(d.create("c.log"), Err(StorageError::DiskFull(_))), "no room for a name either");
-    assert!(matches!(d.rename("b.log", "c.log"), Err(StorageError::DiskFull(_))));
+    assert_eq!(d.len("b.log").unwrap(), BLOCK_SIZE, "nothing of those writes fitted");
+    d.write_at("a.log", 0, &[3; 100]).unwrap(); // overwriting takes no new block
+    d.write_at("a.log", 3 * BLOCK_SIZE - 100, &[3; 100]).unwrap(); // nor filling a block's end
+    d.truncate("b.log", 10 * BLOCK_SIZE).unwrap(); // a hole takes no block
+    assert_eq!(d.read_at("b.log", 5 * BLOCK_SIZE, 4).unwrap(), vec![0; 4], "a hole reads as zeros");
+    assert!(matches!(d.write_at("b.log", 5 * BLOCK_SIZE, b"x"), Err(StorageError::DiskFull(_))));
+    d.truncate("b.log", 1).unwrap(); // still one block
     d.remove("a.log").unwrap();
-    d.write_at("b.log", 100, &[2; 800]).unwrap();
-    assert_eq!(d.counters().out_of_space, 6);
+    d.write_at("b.log", 1, &[2; 3 * BS]).unwrap();
+    assert_eq!(d.counters().out_of_space, 4);
     d.set_faults_enabled(false);
-    d.write_at("b.log", 900, &[2; 500]).unwrap(); // space added: faults off
+    d.write_at("b.log", 0, &[2; 5 * BS]).unwrap(); // space added: faults off
+}
+
+/// The full disk of a 6 MiB tmpfs: a journal of 8269 bytes holds three blocks, and an
+/// append of 4044 bytes with no block free writes the 4019 bytes its third block has
+/// room for, grows the file by them, then fails, as `write(2)` does.
+#[test]
+fn a_write_on_a_full_disk_writes_what_fits_then_fails() {
+    let mut d = SimDisk::with_faults(1, faults(|f| f.capacity = 3 * BLOCK_SIZE));
+    durable(&mut d, "journal", &pattern(8269, 1));
+    let commit = pattern(4044, 2);
+    let r = d.write_at("journal", 8269, &commit);
+    assert!(matches!(r, Err(StorageError::DiskFull(_))), "{r:?}");
+    let got = d.live_file("journal").unwrap();
+    assert_eq!(got.len(), 3 * BS, "grown by what fitted");
+    assert_eq!(got[8269..], commit[..3 * BS - 8269]);
+    assert_eq!(d.unsynced_ops(), 1, "the prefix is an ordinary unsynced write");
+    assert_eq!((d.counters().out_of_space, d.counters().short_writes), (1, 1));
+    // The prefix is as durable as any write: fsynced, it survives a crash (faults off
+    // for the fsync, which on a disk this full may fail for lack of space).
+    d.set_faults_enabled(false);
+    d.sync_file("journal").unwrap();
+    d.crash_with(CrashMode::DropAll);
+    d.set_faults_enabled(true);
+    assert_eq!(d.read_all("journal").unwrap(), got);
+    // A retry at the same offset rewrites the same prefix and fails the same way.
+    assert!(d.write_at("journal", 8269, &commit).is_err());
+    assert_eq!(d.live_file("journal").unwrap(), got);
+}
+
+#[test]
+fn an_injected_full_disk_may_write_part_of_a_write_first() {
+    let data = pattern(4 * BS, 3);
+    let mut lengths = BTreeSet::new();
+    for seed in 0..40 {
+        let mut d = SimDisk::new(seed);
+        durable(&mut d, "a", b"");
+        d.set_faults(faults(|f| f.disk_full = 1.0));
+        assert!(matches!(d.write_at("a", 100, &data), Err(StorageError::DiskFull(_))));
+        let got = d.live_file("a").unwrap();
+        if !got.is_empty() {
+            assert!(got.len().is_multiple_of(BS) && got.len() < 100 + data.len(), "ends at a block boundary");
+            assert_eq!(got[100..], data[..got.len() - 100]);
+        }
+        lengths.insert(got.len());
+    }
+    assert_eq!(lengths, [0, BS, 2 * BS, 3 * BS, 4 * BS].into_iter().collect(), "none, or some of its blocks");
+}
+
+#[test]
+fn a_create_or_rename_on_a_full_disk_may_fail_or_not() {
+    let (mut refused, mut done) = (0, 0);
+    for seed in 0..40 {
+        let mut d = SimDisk::with_faults(seed, faults(|f| f.capacity = BLOCK_SIZE));
+        d.create("a").unwrap();
+        d.write_at("a", 0, b"full").unwrap();
+        for r in [d.create("b"), d.rename("a", "c")] {
+            match r {
+                Ok(()) => done += 1,
+                Err(StorageError::DiskFull(_)) => refused += 1,
+                other => panic!("seed {seed}: {other:?}"),
+            }
+        }
+        d.remove(if d.live_names().contains(&"c".to_string()) { "c" } else { "a" }).unwrap();
+        let _ = d.remove("b");
+        d.create("d").unwrap(); // no longer full
+    }
+    assert!(refused > 10 && done > 10, "refused {refused}, done {done}");
+}
+
+#[test]
+fn allocate_takes_every_block_or_fails_having_taken_some() {
+    let mut d = SimDisk::with_faults(1, faults(|f| f.capacity = 8 * BLOCK_SIZE));
+    durable(&mut d, "r", b"");
+    d.allocate("r", 3 * BLOCK_SIZE + 1).unwrap();
+    assert_eq!(d.len("r").unwrap(), 3 * BLOCK_SIZE + 1);
+    assert_eq!(d.read_all("r").unwrap(), vec![0; 3 * BS + 1]);
+    d.allocate("r", 10).unwrap(); // already as long: nothing changes
+    assert_eq!(d.len("r").unwrap(), 3 * BLOCK_SIZE + 1);
+    d.sync_file("r").unwrap();
+    d.crash_with(CrashMode::DropAll);
+    assert_eq!(d.len("r").unwrap(), 3 * BLOCK_SIZE + 1, "the size is data: durable once synced");
+    // Four blocks left: asking for six more fails, having taken none, some or all four.
+    let mut grown = BTreeSet::new();
+    for seed in 0..40 {
+        let mut d = SimDisk::with_faults(seed, faults(|f| f.capacity = 8 * BLOCK_SIZE));
+        d.create("r").unwrap();
+        d.create("w").unwrap();
+        d.allocate("r", 4 * BLOCK_SIZE).unwrap();
+        assert!(matches!(d.allocate("r", 10 * BLOCK_SIZE), Err(StorageError::DiskFull(_))));
+        let len = d.len("r").unwrap();
+        assert!(len.is_multiple_of(BLOCK_SIZE) && len <= 8 * BLOCK_SIZE);
+        grown.insert(len / BLOCK_SIZE);
+        // What it took is taken: the disk holds no more than its capacity.
+        let free = 8 - len / BLOCK_SIZE;
+        let r = d.write_at("w", 0, &vec![1; (free as usize + 1) * BS]);
+        assert!(r.is_err() && d.len("w").unwrap() == free * BLOCK_SIZE, "seed {seed}");
+    }
+    assert_eq!(grown, (4..=8).collect(), "none, some or all of what was free");
+}
+
+#[test]
+fn a_failed_fsync_reports_an_io_error_or_a_full_volume() {
+    let mut kinds = BTreeSet::new();
+    for seed in 0..20 {
+        let mut d = SimDisk::with_faults(seed, faults(|f| f.fsync_failure = 1.0));
+        durable(&mut d, "a", b"");
+        d.write_at("a", 0, b"x").unwrap();
+        match d.sync_file("a") {
+            Err(StorageError::Io(_)) => kinds.insert("io"),
+            Err(StorageError::DiskFull(_)) => kinds.insert("full"),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(d.unsynced_ops(), 0, "dropped either way");
+    }
+    assert_eq!(kinds.len(), 2);
+}
+
+#[test]
+fn a_file_system_mounted_read_only_refuses_every_change_and_reads() {
+    let mut d = disk();
+    durable(&mut d, "a", b"old");
+    d.write_at("a", 0, b"new").unwrap();
+    d.create("b").unwrap();
+    d.set_read_only(Some(ReadOnly::Mounted));
+    assert_eq!(d.unsynced_ops(), 0, "a remount makes everything durable first");
+    assert_eq!(d.durable_file("a").unwrap(), b"new");
+    let refused = |r: Result<(), StorageError>| matches!(r, Err(StorageError::PermissionDenied(_)));
+    assert!(refused(d.create("c")));
+    assert!(refused(d.write_at("a", 0, b"x")));
+    assert!(refused(d.truncate("a", 0)));
+    assert!(refused(d.allocate("a", 100)));
+    assert!(refused(d.rename("a", "c")));
+    assert!(refused(d.remove("a")));
+    assert_eq!(d.read_all("a").unwrap(), b"new");
+    assert_eq!(d.list().unwrap(), vec!["a".to_string(), "b".to_string()]);
+    assert_eq!(d.sync_dir(), Ok(()), "nothing to sync");
+    // A create of an existing name, and an fsync, open the file for writing: refused or not.
+    let outcomes: BTreeSet<bool> = (0..20).map(|_| d.create("a").is_ok()).collect();
+    assert_eq!(outcomes.len(), 2);
+    let outcomes: BTreeSet<bool> = (0..20).map(|_| d.sync_file("a").is_ok()).collect();
+    assert_eq!(outcomes.len(), 2);
+    d.set_read_only(None);
+    d.write_at("a", 0, b"x").unwrap();
+}
+
+#[test]
+fn an_error_may_leave_the_file_system_read_only_until_a_reboot_or_a_repair() {
+    let mut kinds = BTreeSet::new();
+    for seed in 0..20 {
+        let mut d = SimDisk::with_faults(seed, faults(|f| f.read_only_after_error = 1.0));
+        durable(&mut d, "a", b"old");
+        d.write_at("a", 0, b"new").unwrap();
+        d.set_faults(faults(|f| {
+            f.fsync_failure = 1.0;
+            f.read_only_after_error = 1.0;
+        }));
+        assert!(d.sync_file("a").is_err());
+        let ro = d.read_only().expect("read-only after the failure");
+        kinds.insert(format!("{ro:?}"));
+        assert_eq!(d.counters().read_only_turns, 1);
+        assert!(matches!(d.write_at("a", 0, b"x"), Err(StorageError::PermissionDenied(_))));
+        assert!(matches!(d.create("c"), Err(StorageError::PermissionDenied(_))));
+        assert_eq!(d.read_all("a").unwrap(), b"new", "the lost write stays in the page cache");
+        if ro == ReadOnly::Aborted {
+            assert_eq!(d.create("a"), Ok(()), "an existing file still opens for writing");
+            assert_eq!(d.sync_file("a"), Ok(()), "nothing left unsynced");
+        }
+        let mut rebooted = d.clone();
+        rebooted.crash_with(CrashMode::DropAll);
+        assert_eq!(rebooted.read_only(), None);
+        assert_eq!(rebooted.read_all("a").unwrap(), b"old");
+        d.set_faults_enabled(false);
+        assert_eq!(d.read_only(), None, "repaired");
+    }
+    // One made read-only on purpose stays so.
+    let mut d = disk();
+    d.set_read_only(Some(ReadOnly::Aborted));
+    d.set_faults_enabled(false);
+    assert_eq!(d.read_only(), Some(ReadOnly::Aborted));
+    assert_eq!(kinds.len(), 2, "{kinds:?}");
 }
 
 #[test]
@@ -627,7 +813,8 @@ fn random_run(seed: u64) -> (SimDisk, Vec<String>) {
             bit_rot: 0.2,
             torn_write: 0.5,
             broken_rename: 0.2,
-            capacity: 0,
+            read_only_after_error: 0.1,
+            capacity: 3 * BLOCK_SIZE,
         },
     );
     let mut w = SimRng::new(seed ^ 0xabcd);
@@ -662,7 +849,7 @@ fn random_run(seed: u64) -> (SimDisk, Vec<String>) {
 
 #[test]
 fn same_seed_same_everything() {
-    for seed in [1, 2, 99] {
+    for seed in [1, 3, 99] {
         let (a, ta) = random_run(seed);
         let (b, tb) = random_run(seed);
         assert_eq!(ta, tb);
@@ -676,7 +863,7 @@ fn same_seed_same_everything() {
             assert_eq!(a.live_file(&n), b.live_file(&n));
         }
         let c = a.counters();
-        assert!(c.io_errors > 0 && c.disk_full > 0 && c.crashes == 5, "{c:?}");
+        assert!(c.io_errors > 0 && c.disk_full > 0 && c.read_only_turns > 0 && c.crashes == 5, "{c:?}");
     }
     assert_ne!(random_run(1).0.state_hash(), random_run(2).0.state_hash());
 }
