@@ -6,9 +6,14 @@
 //! - A removed log: unlink, fsync the directory.
 //! - A journal replacement: write `journal.tmp`, fsync it, rename it over `journal`,
 //!   fsync the directory.
-//! - A log whose tail is torn is cut to its last whole record and fsynced on open.
-//! - A torn or damaged journal is copied to `journal.torn.N` before its replacement; only the
-//!   [`MAX_JOURNAL_BACKUPS`] newest copies are kept.
+//! - A log whose tail is torn is cut to its last whole record and fsynced on open; a cut
+//!   whose fsync failed is made again by the next open, though the file looks cut.
+//! - A torn or damaged journal is copied to `journal.torn.N` (written as `journal.tmp`,
+//!   fsynced, renamed) before its replacement; only the [`MAX_JOURNAL_BACKUPS`] newest
+//!   copies are kept.
+//! - A journal write that finds the disk full releases the journal reserve and runs
+//!   again, over whatever part of it landed (a full disk cuts a write short, as
+//!   `write(2)` does); the reserve is taken again all at once or not at all.
 //!
 //! A failed directory fsync is reported as [`StorageError::DirSyncFailed`], distinct
 //! from every other failure: the entry's durability is then unknown, and the core halts
@@ -23,7 +28,7 @@ use crate::fs::FileSystem;
 use crate::ids::LogId;
 use crate::journal::JOURNAL_FILE;
 use crate::logcodec::{self, Hole, IndexEntry, LOG_HEADER_LEN};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The temporary file a journal replacement is written to before its rename.
 pub const JOURNAL_TMP_FILE: &str = "journal.tmp";
@@ -56,9 +61,21 @@ struct OpenLog {
 pub struct Executor<F> {
     fs: F,
     logs: BTreeMap<LogId, OpenLog>,
-    journal_len: Option<u64>,
+    /// Where the next journal append goes: the end of the journal's last whole commit
+    /// (`None` until the journal is read or written). It is kept across a failed append,
+    /// whose bytes may have landed in part past it, so that the retry writes over them.
+    journal_end: Option<u64>,
+    /// Logs whose cut of a never-acknowledged tail is not known to be durable: the fsync
+    /// after it failed. The next open cuts and syncs again, though the file already
+    /// looks cut (a failed fsync leaves the cut in the page cache only).
+    unproven_cuts: BTreeSet<LogId>,
     /// Planted bug: skip the directory fsync after creating a log or renaming the journal.
     skip_dir_sync: bool,
+    /// Planted bug: after a failed journal append, append at the file's end, after
+    /// whatever part of the failed one landed.
+    forget_journal_end: bool,
+    /// Planted bug: never redo a cut whose fsync failed.
+    trust_unsynced_cut: bool,
     /// How many bytes a log scan reads at a time.
     scan_chunk: usize,
     /// Writes nothing: opening a log cuts nothing, and every mutation is refused.
@@ -96,8 +113,11 @@ impl<F: FileSystem> Executor<F> {
         Executor {
             fs,
             logs: BTreeMap::new(),
-            journal_len: None,
+            journal_end: None,
+            unproven_cuts: BTreeSet::new(),
             skip_dir_sync: false,
+            forget_journal_end: false,
+            trust_unsynced_cut: false,
             scan_chunk: SCAN_CHUNK,
             read_only: false,
             reserve_min: JOURNAL_RESERVE_MIN,
@@ -128,6 +148,8 @@ impl<F: FileSystem> Executor<F> {
     #[doc(hidden)]
     pub fn plant(&mut self, bugs: &crate::planted::PlantedBugs) {
         self.skip_dir_sync = crate::planted::ENABLED && bugs.has(crate::planted::Bug::SkipDirSync);
+        self.forget_journal_end = crate::planted::ENABLED && bugs.has(crate::planted::Bug::ForgetJournalEnd);
+        self.trust_unsynced_cut = crate::planted::ENABLED && bugs.has(crate::planted::Bug::TrustUnsyncedCut);
     }
 
     /// Fsyncs the directory after an entry was created or renamed (unless the planted
@@ -178,7 +200,7 @@ impl<F: FileSystem> Executor<F> {
             StorageOp::AppendJournal { bytes } => self.with_reserve(|ex| ex.append_journal(bytes)),
             StorageOp::SyncJournal => self.fs.sync_file(JOURNAL_FILE).map(|()| OpOutput::Done),
             StorageOp::ReplaceJournal { contents, keep_old } => {
-                let done = self.with_reserve(|ex| ex.replace_journal(contents, *keep_old))?;
+                let done = self.replace_journal(contents, *keep_old)?;
                 self.keep_reserve();
                 Ok(done)
             }
@@ -204,11 +226,11 @@ impl<F: FileSystem> Executor<F> {
     fn read_journal(&mut self) -> OpResult {
         match self.fs.read_all(JOURNAL_FILE) {
             Ok(bytes) => {
-                self.journal_len = Some(bytes.len() as u64);
+                self.journal_end = Some(bytes.len() as u64);
                 Ok(OpOutput::Journal(Some(bytes)))
             }
             Err(StorageError::NotFound(_)) => {
-                self.journal_len = None;
+                self.journal_end = None;
                 Ok(OpOutput::Journal(None))
             }
             Err(e) => Err(e),
@@ -216,21 +238,26 @@ impl<F: FileSystem> Executor<F> {
     }
 
     fn append_journal(&mut self, bytes: &[u8]) -> OpResult {
-        let at = match self.journal_len {
-            Some(len) => len,
+        let at = match self.journal_end {
+            Some(end) => end,
             None => self.fs.len(JOURNAL_FILE)?,
         };
-        // Unknown after a failure: the write may have landed in part.
-        self.journal_len = None;
+        // A failed write may have landed in part (a short write, then ENOSPC or EIO):
+        // `at` stays where the retry goes, over those bytes.
+        self.journal_end = if self.forget_journal_end { None } else { Some(at) };
         self.fs.write_at(JOURNAL_FILE, at, bytes)?;
-        self.journal_len = Some(at + bytes.len() as u64);
+        self.journal_end = Some(at + bytes.len() as u64);
         Ok(OpOutput::Done)
     }
 
     /// Runs a journal write; if it finds the disk full, releases the journal reserve and
     /// runs it once more. Only whole writes are run again, never a lone sync: a write
-    /// rewrites its bytes, so the sync after it has something to make durable.
-    fn with_reserve(&mut self, mut write: impl FnMut(&mut Self) -> OpResult) -> OpResult {
+    /// rewrites its bytes, so the sync after it has something to make durable. A write
+    /// run again must land where the first one did (it may have landed in part).
+    fn with_reserve<T>(
+        &mut self,
+        mut write: impl FnMut(&mut Self) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
         match write(self) {
             Err(StorageError::DiskFull(_)) if self.release_reserve() => write(self),
             result => result,
@@ -246,10 +273,12 @@ impl<F: FileSystem> Executor<F> {
     }
 
     /// Grows the journal reserve to its target size (at least [`JOURNAL_RESERVE_MIN`] and
-    /// twice the journal) where space allows. A failure is harmless: the reserve is
-    /// taken again after the next journal rewrite or log removal.
+    /// twice the journal), all or nothing: where the whole of it does not fit, the reserve
+    /// is cut back to what it held, so that it never takes the last free bytes without
+    /// holding what the journal needs. A failure is harmless: the reserve is taken again
+    /// after the next journal rewrite or log removal.
     fn keep_reserve(&mut self) {
-        let journal = match self.journal_len {
+        let journal = match self.journal_end {
             Some(len) => len,
             None => self.fs.len(JOURNAL_FILE).unwrap_or(0),
         };
@@ -262,30 +291,46 @@ impl<F: FileSystem> Executor<F> {
         if have >= target {
             return;
         }
-        let zeros = vec![0u8; (target - have) as usize];
-        let _ = (|| {
+        let grown = (|| {
             self.fs.create(JOURNAL_RESERVE_FILE)?;
-            self.fs.write_at(JOURNAL_RESERVE_FILE, have, &zeros)?;
+            self.fs.allocate(JOURNAL_RESERVE_FILE, target)?;
             self.fs.sync_file(JOURNAL_RESERVE_FILE)?;
             self.fs.sync_dir()
         })();
+        if grown.is_err() {
+            let _ = self.fs.truncate(JOURNAL_RESERVE_FILE, have).and_then(|()| self.fs.sync_file(JOURNAL_RESERVE_FILE));
+        }
     }
 
+    /// Writes `contents` as the new journal: through [`JOURNAL_TMP_FILE`], fsynced, then
+    /// renamed over the journal, and the directory fsynced. With `keep_old`, the old
+    /// journal is first copied to a backup. Each step that writes is run once more after
+    /// releasing the reserve if it finds the disk full; a step that succeeded is never run
+    /// again (a second backup of the same journal would push out an older one).
     fn replace_journal(&mut self, contents: &[u8], keep_old: bool) -> OpResult {
-        self.journal_len = None;
-        let backup = if keep_old { self.back_up_journal()? } else { None };
+        self.journal_end = None;
+        let backup = if keep_old { self.with_reserve(Self::back_up_journal)? } else { None };
+        self.with_reserve(|ex| ex.write_journal_tmp(contents))?;
+        self.fs.rename(JOURNAL_TMP_FILE, JOURNAL_FILE)?;
+        self.sync_new_entry(&format!("renaming {JOURNAL_TMP_FILE} over {JOURNAL_FILE}"))?;
+        self.journal_end = Some(contents.len() as u64);
+        Ok(backup.map_or(OpOutput::Done, OpOutput::BackedUp))
+    }
+
+    /// Writes `contents` to [`JOURNAL_TMP_FILE`] from its start, and fsyncs it.
+    fn write_journal_tmp(&mut self, contents: &[u8]) -> Result<(), StorageError> {
         self.fs.create(JOURNAL_TMP_FILE)?;
         self.fs.truncate(JOURNAL_TMP_FILE, 0)?;
         self.fs.write_at(JOURNAL_TMP_FILE, 0, contents)?;
-        self.fs.sync_file(JOURNAL_TMP_FILE)?;
-        self.fs.rename(JOURNAL_TMP_FILE, JOURNAL_FILE)?;
-        self.sync_new_entry(&format!("renaming {JOURNAL_TMP_FILE} over {JOURNAL_FILE}"))?;
-        self.journal_len = Some(contents.len() as u64);
-        Ok(backup.map_or(OpOutput::Done, OpOutput::BackedUp))
+        self.fs.sync_file(JOURNAL_TMP_FILE)
     }
 
     /// Copies the current journal to `journal.torn.N`, durably, numbered one past the
     /// highest copy, then removes the oldest copies beyond [`MAX_JOURNAL_BACKUPS`].
+    ///
+    /// The copy is written to [`JOURNAL_TMP_FILE`] and renamed only once it is whole and
+    /// fsynced, so that a copy cut short (a full disk, a crash) never takes a backup's
+    /// name, counts toward the copies kept or pushes out a good one.
     ///
     /// The removals are best effort: a copy that cannot be removed stays (the next
     /// backup tries again), and they need no directory fsync of their own (the journal
@@ -309,11 +354,9 @@ impl<F: FileSystem> Executor<F> {
         copies.sort_unstable();
         let n = copies.last().map_or(0, |&last| last.saturating_add(1));
         let name = format!("{JOURNAL_BACKUP_PREFIX}{n}");
-        self.fs.create(&name)?;
-        self.fs.truncate(&name, 0)?;
-        self.fs.write_at(&name, 0, &old)?;
-        self.fs.sync_file(&name)?;
-        self.sync_dir(&format!("creating {name}"))?;
+        self.write_journal_tmp(&old)?;
+        self.fs.rename(JOURNAL_TMP_FILE, &name)?;
+        self.sync_dir(&format!("renaming {JOURNAL_TMP_FILE} to {name}"))?;
         copies.push(n);
         let excess = copies.len().saturating_sub(MAX_JOURNAL_BACKUPS);
         for oldest in &copies[..excess] {
@@ -384,11 +427,18 @@ impl<F: FileSystem> Executor<F> {
                 self.fs.truncate(&name, 0)?;
                 self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
                 self.fs.sync_file(&name)?;
+                self.unproven_cuts.remove(&log);
                 LOG_HEADER_LEN as u64
             } else {
-                if img.valid_len < file_len {
+                // A cut whose fsync failed is in the page cache only: the file looks cut,
+                // and only a new truncate lets an fsync make the cut durable.
+                if img.valid_len < file_len || self.unproven_cuts.contains(&log) {
+                    if !self.trust_unsynced_cut {
+                        self.unproven_cuts.insert(log);
+                    }
                     self.fs.truncate(&name, img.valid_len)?;
                     self.fs.sync_file(&name)?;
+                    self.unproven_cuts.remove(&log);
                 }
                 img.valid_len
             };
@@ -571,6 +621,7 @@ impl<F: FileSystem> Executor<F> {
 
     fn remove_log(&mut self, log: LogId) -> OpResult {
         self.logs.remove(&log);
+        self.unproven_cuts.remove(&log);
         let name = log.file_name();
         match self.fs.remove(&name) {
             Ok(()) | Err(StorageError::NotFound(_)) => {}

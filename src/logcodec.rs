@@ -295,7 +295,10 @@ impl LogOpener {
             _ => return Err(corrupt(log, position, Some(img.next_offset), "malformed batch header".into())),
         };
         let damage = self.damage.take();
-        if self.acked.is_some_and(|a| first >= a) {
+        // Past the acknowledged end, whatever its offsets: a frame after the last
+        // acknowledged record was never acknowledged, even one with lower offsets (left
+        // by a cut that never became durable).
+        if self.acked.is_some_and(|a| first >= a || img.next_offset >= a) {
             self.unacked_frame = Some((position, damage.map(|(start, _)| start)));
             return Ok(false);
         }
