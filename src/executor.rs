@@ -74,8 +74,6 @@ pub struct Executor<F> {
     /// Planted bug: after a failed journal append, append at the file's end, after
     /// whatever part of the failed one landed.
     forget_journal_end: bool,
-    /// Planted bug: never redo a cut whose fsync failed.
-    trust_unsynced_cut: bool,
     /// How many bytes a log scan reads at a time.
     scan_chunk: usize,
     /// Writes nothing: opening a log cuts nothing, and every mutation is refused.
@@ -117,7 +115,6 @@ impl<F: FileSystem> Executor<F> {
             unproven_cuts: BTreeSet::new(),
             skip_dir_sync: false,
             forget_journal_end: false,
-            trust_unsynced_cut: false,
             scan_chunk: SCAN_CHUNK,
             read_only: false,
             reserve_min: JOURNAL_RESERVE_MIN,
@@ -149,7 +146,6 @@ impl<F: FileSystem> Executor<F> {
     pub fn plant(&mut self, bugs: &crate::planted::PlantedBugs) {
         self.skip_dir_sync = crate::planted::ENABLED && bugs.has(crate::planted::Bug::SkipDirSync);
         self.forget_journal_end = crate::planted::ENABLED && bugs.has(crate::planted::Bug::ForgetJournalEnd);
-        self.trust_unsynced_cut = crate::planted::ENABLED && bugs.has(crate::planted::Bug::TrustUnsyncedCut);
     }
 
     /// Fsyncs the directory after an entry was created or renamed (unless the planted
@@ -433,9 +429,7 @@ impl<F: FileSystem> Executor<F> {
                 // A cut whose fsync failed is in the page cache only: the file looks cut,
                 // and only a new truncate lets an fsync make the cut durable.
                 if img.valid_len < file_len || self.unproven_cuts.contains(&log) {
-                    if !self.trust_unsynced_cut {
-                        self.unproven_cuts.insert(log);
-                    }
+                    self.unproven_cuts.insert(log);
                     self.fs.truncate(&name, img.valid_len)?;
                     self.fs.sync_file(&name)?;
                     self.unproven_cuts.remove(&log);

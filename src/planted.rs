@@ -62,9 +62,6 @@ pub enum Bug {
     /// follows the release of the journal reserve appends at the file's end, after the
     /// part of the failed commit that landed, instead of over it.
     ForgetJournalEnd,
-    /// A log whose cut of a never-acknowledged tail failed at its fsync is opened again
-    /// without cutting and syncing again (it already looks cut in the page cache).
-    TrustUnsyncedCut,
     /// Cluster: a node answers every command from the catalog it holds, without a
     /// fence: list and describe, creates and deletes validated, produces and fetches
     /// without the fences before and after their data.
@@ -89,7 +86,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 27] = [
+    pub const ALL: [Bug; 26] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -110,7 +107,6 @@ impl Bug {
         Bug::FinishedAtTombstone,
         Bug::NamedPartitionIgnored,
         Bug::ForgetJournalEnd,
-        Bug::TrustUnsyncedCut,
         Bug::ClusterSkipFence,
         Bug::ClusterProduceUnverified,
         Bug::ClusterReconcileUnknownIds,
@@ -142,7 +138,6 @@ impl Bug {
             Bug::FinishedAtTombstone => "finished-at-tombstone",
             Bug::NamedPartitionIgnored => "named-partition-ignored",
             Bug::ForgetJournalEnd => "forget-journal-end",
-            Bug::TrustUnsyncedCut => "trust-unsynced-cut",
             Bug::ClusterSkipFence => "cluster-skip-fence",
             Bug::ClusterProduceUnverified => "cluster-produce-unverified",
             Bug::ClusterReconcileUnknownIds => "cluster-reconcile-unknown-ids",

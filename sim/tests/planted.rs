@@ -145,6 +145,15 @@ fn finished_at_tombstone_is_caught() {
     fired_by(Bug::FinishedAtTombstone, Checker::TruthfulNotices);
 }
 
+/// The journal append retried at the file's end after a full disk cut it short: the
+/// journal's middle holds a commit with both copies damaged, which the crash-point
+/// check finds corrupt, and every start refuses (liveness). Found once the simulated
+/// disk wrote what fits before failing, as Linux does.
+#[test]
+fn forget_journal_end_is_caught() {
+    caught_by(Bug::ForgetJournalEnd, &[Checker::NoOrphans, Checker::Liveness]);
+}
+
 #[test]
 fn named_partition_ignored_is_caught() {
     fired_by(Bug::NamedPartitionIgnored, Checker::ModelAgreement);

@@ -133,21 +133,6 @@ fn a_retried_open_makes_a_cut_durable_whose_fsync_failed() {
     assert_eq!(read_values(&mut ex), Ok(vec![(0, 1), (1, 1), (2, 2), (3, 2)]));
 }
 
-/// The planted bug restores the old open: the test above can fail.
-#[cfg(feature = "planted-bugs")]
-#[test]
-fn the_old_open_trusts_a_cut_that_never_became_durable() {
-    use broker_core::planted::{Bug, PlantedBugs};
-    let mut ex = log_with_an_unacknowledged_tail();
-    ex.plant(&PlantedBugs::only(Bug::TrustUnsyncedCut));
-    ex.fs_mut().set_faults(DiskFaults { fsync_failure: 1.0, ..DiskFaults::none() });
-    assert!(ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 2 }).is_err());
-    ex.fs_mut().set_faults(DiskFaults::none());
-    ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 2 }).unwrap();
-    let name = LOG.file_name();
-    assert!(ex.fs().durable_file(&name) != ex.fs().live_file(&name), "the cut is in the page cache only");
-}
-
 /// Stale frames that a lost cut left behind the acknowledged records (a restarted
 /// process cannot know that an earlier one's cut failed) are the never-acknowledged
 /// tail: cut on open, never a reason to refuse the log.
