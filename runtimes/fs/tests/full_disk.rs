@@ -84,6 +84,43 @@ fn a_full_disk_serves_reads_takes_a_delete_and_gets_its_space_back() {
     assert!(cli_ok(d, &["fetch", "keep", "--partition", "1", "--offset", "0"]).contains("value b"));
 }
 
+/// A user's session on a 6 MiB tmpfs: 30,000-byte records produced one command at a
+/// time until one meets the full disk (the broker halts, exit 3), then `delete --wait`,
+/// then any command. The tombstone's journal append was cut short by the full disk
+/// (tmpfs writes what fits), and the retry after releasing the reserve appended after
+/// the partial commit: every later command refused the journal ("both copies of a
+/// commit are damaged ... restore the directory from a backup").
+#[test]
+fn a_disk_filled_by_produces_takes_a_delete_and_starts_again() {
+    let Some(tmpfs) = Tmpfs::mount("fill", "6m") else {
+        eprintln!("skipped: mounting a tmpfs needs root (CI runs it)");
+        return;
+    };
+    let d = &tmpfs.0.join("data");
+    cli_ok(d, &["create", "fill", "--partitions", "1"]);
+    let value = "a".repeat(30_000);
+    let mut produced = 0;
+    loop {
+        let out = cli(d, &["produce", "fill", &value], "");
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "a full disk halts the broker: {err}");
+            assert!(err.contains("No space left"), "{err}");
+            break;
+        }
+        produced += 1;
+        assert!(produced < 400, "the disk never filled");
+    }
+    assert!(produced > 100, "full after {produced} records");
+    assert!(cli_ok(d, &["delete", "fill", "--wait"]).contains("logs are removed"));
+    // Every command works again: the journal starts, a topic is created and written.
+    assert!(cli_ok(d, &["recover"]).contains("pending deletions: none"));
+    cli_ok(d, &["create", "after", "--partitions", "1"]);
+    cli_ok(d, &["produce", "after", "x"]);
+    assert!(cli_ok(d, &["fetch", "after", "--partition", "0", "--offset", "0"]).contains("value x"));
+    assert!(free_bytes(&tmpfs.0) > 4 << 20, "the filled log's space came back");
+}
+
 #[test]
 fn a_read_only_directory_serves_reads_and_says_why_writes_fail() {
     let Some(tmpfs) = Tmpfs::mount("ro", "2m") else {
