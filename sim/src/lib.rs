@@ -9,6 +9,7 @@ pub mod campaign;
 pub mod checkers;
 pub mod cluster;
 pub mod disk;
+pub mod disk_kit;
 pub mod exhaust;
 pub mod fuzzing;
 pub mod model;

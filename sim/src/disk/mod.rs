@@ -83,9 +83,10 @@ pub struct DiskFaults {
     pub io_error: f64,
     /// Chance that a `write_at`, or a `create` of a new name, fails with
     /// [`StorageError::DiskFull`] (a quota, a thin-provisioned volume, another program
-    /// filling the disk). A write first writes a prefix of itself that ends at a block
-    /// boundary (any number of its new blocks, none included), growing the file by it,
-    /// as `write(2)` returns a short count before ENOSPC; a create changes nothing.
+    /// filling the disk). A write writes nothing, or a prefix of itself up to a block it
+    /// could not allocate (any number of its new blocks, none included), growing the
+    /// file by it, as `write(2)` returns a short count before ENOSPC; a create changes
+    /// nothing.
     pub disk_full: f64,
     /// Chance that a `sync_file` of a file with unsynced data fails (ext4/XFS
     /// behaviour): it returns [`StorageError::Io`] (EIO) or, as a thin-provisioned or
@@ -874,9 +875,11 @@ impl FileSystem for SimDisk {
         }
         if self.inject(self.faults.disk_full) {
             self.counters.disk_full += 1;
-            // As if the disk had only some of the blocks this write needs.
+            // Nothing written (refused before any byte, as a quota checked up front), or
+            // as if the disk had only some of the blocks this write needs: the bytes up
+            // to the first block it could not get land.
             let need = self.blocks_needed(id, offset, end)?;
-            if need > 0 {
+            if need > 0 && self.rng.chance(0.5) {
                 let had = self.rng.below(need).min(self.free_blocks().unwrap_or(u64::MAX));
                 self.write_what_fits(id, offset, data, had)?;
             }
@@ -939,6 +942,10 @@ impl FileSystem for SimDisk {
         Self::check_len(name, len)?;
         self.check_writable("allocate", name)?;
         self.io_fault("allocate", name)?;
+        if self.inject(self.faults.disk_full) {
+            self.counters.disk_full += 1;
+            return Err(StorageError::DiskFull(format!("injected: allocate {name} to {len} bytes")));
+        }
         let have = self.file_mut(id)?.live.len() as u64;
         let need = self.blocks_needed(id, 0, len)?;
         let free = self.free_blocks().unwrap_or(u64::MAX);
@@ -980,17 +987,28 @@ impl FileSystem for SimDisk {
         self.pending = rest;
         let lost = mine.len() as u64;
         if let Some(ro) = self.read_only {
-            // Nothing reaches the disk any more: unsynced data is lost; a runtime that
-            // opens the file for writing to sync it is refused on a mounted read-only one.
-            if lost > 0 || (ro == ReadOnly::Mounted && self.rng.chance(0.5)) {
-                self.counters.ops_dropped_by_fsync += lost;
-                self.counters.read_only_refusals += 1;
-                if lost > 0 && self.rng.chance(0.5) {
-                    return Err(StorageError::Io(format!("fsync {name}: I/O error on a read-only file system")));
+            // Nothing reaches the disk any more: unsynced data is lost. With nothing
+            // unsynced, a runtime that opens the file for writing to sync it is refused on
+            // a file system mounted read-only, and one whose journal aborted may still
+            // report the earlier failure (EIO) or succeed.
+            self.counters.ops_dropped_by_fsync += lost;
+            let refused = match (lost > 0, ro) {
+                (true, _) if self.rng.chance(0.5) => Some(false),
+                (true, _) => Some(true),
+                (false, ReadOnly::Mounted) => self.rng.chance(0.5).then_some(false),
+                (false, ReadOnly::Aborted) => self.rng.chance(0.5).then_some(true),
+            };
+            return match refused {
+                None => Ok(()),
+                Some(io) => {
+                    self.counters.read_only_refusals += 1;
+                    Err(if io {
+                        StorageError::Io(format!("fsync {name}: I/O error on a read-only file system"))
+                    } else {
+                        StorageError::PermissionDenied(format!("fsync {name}: read-only file system"))
+                    })
                 }
-                return Err(StorageError::PermissionDenied(format!("fsync {name}: read-only file system")));
-            }
-            return Ok(());
+            };
         }
         let nearly_full =
             self.free_blocks().is_some_and(|free| free.saturating_mul(10) <= self.faults.capacity / BLOCK_SIZE);
@@ -1040,11 +1058,18 @@ impl FileSystem for SimDisk {
     /// On a read-only file system, pending ones can no longer be made durable.
     fn sync_dir(&mut self) -> Result<(), StorageError> {
         if self.read_only.is_some() {
-            if self.pending.iter().any(|op| op.data_file().is_none()) {
-                self.counters.read_only_refusals += 1;
-                return Err(StorageError::Io("fsync of the directory: read-only file system".into()));
+            // Pending entries can no longer be made durable: the fsync fails (EIO or
+            // EROFS); a file system whose journal aborted may also answer success (they
+            // stay pending: a crash decides).
+            let pending = self.pending.iter().any(|op| op.data_file().is_none());
+            if !pending || (self.read_only == Some(ReadOnly::Aborted) && self.rng.chance(1.0 / 3.0)) {
+                return Ok(());
             }
-            return Ok(());
+            self.counters.read_only_refusals += 1;
+            if self.rng.chance(0.5) {
+                return Err(StorageError::Io("fsync of the directory: I/O error on a read-only file system".into()));
+            }
+            return Err(StorageError::PermissionDenied("fsync of the directory: read-only file system".into()));
         }
         self.io_fault("fsync", "the directory")?;
         let (dir_ops, rest): (Vec<Op>, Vec<Op>) =
