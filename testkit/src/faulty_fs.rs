@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 /// A `MemFs` that fails on purpose: its `remove` fails with an I/O error the first
 /// `fail_removes` times, its `sync_dir` the next `fail_dir_syncs` times (the entries then
 /// stay as they are: a `MemFs` is always durable), and with a `capacity` (0: none) a
-/// write that would grow the files past it fails as a full disk, writing nothing, until
-/// space is freed.
+/// write that would grow the files past it writes the bytes that fit, then fails as a
+/// full disk (as `write(2)` does), until space is freed.
 #[derive(Debug, Default, Clone)]
 pub struct FaultyFs {
     /// The files, durable at once (a `MemFs`).
@@ -45,8 +45,13 @@ impl FileSystem for FaultyFs {
     fn write_at(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StorageError> {
         let len = self.inner.file(name).map_or(0, |f| f.len() as u64);
         let growth = (offset + data.len() as u64).saturating_sub(len);
-        if self.capacity > 0 && self.used() + growth > self.capacity {
-            return Err(StorageError::DiskFull(format!("{name}: no space left")));
+        let free = self.capacity.saturating_sub(self.used());
+        if self.capacity > 0 && growth > free {
+            let fits = (len + free).saturating_sub(offset).min(data.len() as u64) as usize;
+            if fits > 0 {
+                self.inner.write_at(name, offset, &data[..fits])?;
+            }
+            return Err(StorageError::DiskFull(format!("{name}: no space left after {fits} bytes")));
         }
         self.inner.write_at(name, offset, data)
     }
