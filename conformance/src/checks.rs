@@ -84,6 +84,15 @@ pub(crate) fn all<S: Subject>() -> Vec<(Check, Run<S>)> {
         ),
         (
             plain(
+                "allocate-grows-with-zeros",
+                "allocate grows a shorter file to the length asked, the new bytes reading as zeros and the old \
+                 ones unchanged; a file already as long is left as it is (the executor grows the journal \
+                 reserve with it)",
+            ),
+            allocate_grows_with_zeros::<S>,
+        ),
+        (
+            plain(
                 "list-sorted-and-complete",
                 "list returns every file name of the directory once, sorted, and nothing else; the names the \
                  executor uses (journal, journal.tmp, journal.reserve, journal.torn.N, \
@@ -516,6 +525,31 @@ fn len_and_truncate<S: Subject>(s: &mut S) -> Seen {
     )?;
     fs.c_truncate("a.log", 0)?;
     expect_len(&mut fs, "after truncate(\"a.log\", 0)", 0)
+}
+
+/// allocate grows a shorter file to the length asked, the new bytes reading as zeros
+/// and the old ones unchanged; a file already as long is left as it is.
+fn allocate_grows_with_zeros<S: Subject>(s: &mut S) -> Seen {
+    let mut fs = s.fresh();
+    fs.c_create("journal.reserve")?;
+    let data = pattern(1000, 9);
+    fs.c_write("journal.reserve", 0, &data)?;
+    fs.allocate("journal.reserve", 10_000)
+        .map_err(|e| failed_call(format_args!("allocate(\"journal.reserve\", 10000)"), &e))?;
+    let mut want = data.clone();
+    want.resize(10_000, 0);
+    expect_bytes(
+        "after allocate(\"journal.reserve\", 10000) of a 1000-byte file, read_all",
+        &fs.c_read_all("journal.reserve")?,
+        &want,
+    )?;
+    fs.allocate("journal.reserve", 500)
+        .map_err(|e| failed_call(format_args!("allocate(\"journal.reserve\", 500)"), &e))?;
+    expect_bytes(
+        "after allocate(\"journal.reserve\", 500) of a 10000-byte file, read_all",
+        &fs.c_read_all("journal.reserve")?,
+        &want,
+    )
 }
 
 /// list returns every file name of the directory once, sorted, and nothing else; the

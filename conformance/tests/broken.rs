@@ -60,6 +60,7 @@ const EXPECTED: &[(Bug, &[&str])] = &[
     ),
     (Bug::NonAtomicRename, &["rename-atomic-at-crash"]),
     (Bug::SyncIgnoresTruncate, &["synced-data-survives-crash"]),
+    (Bug::AllocateTruncates, &["allocate-grows-with-zeros"]),
     (Bug::CrashTearsBlock, &["unsynced-write-spares-synced-data"]),
 ];
 

@@ -60,6 +60,8 @@ pub enum Bug {
     NonAtomicRename,
     /// `sync_file` makes writes durable but not truncations.
     SyncIgnoresTruncate,
+    /// `allocate` sets the file's length, cutting a longer file.
+    AllocateTruncates,
     /// A crash zeroes the synced part of the 4 KiB block an unsynced write starts in
     /// (a block rewritten whole and torn).
     CrashTearsBlock,
@@ -265,6 +267,13 @@ impl FileSystem for CrashFs {
         apply_data(&mut f.live, DataOp::Truncate(len), fill);
         f.pending.push(DataOp::Truncate(len));
         Ok(())
+    }
+
+    fn allocate(&mut self, name: &str, len: u64) -> Result<(), StorageError> {
+        if self.has(Bug::AllocateTruncates) {
+            return self.truncate(name, len);
+        }
+        broker_core::fs::grow_with_zeros(self, name, len)
     }
 
     fn sync_file(&mut self, name: &str) -> Result<(), StorageError> {
