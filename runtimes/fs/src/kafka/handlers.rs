@@ -98,7 +98,7 @@ pub fn handle(ctx: &Context, v: i16, request: Request) -> Pending {
         Request::Metadata(r) => metadata(ctx, v, r),
         Request::Produce(r) => produce(ctx, r),
         Request::Fetch(r) => fetch(ctx, r),
-        Request::ListOffsets(r) => list_offsets(ctx, r),
+        Request::ListOffsets(r) => list_offsets(ctx, v, r),
         Request::CreateTopics(r) => create_topics(ctx, r),
         Request::DeleteTopics(r) => delete_topics(ctx, r),
     }
@@ -401,7 +401,9 @@ fn fetch_response(wanted: &[Wanted], replies: Vec<Result<Reply, i16>>, max_bytes
     (FetchResponse::default().with_responses(topics), total, failed)
 }
 
-fn list_offsets(ctx: &Context, r: ListOffsetsRequest) -> Pending {
+/// ListOffsets; the leader epoch goes in the answer from version 4 on (it is not a field
+/// of earlier versions, which then could not be encoded).
+fn list_offsets(ctx: &Context, v: i16, r: ListOffsetsRequest) -> Pending {
     let topics: Vec<_> = r
         .topics
         .into_iter()
@@ -433,6 +435,7 @@ fn list_offsets(ctx: &Context, r: ListOffsetsRequest) -> Pending {
                         Ok(_) => Err(E::UnknownServerError.code()),
                         Err(e) => Err(code(e)),
                     };
+                    let found = found.map(|(hw, epoch)| (hw, if v >= 4 { epoch } else { -1 }));
                     match (found, p.timestamp) {
                         (Err(error), _) => response.with_error_code(error).with_offset(-1),
                         // Latest, and the offset of the newest timestamp: the high watermark.

@@ -2,6 +2,8 @@
 //! and a `serve` process driven over JSON lines.
 #![allow(dead_code)]
 
+pub mod wire;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,115 @@
+//! Kafka on the wire for the tests that speak it raw: request frames, responses, record
+//! batches, through the `kafka-protocol` crate's own codecs (the client side).
+
+use super::{KafkaServer, TempDir};
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Starts `serve --kafka` on a fresh directory under `dir`.
+pub fn start(dir: &TempDir) -> KafkaServer {
+    KafkaServer::start(&dir.path().join("data"), &dir.path().join("stderr"))
+}
+
+pub fn connect(server: &KafkaServer) -> TcpStream {
+    let s = TcpStream::connect(&server.address).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    s
+}
+
+/// The high watermark of each of `partitions` partitions of "t", by ListOffsets.
+pub fn high_watermarks(s: &mut TcpStream, partitions: i32) -> Vec<i64> {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    let latest = (0..partitions).map(|p| ListOffsetsPartition::default().with_partition_index(p).with_timestamp(-1));
+    let request = ListOffsetsRequest::default()
+        .with_topics(vec![ListOffsetsTopic::default().with_name(name("t")).with_partitions(latest.collect())]);
+    s.write_all(&frame(ApiKey::ListOffsets, 7, 99, &request)).unwrap();
+    let (_, r) = response::<ListOffsetsResponse>(s, 7);
+    r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| if p.error_code == 0 { p.offset } else { -1 - i64::from(p.error_code) })
+        .collect()
+}
+
+/// A request frame: size, header, body.
+pub fn frame<R: Encodable + HeaderVersion>(key: ApiKey, version: i16, correlation_id: i32, body: &R) -> Vec<u8> {
+    let mut buf = BytesMut::new();
+    let header = RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("protocol-test")));
+    header.encode(&mut buf, R::header_version(version)).unwrap();
+    body.encode(&mut buf, version).unwrap();
+    let mut out = (buf.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(&buf);
+    out
+}
+
+/// Reads one response frame: its correlation id and body (after the header).
+pub fn response<R: Decodable + HeaderVersion>(s: &mut TcpStream, version: i16) -> (i32, R) {
+    let mut size = [0; 4];
+    s.read_exact(&mut size).expect("a response");
+    let mut body = vec![0; i32::from_be_bytes(size) as usize];
+    s.read_exact(&mut body).unwrap();
+    let mut buf = Bytes::from(body);
+    let header = ResponseHeader::decode(&mut buf, R::header_version(version)).unwrap();
+    let r = R::decode(&mut buf, version).unwrap();
+    assert!(!buf.has_remaining(), "bytes after the response");
+    (header.correlation_id, r)
+}
+
+/// Whether the server closed the connection (end of stream, or reset) without a response.
+pub fn closed(s: &mut TcpStream) -> bool {
+    let mut byte = [0; 1];
+    match s.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock && e.kind() != std::io::ErrorKind::TimedOut,
+    }
+}
+
+/// A record as a producer with idempotence off makes it.
+pub fn record(offset: i64, key: Option<String>, value: String) -> kafka_protocol::records::Record {
+    kafka_protocol::records::Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: kafka_protocol::records::TimestampType::Creation,
+        offset,
+        sequence: -1,
+        timestamp: 1_000 + offset,
+        key: key.map(Bytes::from),
+        value: Some(Bytes::from(value)),
+        headers: Default::default(),
+    }
+}
+
+/// `records` as one v2 batch.
+pub fn batch(records: &[kafka_protocol::records::Record]) -> Bytes {
+    use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+    RecordBatchEncoder::encode(&mut buf, records, &options).unwrap();
+    buf.freeze()
+}
+
+/// A record batch, as a producer encodes it, with one byte of its value flipped.
+pub fn rotten_batch() -> Vec<u8> {
+    let mut bytes = batch(&[record(0, None, "value".into())]).to_vec();
+    *bytes.last_mut().unwrap() ^= 0x20;
+    bytes
+}
+
+pub fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}

@@ -1,0 +1,186 @@
+//! Every version of every API that ApiVersions advertises is answered: for each, the
+//! requests a client sends (and the errors they can meet) get a response that decodes
+//! at that version, on a connection that stays open. A version whose response cannot be
+//! encoded (a field set that does not exist at it) closes the connection instead, which
+//! clients report as a network or authentication failure.
+
+mod common;
+
+use bytes::{Buf, Bytes};
+use common::wire::{batch, connect, frame, name, record, rotten_batch, start};
+use common::TempDir;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+/// One request of `api` at `v`, and its response decoded at `v`, or what went wrong.
+fn exchange<Q, R>(s: &mut TcpStream, api: ApiKey, v: i16, id: &mut i32, request: &Q) -> Result<R, String>
+where
+    Q: Encodable + HeaderVersion,
+    R: Decodable + HeaderVersion,
+{
+    *id += 1;
+    s.write_all(&frame(api, v, *id, request)).map_err(|e| format!("send: {e}"))?;
+    let mut size = [0; 4];
+    s.read_exact(&mut size).map_err(|e| format!("no response (the connection closed?): {e}"))?;
+    let mut body = vec![0; i32::from_be_bytes(size) as usize];
+    s.read_exact(&mut body).map_err(|e| format!("a response cut short: {e}"))?;
+    let mut buf = Bytes::from(body);
+    let header = ResponseHeader::decode(&mut buf, R::header_version(v)).map_err(|e| format!("header: {e}"))?;
+    if header.correlation_id != *id {
+        return Err(format!("correlation id {} for request {id}", header.correlation_id));
+    }
+    let r = R::decode(&mut buf, v).map_err(|e| format!("body: {e}"))?;
+    if buf.has_remaining() {
+        return Err(format!("{} bytes after the response", buf.remaining()));
+    }
+    Ok(r)
+}
+
+fn text(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+fn create(name_: &str, partitions: i32, replication: i16) -> CreateTopicsRequest {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![CreatableTopic::default()
+        .with_name(name(name_))
+        .with_num_partitions(partitions)
+        .with_replication_factor(replication)])
+}
+
+fn produce(topic: &str, records: Bytes) -> ProduceRequest {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    ProduceRequest::default().with_acks(-1).with_timeout_ms(30_000).with_topic_data(vec![TopicProduceData::default()
+        .with_name(name(topic))
+        .with_partition_data(vec![PartitionProduceData::default().with_index(0).with_records(Some(records))])])
+}
+
+fn fetch(topic: &str, offset: i64) -> FetchRequest {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    FetchRequest::default().with_replica_id(BrokerId(-1)).with_max_wait_ms(0).with_max_bytes(1 << 20).with_topics(vec![
+        FetchTopic::default().with_topic(name(topic)).with_partitions(vec![FetchPartition::default()
+            .with_fetch_offset(offset)
+            .with_partition_max_bytes(1 << 20)]),
+    ])
+}
+
+fn list_offsets(topic: &str, timestamp: i64) -> ListOffsetsRequest {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![ListOffsetsTopic::default()
+        .with_name(name(topic))
+        .with_partitions(vec![ListOffsetsPartition::default().with_timestamp(timestamp)])])
+}
+
+/// Names the case an error happened in.
+fn at(case: &str) -> impl Fn(String) -> String + '_ {
+    move |e| format!("{case}: {e}")
+}
+
+/// Sends `api`'s requests at version `v`; the first failure, with what was sent.
+fn check(s: &mut TcpStream, api: ApiKey, v: i16, id: &mut i32) -> Result<(), String> {
+    let one = |topic: &str| Some(vec![metadata_request::MetadataRequestTopic::default().with_name(Some(name(topic)))]);
+    match api {
+        ApiKey::ApiVersions => {
+            let r = ApiVersionsRequest::default();
+            let r = if v >= 3 {
+                r.with_client_software_name(text("versions-test")).with_client_software_version(text("1"))
+            } else {
+                r
+            };
+            let got: ApiVersionsResponse = exchange(s, api, v, id, &r).map_err(at("ApiVersions"))?;
+            expect(got.error_code == 0, "ApiVersions answers no error")?;
+        }
+        ApiKey::Metadata => {
+            let every = if v == 0 { Some(vec![]) } else { None };
+            for (case, topics) in [("every topic", every), ("one topic", one("t")), ("an unknown topic", one("nope"))] {
+                let r = MetadataRequest::default().with_topics(topics);
+                let r = if v >= 4 { r.with_allow_auto_topic_creation(false) } else { r };
+                let _: MetadataResponse = exchange(s, api, v, id, &r).map_err(at(case))?;
+            }
+        }
+        ApiKey::CreateTopics => {
+            let topic = format!("c-{v}");
+            for (case, r) in [
+                ("a create", create(&topic, 2, 1)),
+                ("a name that exists", create(&topic, 2, 1)),
+                ("three replicas", create("c-bad", 1, 3)),
+            ] {
+                let _: CreateTopicsResponse = exchange(s, api, v, id, &r).map_err(at(case))?;
+            }
+        }
+        ApiKey::DeleteTopics => {
+            let topic = format!("d-{v}");
+            let _: CreateTopicsResponse = exchange(s, ApiKey::CreateTopics, 7, id, &create(&topic, 1, 1))?;
+            for (case, t) in [("a delete", topic.as_str()), ("an unknown topic", "nope")] {
+                let r = DeleteTopicsRequest::default().with_timeout_ms(30_000).with_topic_names(vec![name(t)]);
+                let got: DeleteTopicsResponse = exchange(s, api, v, id, &r).map_err(at(case))?;
+                expect(got.responses.len() == 1, "one result")?;
+            }
+        }
+        ApiKey::Produce => {
+            let good = batch(&[record(0, Some("k".into()), format!("v{v}"))]);
+            for (case, r) in [
+                ("a produce", produce("t", good.clone())),
+                ("an unknown topic", produce("nope", good)),
+                ("a batch failing its CRC", produce("t", Bytes::from(rotten_batch()))),
+            ] {
+                let got: ProduceResponse = exchange(s, api, v, id, &r).map_err(at(case))?;
+                expect(got.responses.len() == 1, "one topic in the response")?;
+            }
+        }
+        ApiKey::Fetch => {
+            for (case, r) in [
+                ("a fetch", fetch("t", 0)),
+                ("past the end", fetch("t", 1 << 40)),
+                ("an unknown topic", fetch("nope", 0)),
+            ] {
+                let got: FetchResponse = exchange(s, api, v, id, &r).map_err(at(case))?;
+                expect(got.responses.len() == 1, "one topic in the response")?;
+            }
+        }
+        ApiKey::ListOffsets => {
+            for (case, r) in [
+                ("latest", list_offsets("t", -1)),
+                ("earliest", list_offsets("t", -2)),
+                ("by time", list_offsets("t", 1_000)),
+                ("an unknown topic", list_offsets("nope", -1)),
+            ] {
+                let _: ListOffsetsResponse = exchange(s, api, v, id, &r).map_err(at(case))?;
+            }
+        }
+        other => return Err(format!("{other:?} is advertised and this test sends nothing of it: add its requests")),
+    }
+    Ok(())
+}
+
+fn expect(ok: bool, what: &str) -> Result<(), String> {
+    ok.then_some(()).ok_or_else(|| format!("expected: {what}"))
+}
+
+#[test]
+fn every_advertised_version_of_every_api_is_answered() {
+    let dir = TempDir::new("kafka-versions");
+    let server = start(&dir);
+    let mut s = connect(&server);
+    let mut id = 0;
+    let _: CreateTopicsResponse = exchange(&mut s, ApiKey::CreateTopics, 7, &mut id, &create("t", 1, 1)).unwrap();
+    let advertised: ApiVersionsResponse =
+        exchange(&mut s, ApiKey::ApiVersions, 3, &mut id, &ApiVersionsRequest::default()).unwrap();
+    let mut failures = Vec::new();
+    let mut answered = 0;
+    for key in &advertised.api_keys {
+        let api = ApiKey::try_from(key.api_key).expect("a known API key");
+        for v in key.min_version..=key.max_version {
+            if let Err(e) = check(&mut s, api, v, &mut id) {
+                failures.push(format!("{api:?} v{v}: {e}"));
+                s = connect(&server); // the broken version closed the connection
+            } else {
+                answered += 1;
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} versions fail:\n{}\n{}", failures.len(), failures.join("\n"), server.stderr());
+    assert!(answered >= 50, "only {answered} versions advertised");
+}
