@@ -230,7 +230,7 @@ impl Floor {
                 }
                 Ok(Reply::Produced { topic: t.id, positions })
             }
-            Command::Fetch { topic, partition, offset, max_records } => {
+            Command::Fetch { topic, partition, offset, max_records, .. } => {
                 let t = self.topics.get(&topic).ok_or(BrokerError::TopicNotFound { name: topic.clone() })?;
                 let log = t.partitions.get(partition as usize).ok_or(BrokerError::PartitionNotFound {
                     name: topic,
@@ -304,6 +304,7 @@ impl Step {
                     partition: (i % PARTITIONS as usize) as u32,
                     offset: (i / PARTITIONS as usize) as u64,
                     max_records: 1,
+                    max_bytes: None,
                 })
                 .collect(),
             Step::Create => (0..n)

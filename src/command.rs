@@ -73,6 +73,11 @@ pub enum Command {
         /// The most records to return, `1..=`[`crate::Config::max_fetch_records`];
         /// [`crate::Config::max_fetch_bytes`] bounds the reply too.
         max_records: u32,
+        /// The most bytes of keys and values to return (at most, and by default,
+        /// [`crate::Config::max_fetch_bytes`]). The first record is returned whatever its
+        /// size, so that a reader always makes progress.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_bytes: Option<u64>,
     },
     /// List live topics, ordered by name.
     ListTopics,

@@ -365,7 +365,7 @@ fn produce(topic: &str, records: &[(&str, &str)]) -> Command {
 }
 
 fn fetch(topic: &str, partition: u32, offset: u64, max_records: u32) -> Command {
-    Command::Fetch { topic: topic.into(), partition, offset, max_records }
+    Command::Fetch { topic: topic.into(), partition, offset, max_records, max_bytes: None }
 }
 
 /// The messages clients actually get, each from a real command against a broker.

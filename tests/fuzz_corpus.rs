@@ -192,10 +192,18 @@ impl Steps {
         self.0.push(0); // the keys choose the partitions
         self
     }
+    /// A fetch with no byte bound of its own (the broker's).
     fn fetch(&mut self, name: &str, partition: u8, offset: u8, max: u8) -> &mut Self {
         self.0.extend([0, 8]);
         self.name(name);
-        self.0.extend([partition, offset, max]);
+        self.0.extend([partition, offset, max, 2]);
+        self
+    }
+    /// A fetch bounded to `max_bytes` bytes of keys and values.
+    fn fetch_bytes(&mut self, name: &str, partition: u8, offset: u8, max: u8, max_bytes: u8) -> &mut Self {
+        self.0.extend([0, 8]);
+        self.name(name);
+        self.0.extend([partition, offset, max, 0, max_bytes]);
         self
     }
     fn list(&mut self) -> &mut Self {
@@ -323,6 +331,21 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
         .fetch("b", 0, 0, 0)
         .settle();
 
+    // Three records of 2, 3 and 4 bytes: a bound of 6 bytes returns the first two, a bound
+    // of 0 still the first (a reader always makes progress).
+    let mut bounded = Steps::config(3, 4, 1);
+    bounded
+        .complete_all()
+        .create("a", 0, 0)
+        .complete_all()
+        .produce("a", &[(0, b"ab"), (0, b"cde"), (0, b"fghi")])
+        .complete_all()
+        .fetch_bytes("a", 0, 0, 5, 6)
+        .complete_all()
+        .fetch_bytes("a", 0, 0, 5, 0)
+        .complete_all()
+        .settle();
+
     let mut corrupt_read = Steps::config(3, 4, 1);
     corrupt_read
         .complete_all()
@@ -340,6 +363,7 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("recreate-while-deleting", recreate.0),
         ("faults", faults.0),
         ("invalid-commands", invalid.0),
+        ("fetch-bounded-by-bytes", bounded.0),
         ("corrupt-read-at-last-offset", corrupt_read.0),
     ]
 }
@@ -391,6 +415,7 @@ fn seeds_still_decode_as_intended() {
             // The append is run then failed, and so is the tombstone's journal write.
             "faults" => (1, 0, 0, 2),
             "invalid-commands" => (1, 0, 0, 0),
+            "fetch-bounded-by-bytes" => (1, 0, 3, 0),
             "corrupt-read-at-last-offset" => (1, 0, 1, 0),
             other => panic!("no expectation for seed {other}"),
         };

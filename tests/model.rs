@@ -307,6 +307,7 @@ fn command(transition: &Transition) -> Option<Command> {
             partition: *partition,
             offset: *offset,
             max_records: *max_records,
+            max_bytes: None,
         },
         Transition::List => Command::ListTopics,
         Transition::Describe { name } => Command::DescribeTopic { name: name.to_string() },

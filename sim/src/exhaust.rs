@@ -46,7 +46,7 @@ fn delete(name: &str) -> Command {
 }
 
 fn fetch(name: &str) -> Command {
-    Command::Fetch { topic: name.into(), partition: 0, offset: 0, max_records: 10 }
+    Command::Fetch { topic: name.into(), partition: 0, offset: 0, max_records: 10, max_bytes: None }
 }
 
 /// The fixed workloads: create, produce, delete and re-create; a delete while a fetch is

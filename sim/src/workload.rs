@@ -129,6 +129,12 @@ impl Workload {
                 partition: self.rng.below(u64::from(self.params.max_partitions)) as u32,
                 offset: self.rng.below(8),
                 max_records: self.rng.between(1, 8) as u32,
+                // Mostly the broker's own bound; sometimes a reader's, from none to past it.
+                max_bytes: match self.rng.below(4) {
+                    0 => Some(self.rng.below(200)),
+                    1 => Some(u64::MAX),
+                    _ => None,
+                },
             },
             4 => Command::ListTopics,
             _ => Command::DescribeTopic { name: self.name() },

@@ -240,8 +240,13 @@ fn check<F: FileSystem>(d: &mut SyncDriver<F>, acks: &Acks, k: usize, names: &[S
     for t in &list {
         for (p, hw) in t.high_watermarks.iter().enumerate() {
             for offset in 0..*hw {
-                let r =
-                    d.request(Command::Fetch { topic: t.name.clone(), partition: p as u32, offset, max_records: 1 });
+                let r = d.request(Command::Fetch {
+                    topic: t.name.clone(),
+                    partition: p as u32,
+                    offset,
+                    max_records: 1,
+                    max_bytes: None,
+                });
                 let got = match r {
                     Ok(Reply::Fetched { records, .. }) if records.len() == 1 && records[0].offset == offset => {
                         Ok((records[0].key.clone(), records[0].value.clone()))

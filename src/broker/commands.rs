@@ -26,8 +26,8 @@ impl Broker {
             Command::CreateTopic { name, partitions, settings } => self.create(request, name, partitions, settings),
             Command::DeleteTopic { name } => self.delete(request, name),
             Command::Produce { topic, partition, records } => self.produce(request, &topic, partition, records),
-            Command::Fetch { topic, partition, offset, max_records } => {
-                self.fetch(request, &topic, partition, offset, max_records)
+            Command::Fetch { topic, partition, offset, max_records, max_bytes } => {
+                self.fetch(request, &topic, partition, offset, max_records, max_bytes)
             }
             Command::ListTopics => Ok(Some(Reply::Topics(self.live_topics()))),
             Command::DescribeTopic { name } => self.visible(&name).map(|t| Some(Reply::Described(describe(t)))),
@@ -207,6 +207,7 @@ impl Broker {
         partition: u32,
         offset: u64,
         max_records: u32,
+        max_bytes: Option<u64>,
     ) -> Result<Option<Reply>, BrokerError> {
         let t = match self.visible(topic) {
             Err(e) if self.bug(Bug::FetchServesDeletedIncarnation) => self
@@ -245,12 +246,13 @@ impl Broker {
             return Ok(Some(Reply::Fetched { topic: t.meta.id, records: vec![], high_watermark }));
         }
         let count = (high_watermark - offset).min(u64::from(max_records)) as u32;
+        let max_bytes = max_bytes.map_or(self.config.max_fetch_bytes, |b| b.min(self.config.max_fetch_bytes));
         let (id, log) = (t.meta.id, self.log_of(t, partition));
         if let Some(p) = self.topics.get_mut(&id).and_then(|t| t.partitions.get_mut(partition as usize)) {
             p.inflight += 1;
         }
         self.op(
-            StorageOp::Read { log, offset, max_records: count, max_bytes: self.config.max_fetch_bytes },
+            StorageOp::Read { log, offset, max_records: count, max_bytes },
             PendingOp::Read { request, log, offset, count, high_watermark },
         );
         Ok(None)

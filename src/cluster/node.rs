@@ -173,6 +173,8 @@ enum Work {
         topic: TopicId,
         offset: u64,
         max_records: u32,
+        /// The most bytes of keys and values to return (the first record whatever its size).
+        max_bytes: u64,
         /// The partition's segments, as listed.
         bases: Vec<u64>,
         /// The high watermark, once the last segment is read.
@@ -788,8 +790,8 @@ impl Node {
                 self.reply(request, reply);
             }
             Command::Produce { topic, partition, records } => self.produce(request, topic, partition, records),
-            Command::Fetch { topic, partition, offset, max_records } => {
-                self.fetch(request, topic, partition, offset, max_records);
+            Command::Fetch { topic, partition, offset, max_records, max_bytes } => {
+                self.fetch(request, topic, partition, offset, max_records, max_bytes);
             }
             command => self.appends.push_back(Appendable::Client(request, command)),
         }
@@ -824,7 +826,15 @@ impl Node {
         }
     }
 
-    fn fetch(&mut self, request: RequestId, name: String, partition: u32, offset: u64, max_records: u32) {
+    fn fetch(
+        &mut self,
+        request: RequestId,
+        name: String,
+        partition: u32,
+        offset: u64,
+        max_records: u32,
+        max_bytes: Option<u64>,
+    ) {
         let Some((topic, t)) = self.catalog.live(&name) else {
             return self.reply(request, Err(BrokerError::TopicNotFound { name }));
         };
@@ -837,7 +847,9 @@ impl Node {
             let e = BrokerError::InvalidRequest(format!("max_records must be between 1 and {max}"));
             return self.reply(request, Err(e));
         }
-        let work = Work::Fetch { name, topic, offset, max_records, bases: Vec::new(), high_watermark: None };
+        let limit = self.options.config.max_fetch_bytes;
+        let max_bytes = max_bytes.map_or(limit, |b| b.min(limit));
+        let work = Work::Fetch { name, topic, offset, max_records, max_bytes, bases: Vec::new(), high_watermark: None };
         self.work.insert(request, work);
         self.list_segments(request, topic, partition, None);
     }
@@ -950,18 +962,25 @@ impl Node {
     }
 
     fn serve_fetch(&mut self, request: RequestId, base: u64, records: Vec<ProduceRecord>) {
-        let Some(Work::Fetch { topic, offset, max_records, high_watermark, .. }) = self.work.get(&request) else {
+        let Some(Work::Fetch { topic, offset, max_records, max_bytes, high_watermark, .. }) = self.work.get(&request)
+        else {
             return;
         };
-        let (topic, offset, max_records) = (*topic, *offset, *max_records);
+        let (topic, offset, max_records, max_bytes) = (*topic, *offset, *max_records, *max_bytes);
         let high_watermark = high_watermark.unwrap_or(offset);
         let skip = offset.saturating_sub(base) as usize;
+        let mut bytes = 0u64;
         let records: Vec<StoredRecord> = records
             .into_iter()
             .enumerate()
             .skip(skip)
             .take(max_records as usize)
             .map(|(i, r)| StoredRecord { offset: base + i as u64, key: r.key, value: r.value })
+            .take_while(|r| {
+                let first = bytes == 0;
+                bytes += (r.key.as_ref().map_or(0, Vec::len) + r.value.len()) as u64;
+                first || bytes <= max_bytes
+            })
             .collect();
         // Answered only if a fence begun after the read still shows the topic live.
         let reply = Reply::Fetched { topic, records, high_watermark };
@@ -1742,7 +1761,7 @@ mod tests {
     }
 
     fn fetch(name: &str, partition: u32, offset: u64) -> Command {
-        Command::Fetch { topic: name.into(), partition, offset, max_records: 100 }
+        Command::Fetch { topic: name.into(), partition, offset, max_records: 100, max_bytes: None }
     }
 
     fn values(reply: &Result<Reply, BrokerError>) -> Vec<(u64, String)> {

@@ -39,7 +39,7 @@ pub fn produce_keyed(topic: &str, records: &[(&str, &str)]) -> Command {
 
 /// `Fetch`.
 pub fn fetch(topic: &str, partition: u32, offset: u64, max_records: u32) -> Command {
-    Command::Fetch { topic: topic.into(), partition, offset, max_records }
+    Command::Fetch { topic: topic.into(), partition, offset, max_records, max_bytes: None }
 }
 
 /// The values of fetched records, as strings.

@@ -529,6 +529,11 @@ fn command(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
             partition: u.int_in_range(0..=4)?,
             offset: u.int_in_range(0..=12)?,
             max_records: u.int_in_range(0..=7)?,
+            max_bytes: match u.int_in_range(0u8..=3)? {
+                0 => Some(u.int_in_range(0..=64)?),
+                1 => Some(u64::MAX),
+                _ => None,
+            },
         },
         10 => Command::ListTopics,
         _ => Command::DescribeTopic { name: topic_name(u)? },
@@ -628,7 +633,7 @@ enum Sent {
     Create { name: String, partitions: u32, delete_epoch: u64 },
     Delete,
     Produce { topic: Option<(TopicId, u32)>, partition: Option<u32>, records: Vec<ProduceRecord> },
-    Fetch { topic: Option<TopicId>, partition: u32, offset: u64, max_records: u32 },
+    Fetch { topic: Option<TopicId>, partition: u32, offset: u64, max_records: u32, max_bytes: u64 },
     List,
     Describe { topic: Option<TopicId> },
 }
@@ -702,9 +707,17 @@ impl Oracle {
                     assert!(again.is_none(), "offset {at:?} acknowledged twice");
                 }
             }
-            (Sent::Fetch { topic, partition, offset, max_records }, Reply::Fetched { records, high_watermark, .. }) => {
+            (
+                Sent::Fetch { topic, partition, offset, max_records, max_bytes },
+                Reply::Fetched { records, high_watermark, .. },
+            ) => {
                 let Some(id) = topic else { panic!("fetch from a hidden topic succeeded") };
                 assert!(records.len() <= *max_records as usize);
+                // The byte bound holds, but for the first record, which goes whatever its size.
+                let bytes: u64 =
+                    records.iter().skip(1).map(|r| (r.key.as_ref().map_or(0, Vec::len) + r.value.len()) as u64).sum();
+                let first = records.first().map_or(0, |r| (r.key.as_ref().map_or(0, Vec::len) + r.value.len()) as u64);
+                assert!(records.len() <= 1 || first + bytes <= *max_bytes, "a fetch passed its byte bound");
                 assert!(*offset <= *high_watermark);
                 for (i, r) in records.iter().enumerate() {
                     assert_eq!(r.offset, offset + i as u64, "fetched offsets are dense");
@@ -894,11 +907,12 @@ impl Harness {
                 partition: *partition,
                 records: records.clone(),
             },
-            Command::Fetch { topic, partition, offset, max_records } => Sent::Fetch {
+            Command::Fetch { topic, partition, offset, max_records, max_bytes } => Sent::Fetch {
                 topic: visible(topic).map(|t| t.id),
                 partition: *partition,
                 offset: *offset,
                 max_records: *max_records,
+                max_bytes: max_bytes.map_or(self.config.max_fetch_bytes, |b| b.min(self.config.max_fetch_bytes)),
             },
             Command::ListTopics => Sent::List,
             Command::DescribeTopic { name } => Sent::Describe { topic: visible(name).map(|t| t.id) },
@@ -1081,6 +1095,7 @@ impl Harness {
                         partition: partition as u32,
                         offset,
                         max_records: self.config.max_fetch_records,
+                        max_bytes: None,
                     };
                     // The oracle compares every record served with what was acknowledged.
                     match self.request(fetch) {

@@ -502,7 +502,7 @@ fn command(
         Cmd::Fetch { name, partition, offset, max } => {
             let reply = patience.request(
                 d,
-                Command::Fetch { topic: name.clone(), partition, offset, max_records: max },
+                Command::Fetch { topic: name.clone(), partition, offset, max_records: max, max_bytes: None },
                 AGAIN,
             )?;
             let Reply::Fetched { records, high_watermark, .. } = reply else { return Err(unexpected(&reply)) };

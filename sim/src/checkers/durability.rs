@@ -132,7 +132,13 @@ fn read_back(
     let (mut reported, mut log_reported) = (BTreeSet::new(), false);
     let mut offset = 0;
     while offset < hw {
-        let cmd = Command::Fetch { topic: t.name.clone(), partition: log.partition, offset, max_records: 1_000 };
+        let cmd = Command::Fetch {
+            topic: t.name.clone(),
+            partition: log.partition,
+            offset,
+            max_records: 1_000,
+            max_bytes: None,
+        };
         match run.fetch(cmd) {
             Some(Ok(Reply::Fetched { records, .. })) if !records.is_empty() => {
                 for r in records {

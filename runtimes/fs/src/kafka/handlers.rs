@@ -335,7 +335,13 @@ fn submit_fetches(core: &Core, wanted: &[Wanted], max_records: u32) -> Vec<Resul
             let partition = u32::try_from(w.partition).map_err(|_| E::UnknownTopicOrPartition.code())?;
             let offset = u64::try_from(w.offset).map_err(|_| E::OffsetOutOfRange.code())?;
             let max_records = (w.max_bytes / MIN_SERVED_RECORD + 1).clamp(1, i64::from(max_records)) as u32;
-            Ok(core.submit(Command::Fetch { topic: w.topic.0.to_string(), partition, offset, max_records }))
+            Ok(core.submit(Command::Fetch {
+                topic: w.topic.0.to_string(),
+                partition,
+                offset,
+                max_records,
+                max_bytes: None,
+            }))
         })
         .collect()
 }

@@ -103,7 +103,8 @@ impl Sim {
                     let mut offset = 0;
                     while offset < end {
                         let max_records = self.config.max_fetch_records;
-                        let fetch = Command::Fetch { topic: name.clone(), partition: p, offset, max_records };
+                        let fetch =
+                            Command::Fetch { topic: name.clone(), partition: p, offset, max_records, max_bytes: None };
                         let got = self.sync(n, fetch);
                         let Some(Ok(Reply::Fetched { topic: t, records, high_watermark })) = got else {
                             self.flag(
