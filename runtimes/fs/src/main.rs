@@ -102,6 +102,10 @@ enum Cmd {
         /// picks a free port, which the `kafka-listening` event names).
         #[arg(long, value_name = "ADDR")]
         kafka: Option<String>,
+        /// Cut off a Kafka client that reads none of a response for this long, in
+        /// milliseconds (what it held is freed for the other clients).
+        #[arg(long, value_name = "MS", default_value_t = broker_fs::kafka::WRITE_TIMEOUT_MS, requires = "kafka")]
+        kafka_write_timeout_ms: u64,
     },
 }
 
@@ -334,8 +338,9 @@ fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
     let json = cli.json;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    if let Cmd::Serve { kafka } = &cli.command {
-        return serve_command(&data_dir, options, kafka.as_deref(), &mut out);
+    if let Cmd::Serve { kafka, kafka_write_timeout_ms } = &cli.command {
+        let write_timeout = Duration::from_millis(*kafka_write_timeout_ms);
+        return serve_command(&data_dir, options, kafka.as_deref(), write_timeout, &mut out);
     }
     let mut d = Driver::<()>::open(&data_dir, options)?;
     let mut patience = Patience::new(cli.timeout, &data_dir);
@@ -352,6 +357,7 @@ fn serve_command(
     data_dir: &Path,
     options: DriverOptions,
     kafka: Option<&str>,
+    write_timeout: Duration,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     // Bound before recovery, so that an address in use is reported at once.
@@ -362,7 +368,7 @@ fn serve_command(
         ),
         None => None,
     };
-    let limits = broker_fs::kafka::Limits::from(&options.config);
+    let limits = broker_fs::kafka::Limits { write_timeout, ..broker_fs::kafka::Limits::from(&options.config) };
     let driver = Driver::<serve::Input>::open(data_dir, options)?;
     let mut serve_options = serve::ServeOptions::default();
     let kafka = match listener {

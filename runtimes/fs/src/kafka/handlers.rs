@@ -276,6 +276,7 @@ fn append(ctx: &Context, topic: &str, index: i32, records: Option<&[u8]>) -> App
 }
 
 /// One partition of a fetch.
+#[derive(Clone, Debug)]
 struct Wanted {
     topic: TopicName,
     partition: i32,
@@ -285,118 +286,120 @@ struct Wanted {
     max_bytes: i64,
 }
 
-fn fetch(ctx: &Context, r: FetchRequest) -> Pending {
-    let mut wanted = Vec::new();
-    for topic in r.topics {
-        for p in topic.partitions {
-            wanted.push(Wanted {
+/// The most bytes a fetch response carries, whatever the request asks (Kafka's broker
+/// setting `fetch.max.bytes`, 55 MiB there): a consumer that asks for more gets less, as
+/// Kafka allows, and comes back for the rest. The first record served may pass it, so
+/// that a consumer always makes progress.
+pub const FETCH_RESPONSE_MAX: i64 = 32 << 20;
+
+/// The bytes a fetch's response may hold, which the listener reserves before the
+/// request runs: the request's own bound, at most [`FETCH_RESPONSE_MAX`], plus one
+/// record whatever its size (`max_record`) and the response's framing.
+pub fn fetch_reservation(r: &FetchRequest, max_record: usize) -> usize {
+    let asked = i64::from(r.max_bytes.max(0)).min(FETCH_RESPONSE_MAX) as usize;
+    let partitions: usize = r.topics.iter().map(|t| t.partitions.len()).sum();
+    asked + max_record + batches::BATCH_HEADER + 64 * (partitions + r.topics.len()) + 1024
+}
+
+/// The partitions of a fetch, each once: Kafka keys them by topic and partition, so one
+/// listed twice is read once, with its last entry's position, in its first entry's place.
+fn wanted_partitions(r: &FetchRequest) -> Vec<Wanted> {
+    let mut wanted: Vec<Wanted> = Vec::new();
+    for topic in &r.topics {
+        for p in &topic.partitions {
+            let w = Wanted {
                 topic: topic.topic.clone(),
                 partition: p.partition,
                 leader_epoch: p.current_leader_epoch,
                 offset: p.fetch_offset,
                 max_bytes: i64::from(p.partition_max_bytes.max(0)),
-            });
+            };
+            match wanted.iter_mut().find(|o| o.topic == w.topic && o.partition == w.partition) {
+                Some(earlier) => *earlier = w,
+                None => wanted.push(w),
+            }
         }
     }
+    wanted
+}
+
+fn fetch(ctx: &Context, r: FetchRequest) -> Pending {
+    let wanted = wanted_partitions(&r);
     let core = ctx.core.clone();
     let max_records = ctx.limits.max_fetch_records;
-    let first = submit_fetches(&core, &wanted, max_records);
+    // The topics' high watermarks as this request is read, in the connection's order.
+    let first = describe_topics(&core, &wanted);
     let wait = Duration::from_millis(r.max_wait_ms.max(0) as u64).min(MAX_FETCH_WAIT);
-    let (min_bytes, max_bytes) = (i64::from(r.min_bytes.max(0)), i64::from(r.max_bytes.max(0)));
+    let min_bytes = i64::from(r.min_bytes.max(0));
+    let max_bytes = i64::from(r.max_bytes.max(0)).min(FETCH_RESPONSE_MAX);
     Box::pin(async move {
         let deadline = tokio::time::Instant::now() + wait;
-        let mut answers = first;
+        let mut described = first;
         loop {
-            let mut replies = Vec::with_capacity(answers.len());
-            for answer in answers {
-                replies.push(match answer {
-                    Ok(answer) => answer.get().await.map_err(|e| code(&e)),
-                    Err(error) => Err(error),
-                });
-            }
-            let (response, bytes, failed) = fetch_response(&wanted, replies, max_bytes);
+            let (response, bytes, failed) = read_partitions(&core, &wanted, described, max_bytes, max_records).await;
             let now = tokio::time::Instant::now();
             // min_bytes 0 asks for no wait at all; an error is news worth answering at once.
             if bytes >= min_bytes || failed || now >= deadline {
                 return Some(Response::Fetch(response));
             }
             tokio::time::sleep(FETCH_POLL.min(deadline - now)).await;
-            answers = submit_fetches(&core, &wanted, max_records);
+            described = describe_topics(&core, &wanted);
         }
     })
 }
 
-/// Submits a core fetch for each partition; a negative partition or offset gets its
-/// Kafka error at once.
-fn submit_fetches(core: &Core, wanted: &[Wanted], max_records: u32) -> Vec<Result<Answer, i16>> {
-    wanted
-        .iter()
-        .map(|w| {
-            let partition = u32::try_from(w.partition).map_err(|_| E::UnknownTopicOrPartition.code())?;
-            let offset = u64::try_from(w.offset).map_err(|_| E::OffsetOutOfRange.code())?;
-            let max_records = (w.max_bytes / MIN_SERVED_RECORD + 1).clamp(1, i64::from(max_records)) as u32;
-            Ok(core.submit(Command::Fetch {
-                topic: w.topic.0.to_string(),
-                partition,
-                offset,
-                max_records,
-                max_bytes: None,
-            }))
-        })
-        .collect()
+/// A DescribeTopic for each topic of `wanted`, in the order they first appear.
+fn describe_topics(core: &Core, wanted: &[Wanted]) -> Vec<(TopicName, Answer)> {
+    let mut out: Vec<(TopicName, Answer)> = Vec::new();
+    for w in wanted {
+        if !out.iter().any(|(t, _)| *t == w.topic) {
+            out.push((w.topic.clone(), core.submit(Command::DescribeTopic { name: w.topic.0.to_string() })));
+        }
+    }
+    out
 }
 
-/// The response from the core's replies, within the byte limits (the first record of
-/// the first partition that has any is served whatever its size, so a consumer always
-/// makes progress). Also returns the bytes served and whether any partition failed.
-fn fetch_response(wanted: &[Wanted], replies: Vec<Result<Reply, i16>>, max_bytes: i64) -> (FetchResponse, i64, bool) {
+/// Reads the partitions one after another, each within what is left of `max_bytes` (the
+/// first record served whatever its size), so that a response never holds more than
+/// its bound and a record; a partition with nothing new past its position is not read.
+/// Returns the response, the bytes it serves, and whether any partition failed.
+async fn read_partitions(
+    core: &Core,
+    wanted: &[Wanted],
+    described: Vec<(TopicName, Answer)>,
+    max_bytes: i64,
+    max_records: u32,
+) -> (FetchResponse, i64, bool) {
+    let mut topics_seen = Vec::new();
+    for (name, answer) in described {
+        topics_seen.push((name, answer.get().await));
+    }
     let mut total: i64 = 0;
     let mut failed = false;
     let mut topics: Vec<FetchableTopicResponse> = Vec::new();
-    for (w, reply) in wanted.iter().zip(replies) {
-        let mut data = PartitionData::default().with_partition_index(w.partition).with_aborted_transactions(None);
-        match reply {
-            Ok(Reply::Fetched { topic, high_watermark, .. }) if epoch_mismatch(w.leader_epoch, topic).is_some() => {
-                // An older epoch is a position in an incarnation deleted since: it means
-                // nothing in this one, so the consumer applies its offset reset policy.
-                let error = match epoch_mismatch(w.leader_epoch, topic) {
-                    Some(e) if e == E::FencedLeaderEpoch.code() => E::OffsetOutOfRange.code(),
-                    other => other.unwrap_or_default(),
-                };
-                failed = true;
-                data = data
-                    .with_error_code(error)
-                    .with_high_watermark(high_watermark as i64)
-                    .with_records(Some(Bytes::new()));
+    for w in wanted {
+        let data = PartitionData::default().with_partition_index(w.partition).with_aborted_transactions(None);
+        let described = topics_seen.iter().find(|(t, _)| *t == w.topic).map(|(_, d)| d);
+        let read = match described {
+            Some(Ok(Reply::Described(t))) => {
+                read_partition(core, w, t, max_bytes - total, total == 0, max_records).await
             }
-            Ok(Reply::Fetched { records, high_watermark, .. }) => {
-                let mut out = Vec::new();
-                for r in &records {
-                    let size = batches::served_len(r.key.as_deref(), &r.value) as i64;
-                    let fits = out.len() as i64 + size <= w.max_bytes && total + size <= max_bytes;
-                    let first_of_all = total == 0 && out.is_empty();
-                    if !fits && !first_of_all {
-                        break;
-                    }
-                    batches::serve(&mut out, r.offset, r.key.as_deref(), &r.value);
-                    total += size;
-                }
-                let hw = high_watermark as i64;
-                data = data
-                    .with_high_watermark(hw)
+            Some(Err(e)) => Err(code(e)),
+            Some(Ok(_)) | None => Err(E::UnknownServerError.code()),
+        };
+        let data = match read {
+            Ok((records, hw)) => {
+                total += records.len() as i64;
+                data.with_high_watermark(hw)
                     .with_last_stable_offset(hw)
                     .with_log_start_offset(0)
-                    .with_records(Some(Bytes::from(out)));
-            }
-            Ok(_) => {
-                failed = true;
-                data = data.with_error_code(E::UnknownServerError.code()).with_high_watermark(-1);
+                    .with_records(Some(Bytes::from(records)))
             }
             Err(error) => {
                 failed = true;
-                data = data.with_error_code(error).with_high_watermark(-1).with_records(Some(Bytes::new()));
+                data.with_error_code(error).with_high_watermark(-1).with_records(Some(Bytes::new()))
             }
-        }
+        };
         match topics.last_mut().filter(|t| t.topic == w.topic) {
             Some(t) => t.partitions.push(data),
             None => {
@@ -405,6 +408,53 @@ fn fetch_response(wanted: &[Wanted], replies: Vec<Result<Reply, i16>>, max_bytes
         }
     }
     (FetchResponse::default().with_responses(topics), total, failed)
+}
+
+/// One partition's records as served (within `left` bytes and its own bound, or one
+/// record whatever its size if `first`) and its high watermark; or its error code.
+async fn read_partition(
+    core: &Core,
+    w: &Wanted,
+    t: &TopicDescription,
+    left: i64,
+    first: bool,
+    max_records: u32,
+) -> Result<(Vec<u8>, i64), i16> {
+    let partition = u32::try_from(w.partition).map_err(|_| E::UnknownTopicOrPartition.code())?;
+    let hw = *t.high_watermarks.get(partition as usize).ok_or(E::UnknownTopicOrPartition.code())?;
+    if let Some(error) = epoch_mismatch(w.leader_epoch, t.id) {
+        // An older epoch is a position in an incarnation deleted since: it means
+        // nothing in this one, so the consumer applies its offset reset policy.
+        return Err(if error == E::FencedLeaderEpoch.code() { E::OffsetOutOfRange.code() } else { error });
+    }
+    let offset = u64::try_from(w.offset).map_err(|_| E::OffsetOutOfRange.code())?;
+    if offset > hw {
+        return Err(E::OffsetOutOfRange.code());
+    }
+    let limit = w.max_bytes.min(left).max(0);
+    if offset == hw || (limit == 0 && !first) {
+        return Ok((Vec::new(), hw as i64));
+    }
+    let max_records = (limit / MIN_SERVED_RECORD + 1).clamp(1, i64::from(max_records)) as u32;
+    let command =
+        Command::Fetch { topic: w.topic.0.to_string(), partition, offset, max_records, max_bytes: Some(limit as u64) };
+    match core.submit(command).get().await {
+        // Re-created between the look and the read: answered as the next look will see it.
+        Ok(Reply::Fetched { topic, high_watermark, .. }) if topic != t.id => Ok((Vec::new(), high_watermark as i64)),
+        Ok(Reply::Fetched { records, high_watermark, .. }) => {
+            let mut out = Vec::new();
+            for r in &records {
+                let size = batches::served_len(r.key.as_deref(), &r.value) as i64;
+                if out.len() as i64 + size > limit && !(first && out.is_empty()) {
+                    break;
+                }
+                batches::serve(&mut out, r.offset, r.key.as_deref(), &r.value);
+            }
+            Ok((out, high_watermark as i64))
+        }
+        Ok(_) => Err(E::UnknownServerError.code()),
+        Err(e) => Err(code(&e)),
+    }
 }
 
 /// ListOffsets; the leader epoch goes in the answer from version 4 on (it is not a field

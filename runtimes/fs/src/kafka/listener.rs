@@ -1,15 +1,23 @@
-//! Connections: Kafka's framing (a 4-byte size, then the request), pipelining, and the
-//! reasons a connection is closed.
+//! Connections: Kafka's framing (a 4-byte size, then the request), pipelining, the
+//! memory each may hold, and the reasons a connection is closed.
 //!
-//! Each connection reads requests as fast as the client sends them and answers them in
-//! the order they came. Requests wait in a bounded queue per connection, and the bytes
-//! of all requests not yet answered count against one budget for the whole listener,
-//! so memory stays bounded whatever clients send. A frame this listener cannot answer
-//! (too short, too long, an unknown API, a version outside the advertised ranges, a
-//! body that does not decode) closes its connection after the responses already owed,
-//! with the reason on standard error; nothing of it reaches the broker. An ApiVersions
-//! request of a version this listener does not know gets Kafka's standard answer: an
-//! `UNSUPPORTED_VERSION` error in a version 0 response that lists what it serves.
+//! Each connection reads requests as fast as the client sends them (at most
+//! [`MAX_IN_FLIGHT`] ahead of their responses) and answers them in the order they came.
+//! A frame this listener cannot answer (too short, too long, an unknown API, a version
+//! outside the advertised ranges, a body that does not decode) closes its connection
+//! after the responses already owed, with the reason on standard error; nothing of it
+//! reaches the broker. An ApiVersions request of a version this listener does not know
+//! gets Kafka's standard answer: an `UNSUPPORTED_VERSION` error in a version 0 response
+//! that lists what it serves.
+//!
+//! **Memory.** A request's bytes are held from when it is read until its response is
+//! written, and a fetch reserves the most its response can hold before it runs. A
+//! connection holds at most [`CONNECTION_BYTES`], so one client only ever waits for
+//! itself; all connections together hold at most [`BUDGET_BYTES`], except that what a
+//! request holds up to [`SMALL_BYTES`] counts against its own connection only, so a small
+//! request (ApiVersions, Metadata, a small produce or fetch) never waits behind other
+//! clients' big ones. A client that reads none of a response for the write timeout is
+//! cut off, and what it held is freed.
 
 use super::apis::{self, Response};
 use super::guard;
@@ -28,15 +36,48 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 /// holds at most one core batch per partition, 16 MiB each by default).
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 /// Requests of one connection read but not yet answered.
-const MAX_IN_FLIGHT: usize = 16;
-/// The bytes of requests read but not yet answered, over every connection, in KiB.
-const BUDGET_KIB: usize = 256 << 10;
+pub const MAX_IN_FLIGHT: usize = 16;
+/// What one connection's requests and responses hold at most: the largest request, or a
+/// fetch with the largest response.
+pub const CONNECTION_BYTES: usize = 96 << 20;
+/// What all connections' requests and responses hold at most, beyond each request's
+/// first [`SMALL_BYTES`].
+pub const BUDGET_BYTES: usize = 256 << 20;
+/// What a request may hold on its connection's account alone.
+pub const SMALL_BYTES: usize = 16 << 10;
 /// Connections served at once; more are closed at once, with a reason in the log.
 const MAX_CONNECTIONS: usize = 1024;
+/// Responses are written this many bytes at a time, each within the write timeout.
+const WRITE_CHUNK: usize = 256 << 10;
+
+/// Memory held by a request and its response, in KiB: from its connection's share and,
+/// past [`SMALL_BYTES`], from the listener's budget. Freed when dropped.
+struct Held {
+    _own: Option<OwnedSemaphorePermit>,
+    _shared: Option<OwnedSemaphorePermit>,
+}
+
+/// A connection's share of memory, and the listener's budget.
+struct Shares {
+    own: Arc<Semaphore>,
+    shared: Arc<Semaphore>,
+}
+
+impl Shares {
+    /// Takes `bytes`, waiting while the connection (and, for more than [`SMALL_BYTES`],
+    /// the listener) holds too much: the connection's share first, so that a connection
+    /// waits in the listener's queue for no more than its share.
+    async fn take(&self, bytes: usize) -> Held {
+        let kib = u32::try_from(bytes.div_ceil(1024).min(CONNECTION_BYTES / 1024)).unwrap_or(u32::MAX);
+        let own = self.own.clone().acquire_many_owned(kib).await.ok();
+        let shared = if bytes > SMALL_BYTES { self.shared.clone().acquire_many_owned(kib).await.ok() } else { None };
+        Held { _own: own, _shared: shared }
+    }
+}
 
 /// Accepts connections until the runtime stops.
 pub async fn accept(listener: TcpListener, ctx: Context) {
-    let budget = Arc::new(Semaphore::new(BUDGET_KIB));
+    let budget = Arc::new(Semaphore::new(BUDGET_BYTES / 1024));
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -64,51 +105,78 @@ pub async fn accept(listener: TcpListener, ctx: Context) {
     }
 }
 
-/// A response on its way, with the budget its request holds until it is written.
+/// A response on its way, with the memory its request holds until it is written.
 struct Queued {
     pending: Pending,
     correlation_id: i32,
     version: i16,
-    _budget: Option<OwnedSemaphorePermit>,
+    _held: Held,
 }
 
-/// Serves one connection until the client closes it or sends what cannot be served; the
-/// reason for closing it is logged before it is closed.
+/// Serves one connection until the client closes it, sends what cannot be served, or
+/// stops reading its responses; the reason for closing it is logged before it is closed.
 async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Context, budget: Arc<Semaphore>) {
     let (mut reader, mut writer) = stream.into_split();
     let (queue, mut answers) = mpsc::channel::<Queued>(MAX_IN_FLIGHT);
-    let writing = tokio::spawn(async move {
+    let write_timeout = ctx.limits.write_timeout;
+    let writing = async move {
         while let Some(q) = answers.recv().await {
             let Some(response) = q.pending.await else { continue };
             let frame = match apis::frame(q.correlation_id, q.version, &response) {
                 Ok(frame) => frame,
                 Err(e) => return Err(format!("cannot encode a response: {e}")),
             };
-            if let Err(e) = writer.write_all(&frame).await {
-                // A client that hangs up with a request unanswered (a consumer closing
-                // during a fetch's wait) is no fault of anyone's: nothing to log.
-                let hung_up = matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset);
-                return if hung_up { Ok(()) } else { Err(format!("cannot write a response: {e}")) };
+            drop(response);
+            for chunk in frame.chunks(WRITE_CHUNK) {
+                match tokio::time::timeout(write_timeout, writer.write_all(chunk)).await {
+                    Ok(Ok(())) => {}
+                    // A client that hangs up with a request unanswered (a consumer closing
+                    // during a fetch's wait) is no fault of anyone's: nothing to log.
+                    Ok(Err(e)) if matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) => {
+                        return Ok(())
+                    }
+                    Ok(Err(e)) => return Err(format!("cannot write a response: {e}")),
+                    Err(_) => {
+                        return Err(format!(
+                            "the client stopped reading: none of a response could be written for {write_timeout:?}; \
+                             cut off, freeing what it held"
+                        ))
+                    }
+                }
             }
         }
         let _ = writer.shutdown().await;
         Ok(())
-    });
-    if let Err(reason) = read_requests(&mut reader, &ctx, &budget, &queue).await {
+    };
+    let shares = Shares { own: Arc::new(Semaphore::new(CONNECTION_BYTES / 1024)), shared: budget };
+    let reading = async {
+        let outcome = read_requests(&mut reader, &ctx, &shares, &queue).await;
+        drop(queue); // the writer ends once the responses owed are written
+        outcome
+    };
+    tokio::pin!(writing);
+    tokio::pin!(reading);
+    // Reading and writing go on together; a writer that stops (a client cut off, or a
+    // response that cannot be encoded) ends the reading too, so the socket is closed.
+    let mut read_outcome = None;
+    let write_outcome = loop {
+        tokio::select! {
+            outcome = &mut writing => break outcome,
+            outcome = &mut reading, if read_outcome.is_none() => read_outcome = Some(outcome),
+        }
+    };
+    if let Some(Err(reason)) = read_outcome {
         eprintln!("warning: kafka: {peer}: {reason}; closing the connection after the responses owed");
     }
-    drop(queue);
-    match writing.await {
-        Ok(Ok(())) => {}
-        Ok(Err(reason)) => eprintln!("warning: kafka: {peer}: {reason}; connection closed"),
-        Err(e) => eprintln!("warning: kafka: {peer}: the writer failed: {e}; connection closed"),
+    if let Err(reason) = write_outcome {
+        eprintln!("warning: kafka: {peer}: {reason}; connection closed");
     }
 }
 
 async fn read_requests(
     reader: &mut tokio::net::tcp::OwnedReadHalf,
     ctx: &Context,
-    budget: &Arc<Semaphore>,
+    shares: &Shares,
     queue: &mpsc::Sender<Queued>,
 ) -> Result<(), String> {
     loop {
@@ -126,8 +194,7 @@ async fn read_requests(
         if size < 8 {
             return Err(format!("a frame of {size} bytes is too short for a request header"));
         }
-        let kib = u32::try_from(size.div_ceil(1024)).unwrap_or(u32::MAX);
-        let permit = budget.clone().acquire_many_owned(kib).await.ok();
+        let request_held = shares.take(size).await;
         let mut body = vec![0; size];
         if let Err(e) = reader.read_exact(&mut body).await {
             return Err(format!("the connection ended inside a request of {size} bytes ({e})"));
@@ -135,14 +202,12 @@ async fn read_requests(
         let (key, version) = (i16::from_be_bytes([body[0], body[1]]), i16::from_be_bytes([body[2], body[3]]));
         let correlation_id = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
         let served = ApiKey::try_from(key).ok().and_then(|api| Some((api, apis::supported(api)?)));
-        let queued = |pending| Queued { pending, correlation_id, version, _budget: permit };
         let api = match served {
             Some((ApiKey::ApiVersions, (_, max))) if version > max => {
                 // Kafka's answer to a newer ApiVersions: version 0, with what is served.
                 let response = Response::ApiVersions(apis::api_versions(ResponseError::UnsupportedVersion.code()));
-                let mut q = queued(Box::pin(async move { Some(response) }) as Pending);
-                q.version = 0;
-                send(queue, q).await?;
+                let pending = Box::pin(async move { Some(response) }) as Pending;
+                send(queue, Queued { pending, correlation_id, version: 0, _held: request_held }).await?;
                 continue;
             }
             Some((api, (min, max))) if (min..=max).contains(&version) => api,
@@ -162,7 +227,16 @@ async fn read_requests(
         guard::check(api, version, &buf).map_err(|e| format!("malformed {api:?} v{version} request: {e}"))?;
         let request = apis::decode_body(api, version, &mut buf)
             .map_err(|e| format!("malformed {api:?} v{version} request: {e}"))?;
-        send(queue, queued(handlers::handle(ctx, version, request))).await?;
+        // A fetch holds the most its response may hold, with its request's bytes.
+        let held = match &request {
+            apis::Request::Fetch(r) => {
+                drop(request_held);
+                shares.take(size + handlers::fetch_reservation(r, ctx.limits.max_record_bytes)).await
+            }
+            _ => request_held,
+        };
+        let pending = handlers::handle(ctx, version, request);
+        send(queue, Queued { pending, correlation_id, version, _held: held }).await?;
     }
 }
 

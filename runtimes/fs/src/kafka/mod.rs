@@ -36,8 +36,11 @@ use broker_core::{BrokerError, Command, Config, Reply};
 use std::net::TcpListener;
 use tokio::sync::oneshot;
 
-/// The core's limits that the listener checks itself, so that a client gets Kafka's own
-/// error for them (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`).
+/// How long a client may read none of a response before it is cut off, by default.
+pub const WRITE_TIMEOUT_MS: u64 = 30_000;
+
+/// The listener's limits: the core's, which it checks itself so that a client gets
+/// Kafka's own error for them (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`), and its own.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// [`Config::max_record_bytes`].
@@ -46,6 +49,10 @@ pub struct Limits {
     pub max_batch_records: usize,
     /// [`Config::max_fetch_records`].
     pub max_fetch_records: u32,
+    /// [`Config::max_fetch_bytes`].
+    pub max_fetch_bytes: u64,
+    /// A client that reads none of a response for this long is cut off.
+    pub write_timeout: std::time::Duration,
 }
 
 impl From<&Config> for Limits {
@@ -54,6 +61,8 @@ impl From<&Config> for Limits {
             max_record_bytes: c.max_record_bytes,
             max_batch_records: c.max_batch_records,
             max_fetch_records: c.max_fetch_records,
+            max_fetch_bytes: c.max_fetch_bytes,
+            write_timeout: std::time::Duration::from_millis(WRITE_TIMEOUT_MS),
         }
     }
 }

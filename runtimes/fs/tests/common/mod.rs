@@ -244,11 +244,17 @@ impl KafkaServer {
     /// Starts the server on `dir` and waits for `{"event":"ready"}` and
     /// `{"event":"kafka-listening","address":...}`, in either order.
     pub fn start(dir: &Path, log: &Path) -> KafkaServer {
+        KafkaServer::start_with(dir, log, &[])
+    }
+
+    /// Like [`KafkaServer::start`], with more arguments to `serve`.
+    pub fn start_with(dir: &Path, log: &Path, args: &[&str]) -> KafkaServer {
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
         let mut child = Command::new(BIN)
             .arg("--data-dir")
             .arg(dir)
             .args(["serve", "--kafka", "127.0.0.1:0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
@@ -290,6 +296,11 @@ impl KafkaServer {
         // Later lines (none are expected) are drained so that the pipe never fills.
         std::thread::spawn(move || while lines.recv().is_ok() {});
         KafkaServer { child, address: address.unwrap(), log: log.to_path_buf() }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Its standard error so far, for failure messages.
