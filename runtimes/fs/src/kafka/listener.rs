@@ -150,24 +150,23 @@ async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Co
     };
     let shares = Shares { own: Arc::new(Semaphore::new(CONNECTION_BYTES / 1024)), shared: budget };
     let reading = async {
-        let outcome = read_requests(&mut reader, &ctx, &shares, &queue).await;
+        if let Err(reason) = read_requests(&mut reader, &ctx, &shares, &queue).await {
+            // Logged before the responses owed are written and the socket closed.
+            eprintln!("warning: kafka: {peer}: {reason}; closing the connection after the responses owed");
+        }
         drop(queue); // the writer ends once the responses owed are written
-        outcome
     };
     tokio::pin!(writing);
     tokio::pin!(reading);
     // Reading and writing go on together; a writer that stops (a client cut off, or a
     // response that cannot be encoded) ends the reading too, so the socket is closed.
-    let mut read_outcome = None;
+    let mut read = false;
     let write_outcome = loop {
         tokio::select! {
             outcome = &mut writing => break outcome,
-            outcome = &mut reading, if read_outcome.is_none() => read_outcome = Some(outcome),
+            () = &mut reading, if !read => read = true,
         }
     };
-    if let Some(Err(reason)) = read_outcome {
-        eprintln!("warning: kafka: {peer}: {reason}; closing the connection after the responses owed");
-    }
     if let Err(reason) = write_outcome {
         eprintln!("warning: kafka: {peer}: {reason}; connection closed");
     }
