@@ -110,6 +110,10 @@ pub struct TopicDescription {
     pub settings: TopicSettings,
     /// Indexed by partition: its high watermark, one past its last acknowledged offset.
     pub high_watermarks: Vec<u64>,
+    /// The first offset of every partition: past every offset the topics deleted before
+    /// this one was created had acknowledged (0 for the topics of a broker that has
+    /// deleted none with records).
+    pub log_start: u64,
 }
 
 /// What a command returns on success; a failure is a [`crate::BrokerError`].

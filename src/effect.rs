@@ -71,6 +71,8 @@ pub enum StorageOp {
     CreateLog {
         /// The log to create; byte-oriented runtimes name its file [`LogId::file_name`].
         log: LogId,
+        /// The offset of its first record ([`crate::journal::TopicMeta::offset_base`]).
+        first_offset: u64,
     },
     /// Open an existing log: validate it and report the next offset, which is
     /// `acked_end`. Records below `acked_end` were acknowledged (the journal says so):
@@ -84,6 +86,9 @@ pub enum StorageOp {
         log: LogId,
         /// One past the last acknowledged offset, from the journal.
         acked_end: u64,
+        /// The log's first offset ([`crate::journal::TopicMeta::offset_base`]); with
+        /// `acked_end` equal to it, nothing is acknowledged.
+        first_offset: u64,
     },
     /// Append records (with dense offsets continuing the log). Durable only after a
     /// later [`StorageOp::SyncLog`] of the same log completes; after a crash an
@@ -125,7 +130,7 @@ impl StorageOp {
     /// The log this operation targets, if any (journal operations target none).
     pub fn log(&self) -> Option<LogId> {
         match self {
-            StorageOp::CreateLog { log }
+            StorageOp::CreateLog { log, .. }
             | StorageOp::OpenLog { log, .. }
             | StorageOp::Append { log, .. }
             | StorageOp::SyncLog { log }

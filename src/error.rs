@@ -57,6 +57,18 @@ pub enum BrokerError {
         /// The next offset to be acknowledged.
         high_watermark: u64,
     },
+    /// The fetch offset is before the partition's first offset: a position of an earlier
+    /// incarnation of the name, or of none.
+    #[error(
+        "offset {offset} is out of range: this topic's offsets begin at {log_start} (past every offset of the \
+         topics deleted before it was created)"
+    )]
+    OffsetBeforeStart {
+        /// The offset asked for.
+        offset: u64,
+        /// The partition's first offset.
+        log_start: u64,
+    },
     /// A produce's records, as one stored batch, are larger than the broker's batch limit
     /// (which never exceeds what one log frame holds). Nothing was written: split the
     /// records over several produces.

@@ -65,6 +65,9 @@ pub struct Executor<F> {
     /// (`None` until the journal is read or written). It is kept across a failed append,
     /// whose bytes may have landed in part past it, so that the retry writes over them.
     journal_end: Option<u64>,
+    /// The first offset of each log this executor created or opened (its topic's offset
+    /// base), for reopening a log it forgot after a failure.
+    first_offsets: BTreeMap<LogId, u64>,
     /// Logs whose cut of a never-acknowledged tail is not known to be durable: the fsync
     /// after it failed. The next open cuts and syncs again, though the file already
     /// looks cut (a failed fsync leaves the cut in the page cache only).
@@ -112,6 +115,7 @@ impl<F: FileSystem> Executor<F> {
             fs,
             logs: BTreeMap::new(),
             journal_end: None,
+            first_offsets: BTreeMap::new(),
             unproven_cuts: BTreeSet::new(),
             skip_dir_sync: false,
             forget_journal_end: false,
@@ -201,10 +205,14 @@ impl<F: FileSystem> Executor<F> {
                 Ok(done)
             }
             StorageOp::ListLogs => self.list_logs(),
-            StorageOp::CreateLog { log } => self.create_log(*log),
-            StorageOp::OpenLog { log, acked_end } => {
+            StorageOp::CreateLog { log, first_offset } => {
+                self.first_offsets.insert(*log, *first_offset);
+                self.create_log(*log)
+            }
+            StorageOp::OpenLog { log, acked_end, first_offset } => {
                 // Always judged afresh against the journal's acknowledged end.
                 self.logs.remove(log);
+                self.first_offsets.insert(*log, *first_offset);
                 self.open_log(*log, Some(*acked_end)).map(|l| OpOutput::Opened {
                     next_offset: l.next_offset,
                     damaged: logcodec::damaged_ranges(&l.holes),
@@ -394,29 +402,30 @@ impl<F: FileSystem> Executor<F> {
         if !self.logs.contains_key(&log) {
             let name = log.file_name();
             let file_len = self.fs.len(&name)?;
+            let first = self.first_offsets.get(&log).copied().unwrap_or(0);
             // Nothing acknowledged: every byte of the file would be cut, and its header
             // may be anything (its creation may have failed at the fsync, or a crash may
             // have kept the directory entry and not the bytes). There is nothing to read,
             // and nothing to call corrupt: the log starts afresh.
-            let img = if acked == Some(0) {
+            let img = if acked == Some(first) {
                 logcodec::LogImage {
                     index: Vec::new(),
                     holes: Vec::new(),
                     valid_len: 0,
                     needs_header: true,
-                    next_offset: 0,
+                    next_offset: first,
                 }
             } else if file_len < LOG_HEADER_LEN as u64 {
-                logcodec::open_log(log, &self.fs.read_all(&name)?, acked)?
+                logcodec::open_log(log, &self.fs.read_all(&name)?, first, acked)?
             } else {
-                self.scan_log(log, &name, file_len, acked)?
+                self.scan_log(log, &name, file_len, first, acked)?
             };
             // With nothing acknowledged, the header may never have become durable: its
             // creation may have failed at the fsync, leaving it in the page cache only,
             // where a restarted process reads it back. Only writing it again lets an
             // fsync make it durable, so it is rewritten before anything is appended (one
             // write and fsync per start for each log without acknowledged records).
-            let unproven_header = acked == Some(0);
+            let unproven_header = acked == Some(first);
             let len = if self.read_only {
                 img.valid_len // what follows is neither cut nor served
             } else if img.needs_header || unproven_header {
@@ -452,10 +461,11 @@ impl<F: FileSystem> Executor<F> {
         log: LogId,
         name: &str,
         file_len: u64,
+        first: u64,
         acked: Option<u64>,
     ) -> Result<logcodec::LogImage, StorageError> {
         logcodec::check_header(log, &self.fs.read_at(name, 0, LOG_HEADER_LEN)?)?;
-        let mut opener = logcodec::LogOpener::new(log, LOG_HEADER_LEN as u64, 0, acked);
+        let mut opener = logcodec::LogOpener::new(log, LOG_HEADER_LEN as u64, first, acked);
         let mut win = Window { start: 0, bytes: Vec::new() };
         let mut pos = LOG_HEADER_LEN as u64;
         while pos < file_len {
@@ -615,6 +625,7 @@ impl<F: FileSystem> Executor<F> {
 
     fn remove_log(&mut self, log: LogId) -> OpResult {
         self.logs.remove(&log);
+        self.first_offsets.remove(&log);
         self.unproven_cuts.remove(&log);
         let name = log.file_name();
         match self.fs.remove(&name) {

@@ -39,8 +39,10 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const JOURNAL_FILE: &str = "journal";
 /// The on-disk format version this build writes.
 /// Version 2 added acknowledged log ends ([`JournalRecord::LogEnd`], and in snapshots);
-/// version 3 writes the header and every commit twice. Versions 2 and 3 are read.
-pub const JOURNAL_FORMAT_VERSION: u16 = 3;
+/// version 3 writes the header and every commit twice; version 4 gives each topic the
+/// first offset of its partitions ([`TopicMeta::offset_base`]) and snapshots the
+/// [`MetaState::offset_floor`]. Versions 2 to 4 are read (topics of 2 and 3 start at 0).
+pub const JOURNAL_FORMAT_VERSION: u16 = 4;
 const MAGIC: &[u8; 4] = b"BRKJ";
 /// Bytes in the journal header.
 pub const JOURNAL_HEADER_LEN: usize = 18;
@@ -66,6 +68,12 @@ pub struct TopicMeta {
     pub partitions: u32,
     /// The settings chosen at creation (stored as `deletion_grace_ms`, a u64).
     pub settings: TopicSettings,
+    /// The first offset of each of its partitions: past every offset any incarnation
+    /// deleted before it was created had acknowledged ([`MetaState::offset_floor`]), so
+    /// that a reader still at a position of a deleted incarnation of its name is never at
+    /// a position of this one (it is told the offset is out of range, not served records
+    /// from the middle).
+    pub offset_base: u64,
 }
 
 /// A pending deletion as a snapshot records it.
@@ -90,6 +98,8 @@ pub struct Snapshot {
     pub deleting: Vec<PendingDeletion>,
     /// Each live log's acknowledged end (logs with none acknowledged are left out).
     pub ends: Vec<(LogId, u64)>,
+    /// [`MetaState::offset_floor`].
+    pub offset_floor: u64,
 }
 
 /// One journal record.
@@ -138,20 +148,27 @@ const KIND_SNAPSHOT: u8 = 5;
 /// A group commit: several records in one frame, so a torn group is always a torn tail.
 const KIND_BATCH: u8 = 6;
 const KIND_LOG_END: u8 = 7;
+/// [`KIND_CREATED`] with the topic's offset base (format 4).
+const KIND_CREATED_BASED: u8 = 8;
+/// [`KIND_SNAPSHOT`] with offset bases and the offset floor (format 4).
+const KIND_SNAPSHOT_BASED: u8 = 9;
 
 fn put_meta(w: &mut Writer, m: &TopicMeta) {
     w.u64(m.id.0);
     w.bytes(m.name.as_bytes());
     w.u32(m.partitions);
     w.u64(m.settings.deletion_grace_ms);
+    w.u64(m.offset_base);
 }
 
-fn get_meta(r: &mut Reader<'_>) -> Result<TopicMeta, DecodeError> {
+/// A topic's metadata, with its offset base when `based` (format 4), else base 0.
+fn get_meta(r: &mut Reader<'_>, based: bool) -> Result<TopicMeta, DecodeError> {
     Ok(TopicMeta {
         id: TopicId(r.u64()?),
         name: r.string()?,
         partitions: r.u32()?,
         settings: TopicSettings { deletion_grace_ms: r.u64()? },
+        offset_base: if based { r.u64()? } else { 0 },
     })
 }
 
@@ -172,7 +189,7 @@ impl JournalRecord {
         let kind = match self {
             JournalRecord::TopicCreated(m) => {
                 put_meta(&mut w, m);
-                KIND_CREATED
+                KIND_CREATED_BASED
             }
             JournalRecord::TopicDeleted { id, remove_after } => {
                 w.u64(id.0);
@@ -190,6 +207,7 @@ impl JournalRecord {
             }
             JournalRecord::Snapshot(s) => {
                 w.u64(s.next_topic_id);
+                w.u64(s.offset_floor);
                 w.u32(s.live.len() as u32);
                 for m in &s.live {
                     put_meta(&mut w, m);
@@ -207,7 +225,7 @@ impl JournalRecord {
                 for (log, end) in &s.ends {
                     put_log_end(&mut w, *log, *end);
                 }
-                KIND_SNAPSHOT
+                KIND_SNAPSHOT_BASED
             }
             JournalRecord::LogEnd { log, end } => {
                 put_log_end(&mut w, *log, *end);
@@ -278,21 +296,25 @@ impl JournalRecord {
     pub fn decode(kind: u8, payload: &[u8], position: u64) -> Result<JournalRecord, DecodeError> {
         let mut r = Reader::new(payload, position);
         let rec = match kind {
-            KIND_CREATED => JournalRecord::TopicCreated(get_meta(&mut r)?),
+            KIND_CREATED | KIND_CREATED_BASED => {
+                JournalRecord::TopicCreated(get_meta(&mut r, kind == KIND_CREATED_BASED)?)
+            }
             KIND_DELETED => JournalRecord::TopicDeleted { id: TopicId(r.u64()?), remove_after: Time(r.u64()?) },
             KIND_PARTITION_REMOVED => JournalRecord::PartitionRemoved { id: TopicId(r.u64()?), partition: r.u32()? },
             KIND_COMPLETED => JournalRecord::DeletionCompleted { id: TopicId(r.u64()?) },
-            KIND_SNAPSHOT => {
+            KIND_SNAPSHOT | KIND_SNAPSHOT_BASED => {
+                let based = kind == KIND_SNAPSHOT_BASED;
                 let next_topic_id = r.u64()?;
+                let offset_floor = if based { r.u64()? } else { 0 };
                 let n = r.u32()?;
                 let mut live = Vec::new();
                 for _ in 0..n {
-                    live.push(get_meta(&mut r)?);
+                    live.push(get_meta(&mut r, based)?);
                 }
                 let n = r.u32()?;
                 let mut deleting = Vec::new();
                 for _ in 0..n {
-                    let topic = get_meta(&mut r)?;
+                    let topic = get_meta(&mut r, based)?;
                     let remove_after = Time(r.u64()?);
                     let k = r.u32()?;
                     let mut removed = Vec::new();
@@ -306,7 +328,7 @@ impl JournalRecord {
                 for _ in 0..n {
                     ends.push(get_log_end(&mut r)?);
                 }
-                JournalRecord::Snapshot(Snapshot { next_topic_id, live, deleting, ends })
+                JournalRecord::Snapshot(Snapshot { next_topic_id, live, deleting, ends, offset_floor })
             }
             KIND_LOG_END => {
                 let (log, end) = get_log_end(&mut r)?;
@@ -502,8 +524,8 @@ fn header_at(data: &[u8], at: usize) -> Result<(u64, u16), String> {
         return Err("header checksum mismatch".to_string());
     }
     let version = u16::from_le_bytes([h[4], h[5]]);
-    if version != 2 && version != JOURNAL_FORMAT_VERSION {
-        return Err(format!("unsupported format version {version} (this build reads 2 and {JOURNAL_FORMAT_VERSION})"));
+    if !(2..=JOURNAL_FORMAT_VERSION).contains(&version) {
+        return Err(format!("unsupported format version {version} (this build reads 2 to {JOURNAL_FORMAT_VERSION})"));
     }
     let mut e = [0u8; 8];
     e.copy_from_slice(&h[6..14]);
@@ -553,6 +575,10 @@ pub struct MetaState {
     pub topics: BTreeMap<TopicId, MetaTopic>,
     /// The acknowledged end of each live log that has acknowledged records.
     pub ends: BTreeMap<LogId, u64>,
+    /// Past every offset an incarnation deleted so far had acknowledged (the largest
+    /// acknowledged end of its logs when its tombstone was written): where the
+    /// partitions of the next topic created begin ([`TopicMeta::offset_base`]).
+    pub offset_floor: u64,
 }
 
 impl MetaState {
@@ -571,7 +597,10 @@ impl MetaState {
                     t.deleting = true;
                     t.remove_after = *remove_after;
                 }
-                // A deleted topic's logs are never served again: their ends are moot.
+                // A deleted topic's logs are never served again: their ends are moot, but
+                // no later incarnation's offsets may begin below them.
+                let deleted_end = self.ends.iter().filter(|(log, _)| log.topic == *id).map(|(_, end)| *end).max();
+                self.offset_floor = self.offset_floor.max(deleted_end.unwrap_or(0));
                 self.ends.retain(|log, _| log.topic != *id);
             }
             JournalRecord::PartitionRemoved { id, partition } => {
@@ -593,6 +622,7 @@ impl MetaState {
             JournalRecord::Snapshot(s) => {
                 self.topics.clear();
                 self.ends = s.ends.iter().copied().collect();
+                self.offset_floor = s.offset_floor;
                 for m in &s.live {
                     self.topics.insert(
                         m.id,
@@ -626,7 +656,8 @@ impl MetaState {
 
     /// The snapshot that recreates this state.
     pub fn snapshot(&self) -> Snapshot {
-        let mut snap = Snapshot { next_topic_id: self.next_topic_id, ..Snapshot::default() };
+        let mut snap =
+            Snapshot { next_topic_id: self.next_topic_id, offset_floor: self.offset_floor, ..Snapshot::default() };
         for t in self.topics.values() {
             if t.deleting {
                 snap.deleting.push(PendingDeletion {
@@ -648,7 +679,13 @@ mod tests {
     use super::*;
 
     fn meta(id: u64, name: &str, partitions: u32) -> TopicMeta {
-        TopicMeta { id: TopicId(id), name: name.into(), partitions, settings: TopicSettings { deletion_grace_ms: 5 } }
+        TopicMeta {
+            id: TopicId(id),
+            name: name.into(),
+            partitions,
+            settings: TopicSettings { deletion_grace_ms: 5 },
+            offset_base: 0,
+        }
     }
 
     fn sample() -> Vec<JournalRecord> {
@@ -784,6 +821,59 @@ mod tests {
         let d = decode_journal(&img).unwrap();
         assert_eq!(d.epoch, 4);
         assert_eq!(d.records.into_iter().map(|(_, r)| r).collect::<Vec<_>>(), sample());
+    }
+
+    /// Records of formats 2 and 3 name no offset base: their topics begin at 0.
+    #[test]
+    fn format_3_records_read_with_offsets_beginning_at_0() {
+        let mut w = Writer::default();
+        w.u64(3);
+        w.bytes(b"old");
+        w.u32(2);
+        w.u64(5);
+        let created = JournalRecord::decode(KIND_CREATED, &w.buf, 0).unwrap();
+        assert_eq!(created, JournalRecord::TopicCreated(meta(3, "old", 2)));
+        let mut w = Writer::default();
+        w.u64(4); // next topic id
+        w.u32(1); // one live topic
+        w.u64(3);
+        w.bytes(b"old");
+        w.u32(2);
+        w.u64(5);
+        w.u32(0); // no deletion
+        w.u32(0); // no end
+        let snap = JournalRecord::decode(KIND_SNAPSHOT, &w.buf, 0).unwrap();
+        let want = Snapshot { next_topic_id: 4, live: vec![meta(3, "old", 2)], ..Snapshot::default() };
+        assert_eq!(snap, JournalRecord::Snapshot(want));
+    }
+
+    /// The floor rises to the largest end a deleted topic journaled, survives snapshots,
+    /// and is not lowered by anything later.
+    #[test]
+    fn the_offset_floor_is_past_every_end_a_deleted_topic_journaled() {
+        let a = LogId { topic: TopicId(0), partition: 0 };
+        let a1 = LogId { topic: TopicId(0), partition: 1 };
+        let b = LogId { topic: TopicId(1), partition: 0 };
+        let s = MetaState::replay(&[
+            JournalRecord::TopicCreated(meta(0, "a", 2)),
+            JournalRecord::TopicCreated(meta(1, "b", 1)),
+            JournalRecord::LogEnd { log: a, end: 5 },
+            JournalRecord::LogEnd { log: a1, end: 9 },
+            JournalRecord::LogEnd { log: b, end: 30 },
+            JournalRecord::TopicDeleted { id: TopicId(0), remove_after: Time(0) },
+        ]);
+        assert_eq!(s.offset_floor, 9, "the deleted topic's largest end; a live topic's does not count");
+        let again = MetaState::replay(&[JournalRecord::Snapshot(s.snapshot())]);
+        assert_eq!(again, s);
+        let mut later = again.clone();
+        later.apply(&JournalRecord::TopicCreated(TopicMeta { offset_base: 9, ..meta(2, "a", 1) }));
+        later.apply(&JournalRecord::TopicDeleted { id: TopicId(2), remove_after: Time(0) });
+        assert_eq!(later.offset_floor, 9, "a deleted topic with nothing acknowledged lowers nothing");
+        later.apply(&JournalRecord::TopicDeleted { id: TopicId(1), remove_after: Time(0) });
+        assert_eq!(later.offset_floor, 30);
+        let bytes = encode_compacted(3, later.snapshot());
+        let d = decode_journal(&bytes).unwrap();
+        assert_eq!(MetaState::replay(d.records.iter().map(|(_, r)| r)).offset_floor, 30);
     }
 
     #[test]

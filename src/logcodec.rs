@@ -211,19 +211,20 @@ pub fn check_header(log: LogId, header: &[u8]) -> Result<(), StorageError> {
 /// them, or their absence, becomes a hole; everything from it on is cut. Without it, a
 /// bad frame at the end is taken for a torn tail and cut, and bad frames followed by
 /// valid ones become holes.
-pub fn open_log(log: LogId, data: &[u8], acked: Option<u64>) -> Result<LogImage, StorageError> {
+/// The log's records begin at offset `first`.
+pub fn open_log(log: LogId, data: &[u8], first: u64, acked: Option<u64>) -> Result<LogImage, StorageError> {
     if data.len() < LOG_HEADER_LEN {
         // The header never became durable, or the file lost it.
-        let mut img = LogImage { needs_header: true, ..LogImage::default() };
-        if let Some(a) = acked.filter(|a| *a > 0) {
+        let mut img = LogImage { needs_header: true, next_offset: first, ..LogImage::default() };
+        if let Some(a) = acked.filter(|a| *a > first) {
             let detail = format!("the file ends at byte {}, before its header", data.len());
-            img.holes.push(Hole { from: 0, to: a, position: 0, detail });
+            img.holes.push(Hole { from: first, to: a, position: 0, detail });
             img.next_offset = a;
         }
         return Ok(img);
     }
     check_header(log, data)?;
-    open_log_from(log, &data[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, 0, acked)
+    open_log_from(log, &data[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, first, acked)
 }
 
 /// Validates the part of a log that starts at file position `base` (after the header,
@@ -443,7 +444,7 @@ mod tests {
     #[test]
     fn open_indexes_every_record() {
         let f = file(5);
-        let img = open_log(LOG, &f, None).unwrap();
+        let img = open_log(LOG, &f, 0, None).unwrap();
         assert_eq!(img.next_offset, 5);
         assert_eq!(img.valid_len, f.len() as u64);
         assert!(img.holes.is_empty());
@@ -457,7 +458,7 @@ mod tests {
     fn torn_tail_is_cut_at_the_last_whole_record() {
         let f = file(5);
         let four = file(4).len();
-        let img = open_log(LOG, &f[..f.len() - 3], None).unwrap();
+        let img = open_log(LOG, &f[..f.len() - 3], 0, None).unwrap();
         assert_eq!(img.next_offset, 4);
         assert_eq!(img.valid_len, four as u64);
     }
@@ -465,10 +466,10 @@ mod tests {
     #[test]
     fn bit_rot_in_the_middle_becomes_a_hole_not_a_truncation() {
         let mut f = file(5);
-        let img = open_log(LOG, &f, None).unwrap();
+        let img = open_log(LOG, &f, 0, None).unwrap();
         let p = img.index[2].position as usize + FRAME_HEADER_LEN + 2;
         f[p] ^= 0x10;
-        let img = open_log(LOG, &f, None).unwrap();
+        let img = open_log(LOG, &f, 0, None).unwrap();
         assert_eq!(img.next_offset, 5);
         assert_eq!(img.holes.len(), 1);
         assert_eq!((img.holes[0].from, img.holes[0].to), (2, 3));
@@ -484,20 +485,20 @@ mod tests {
         f.extend(encode_records(LOG, &recs(0, 3)));
         let whole = f.len();
         f.extend(encode_records(LOG, &recs(3, 4)));
-        let img = open_log(LOG, &f, None).unwrap();
+        let img = open_log(LOG, &f, 0, None).unwrap();
         assert_eq!(img.index.len(), 2);
         assert_eq!((img.index[1].offset, img.index[1].count, img.next_offset), (3, 4, 7));
         let got = decode_records(LOG, &f[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, 2, 3).unwrap();
         assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![2, 3, 4], "reads span batches");
         for cut in 1..(f.len() - whole) {
-            let img = open_log(LOG, &f[..f.len() - cut], None).unwrap();
+            let img = open_log(LOG, &f[..f.len() - cut], 0, None).unwrap();
             assert!(img.holes.is_empty(), "cut {cut}");
             assert_eq!((img.next_offset, img.valid_len), (3, whole as u64), "cut {cut}");
         }
         // Zeroing any sector inside the second batch is still a tail, not corruption.
         let mut torn = f.clone();
         torn[whole + 20..whole + 40].fill(0);
-        let img = open_log(LOG, &torn, None).unwrap();
+        let img = open_log(LOG, &torn, 0, None).unwrap();
         assert!(img.holes.is_empty());
         assert_eq!(img.next_offset, 3);
     }
@@ -509,16 +510,16 @@ mod tests {
         f.extend([0xee; 3 * MIN_RECORD_BYTES as usize]);
         let mut far = f.clone();
         f.extend(encode_records(LOG, &recs(4, 1)));
-        let img = open_log(LOG, &f, None).unwrap();
+        let img = open_log(LOG, &f, 0, None).unwrap();
         assert_eq!((img.holes[0].from, img.holes[0].to, img.next_offset), (1, 4, 5));
         far.extend(encode_records(LOG, &recs(5, 1)));
-        assert!(open_log(LOG, &far, None).unwrap_err().to_string().contains("offset 5 where 1 was expected"));
+        assert!(open_log(LOG, &far, 0, None).unwrap_err().to_string().contains("offset 5 where 1 was expected"));
         let mut max = file(1);
         max.push(0xee);
         let last = AppendRecord { offset: u64::MAX, record: ProduceRecord { key: None, value: vec![] } };
         max.extend(encode_records(LOG, &[last]));
         // A batch running past the last offset is malformed: never accepted, no overflow.
-        let img = open_log(LOG, &max, None).unwrap();
+        let img = open_log(LOG, &max, 0, None).unwrap();
         assert_eq!((img.next_offset, img.index.len()), (1, 1), "{img:?}");
     }
 
@@ -526,26 +527,26 @@ mod tests {
     fn another_logs_file_is_refused() {
         let f = file(2);
         let other = LogId { topic: TopicId(4), partition: 1 };
-        let err = open_log(other, &f, None).unwrap_err();
+        let err = open_log(other, &f, 0, None).unwrap_err();
         assert!(err.to_string().contains("another log"), "{err}");
     }
 
     #[test]
     fn short_header_needs_rewriting() {
         let f = file(0);
-        assert!(open_log(LOG, &f[..5], None).unwrap().needs_header);
-        assert!(open_log(LOG, &[], None).unwrap().needs_header);
+        assert!(open_log(LOG, &f[..5], 0, None).unwrap().needs_header);
+        assert!(open_log(LOG, &[], 0, None).unwrap().needs_header);
     }
 
     #[test]
     fn with_an_acknowledged_end_rot_in_the_last_frame_is_a_hole_never_a_cut() {
         let mut f = file(3);
-        let img = open_log(LOG, &f, Some(3)).unwrap();
+        let img = open_log(LOG, &f, 0, Some(3)).unwrap();
         let last = img.index[2];
         f[last.position as usize + FRAME_HEADER_LEN + 1] ^= 0x20;
         // Without the journal's word it looks like a torn tail; with it, it is damage.
-        assert_eq!(open_log(LOG, &f, None).unwrap().next_offset, 2);
-        let img = open_log(LOG, &f, Some(3)).unwrap();
+        assert_eq!(open_log(LOG, &f, 0, None).unwrap().next_offset, 2);
+        let img = open_log(LOG, &f, 0, Some(3)).unwrap();
         assert_eq!((img.next_offset, img.valid_len), (3, f.len() as u64), "kept, offsets not reused");
         assert_eq!((img.holes[0].from, img.holes[0].to, img.holes[0].position), (2, 3, last.position));
     }
@@ -555,25 +556,25 @@ mod tests {
         let f = file(4);
         let two = file(2).len() as u64;
         // Whole frames past the end were never acknowledged (say, cached after a failed fsync).
-        let img = open_log(LOG, &f, Some(2)).unwrap();
+        let img = open_log(LOG, &f, 0, Some(2)).unwrap();
         assert_eq!((img.next_offset, img.valid_len, img.holes.len()), (2, two, 0));
-        let img = open_log(LOG, &f[..f.len() - 3], Some(3)).unwrap();
+        let img = open_log(LOG, &f[..f.len() - 3], 0, Some(3)).unwrap();
         assert_eq!((img.next_offset, img.valid_len, img.holes.len()), (3, file(3).len() as u64, 0));
     }
 
     #[test]
     fn acknowledged_records_missing_from_the_file_are_a_hole() {
         let f = file(2);
-        let img = open_log(LOG, &f, Some(5)).unwrap();
+        let img = open_log(LOG, &f, 0, Some(5)).unwrap();
         assert_eq!(img.next_offset, 5);
         assert_eq!((img.holes[0].from, img.holes[0].to), (2, 5));
         assert!(img.holes[0].detail.contains("missing"), "{}", img.holes[0].detail);
         // Appended after the hole, the next open still finds it (the journal vouches).
         let mut g = f.clone();
         g.extend(encode_records(LOG, &recs(5, 1)));
-        let img = open_log(LOG, &g, Some(6)).unwrap();
+        let img = open_log(LOG, &g, 0, Some(6)).unwrap();
         assert_eq!((img.next_offset, img.holes[0].from, img.holes[0].to), (6, 2, 5));
-        let torn_header = open_log(LOG, &f[..5], Some(2)).unwrap();
+        let torn_header = open_log(LOG, &f[..5], 0, Some(2)).unwrap();
         assert!(torn_header.needs_header);
         assert_eq!((torn_header.next_offset, torn_header.holes[0].to), (2, 2));
     }

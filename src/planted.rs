@@ -62,6 +62,9 @@ pub enum Bug {
     /// follows the release of the journal reserve appends at the file's end, after the
     /// part of the failed commit that landed, instead of over it.
     ForgetJournalEnd,
+    /// A topic's offsets begin at 0 whatever was deleted before it, so a re-created name
+    /// hands out positions its deleted incarnation had acknowledged.
+    OffsetsIgnoreFloor,
     /// Cluster: a node answers every command from the catalog it holds, without a
     /// fence: list and describe, creates and deletes validated, produces and fetches
     /// without the fences before and after their data.
@@ -86,7 +89,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 26] = [
+    pub const ALL: [Bug; 27] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -107,6 +110,7 @@ impl Bug {
         Bug::FinishedAtTombstone,
         Bug::NamedPartitionIgnored,
         Bug::ForgetJournalEnd,
+        Bug::OffsetsIgnoreFloor,
         Bug::ClusterSkipFence,
         Bug::ClusterProduceUnverified,
         Bug::ClusterReconcileUnknownIds,
@@ -138,6 +142,7 @@ impl Bug {
             Bug::FinishedAtTombstone => "finished-at-tombstone",
             Bug::NamedPartitionIgnored => "named-partition-ignored",
             Bug::ForgetJournalEnd => "forget-journal-end",
+            Bug::OffsetsIgnoreFloor => "offsets-ignore-floor",
             Bug::ClusterSkipFence => "cluster-skip-fence",
             Bug::ClusterProduceUnverified => "cluster-produce-unverified",
             Bug::ClusterReconcileUnknownIds => "cluster-reconcile-unknown-ids",

@@ -90,18 +90,25 @@ fn layout(parts: &[&[(&'static str, F)]]) -> Vec<(&'static str, F)> {
     parts.iter().flat_map(|p| p.iter().copied()).collect()
 }
 
-const META: [(&str, F); 5] = [
+const META: [(&str, F); 6] = [
     ("id", F::U64),
     ("name.len", F::U32),
     ("name", F::Text),
     ("partitions", F::U32),
     ("settings.deletion_grace_ms", F::U64),
+    ("offset_base", F::U64),
 ];
 
 const EPOCH: u64 = 7;
 
 fn meta(id: u64, name: &str, partitions: u32, grace: u64) -> TopicMeta {
-    TopicMeta { id: TopicId(id), name: name.into(), partitions, settings: TopicSettings { deletion_grace_ms: grace } }
+    TopicMeta {
+        id: TopicId(id),
+        name: name.into(),
+        partitions,
+        settings: TopicSettings { deletion_grace_ms: grace },
+        offset_base: 0,
+    }
 }
 
 /// Checks one commit of a journal as documented (copy A salted with the epoch, zeros up
@@ -138,7 +145,7 @@ fn journal_header() {
 
 #[test]
 fn journal_topic_created() {
-    let f = journal_frame(&JournalRecord::TopicCreated(meta(42, "orders", 3, 250)));
+    let f = journal_frame(&JournalRecord::TopicCreated(TopicMeta { offset_base: 1_000, ..meta(42, "orders", 3, 250) }));
     insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &META])));
 }
 
@@ -171,18 +178,19 @@ fn journal_deletion_completed() {
 fn journal_snapshot() {
     let snapshot = Snapshot {
         next_topic_id: 44,
-        live: vec![meta(43, "audit", 1, 0)],
+        offset_floor: 1_017,
+        live: vec![TopicMeta { offset_base: 1_017, ..meta(43, "audit", 1, 0) }],
         deleting: vec![PendingDeletion {
-            topic: meta(42, "orders", 3, 250),
+            topic: TopicMeta { offset_base: 1_000, ..meta(42, "orders", 3, 250) },
             remove_after: Time(250_000),
             removed: vec![0, 2],
         }],
-        ends: vec![(LogId { topic: TopicId(43), partition: 0 }, 17)],
+        ends: vec![(LogId { topic: TopicId(43), partition: 0 }, 1_034)],
     };
     let f = journal_frame(&JournalRecord::Snapshot(snapshot));
     let l = layout(&[
         &FRAME,
-        &[("next_topic_id", F::U64), ("live.count", F::U32)],
+        &[("next_topic_id", F::U64), ("offset_floor", F::U64), ("live.count", F::U32)],
         &META,
         &[("deleting.count", F::U32)],
         &META,

@@ -54,7 +54,13 @@ fn every_target_passes_its_corpus() {
 // ----------------------------------------------------------------------------------
 
 fn meta(id: u64, name: &str, partitions: u32, grace: u64) -> TopicMeta {
-    TopicMeta { id: TopicId(id), name: name.into(), partitions, settings: TopicSettings { deletion_grace_ms: grace } }
+    TopicMeta {
+        id: TopicId(id),
+        name: name.into(),
+        partitions,
+        settings: TopicSettings { deletion_grace_ms: grace },
+        offset_base: 0,
+    }
 }
 
 fn journal(epoch: u64, records: &[JournalRecord]) -> Vec<u8> {
@@ -77,13 +83,17 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
     ];
     let snapshot = Snapshot {
         next_topic_id: 9,
-        live: vec![meta(3, "orders", 2, 0), meta(7, "audit", 1, 5)],
+        offset_floor: 40,
+        live: vec![
+            TopicMeta { offset_base: 30, ..meta(3, "orders", 2, 0) },
+            TopicMeta { offset_base: 40, ..meta(7, "audit", 1, 5) },
+        ],
         deleting: vec![PendingDeletion {
             topic: meta(5, "orders", 4, 0),
             remove_after: Time::ZERO,
             removed: vec![0, 3],
         }],
-        ends: vec![(LogId { topic: TopicId(3), partition: 1 }, 12)],
+        ends: vec![(LogId { topic: TopicId(3), partition: 1 }, 42)],
     };
     let mut torn = journal(1, &history);
     torn.truncate(torn.len() - 5);

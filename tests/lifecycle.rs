@@ -324,9 +324,12 @@ fn recreating_a_name_during_its_deletion_gets_a_new_untouched_incarnation() {
     let new = created(d.request(create("t", 2)));
     assert_ne!(new, old);
     assert_eq!(names(&d), vec![("t".to_string(), new)]);
-    assert_eq!(produced(d.request(produce("t", &["new-a", "new-b", "new-c"]))), vec![(0, 0), (1, 0), (0, 1)]);
-    let (records, hw) = fetched(d.request(fetch("t", 0, 0, 10)));
-    assert_eq!((values(&records), hw), (vec!["new-a".into(), "new-c".into()], 2));
+    // Its offsets begin past every offset the old one acknowledged (2, in partition 0):
+    // a reader still at a position of the old incarnation is told it is out of range.
+    assert_eq!(produced(d.request(produce("t", &["new-a", "new-b", "new-c"]))), vec![(0, 2), (1, 2), (0, 3)]);
+    assert_eq!(d.request(fetch("t", 0, 1, 10)), Err(BrokerError::OffsetBeforeStart { offset: 1, log_start: 2 }));
+    let (records, hw) = fetched(d.request(fetch("t", 0, 2, 10)));
+    assert_eq!((values(&records), hw), (vec!["new-a".into(), "new-c".into()], 4));
     let pending = d.broker().pending_deletions();
     assert_eq!((pending.len(), pending[0].topic), (1, old));
     // The old incarnation's removal runs after its grace delay and never touches the new logs.
@@ -337,15 +340,19 @@ fn recreating_a_name_during_its_deletion_gets_a_new_untouched_incarnation() {
     assert_eq!(removed, expected);
     assert_eq!(log_files(d.fs()), vec![LogId { topic: new, partition: 0 }, LogId { topic: new, partition: 1 }]);
     assert!(d.broker().pending_deletions().is_empty());
-    let (records, _) = fetched(d.request(fetch("t", 0, 0, 10)));
+    let (records, _) = fetched(d.request(fetch("t", 0, 2, 10)));
     assert_eq!(values(&records), vec!["new-a", "new-c"]);
-    let (records, _) = fetched(d.request(fetch("t", 1, 0, 10)));
+    let (records, _) = fetched(d.request(fetch("t", 1, 2, 10)));
     assert_eq!(values(&records), vec!["new-b"]);
     // And so after a restart.
     let mut d = SyncDriver::start(Config::default(), d.crash());
     assert_eq!(names(&d), vec![("t".to_string(), new)]);
-    let (records, _) = fetched(d.request(fetch("t", 0, 0, 10)));
+    let (records, _) = fetched(d.request(fetch("t", 0, 2, 10)));
     assert_eq!(values(&records), vec!["new-a", "new-c"]);
+    // A topic created now begins past the deleted incarnation too, whatever its name.
+    let other = created(d.request(create("u", 1)));
+    let described = d.request(Command::DescribeTopic { name: "u".into() });
+    assert!(matches!(&described, Ok(Reply::Described(t)) if t.log_start == 2 && t.id == other), "{described:?}");
 }
 
 #[test]
@@ -482,7 +489,7 @@ fn a_batch_over_one_log_frame_is_refused_before_anything_is_written() {
 fn the_executor_never_writes_a_frame_that_readers_refuse() {
     let mut exec = broker_core::Executor::new(MemFs::new());
     let log = LogId { topic: TopicId(1), partition: 0 };
-    exec.execute(&StorageOp::CreateLog { log }).unwrap();
+    exec.execute(&StorageOp::CreateLog { log, first_offset: 0 }).unwrap();
     let before = exec.fs().clone();
     let record = ProduceRecord { key: None, value: vec![7; 1 << 20] };
     let records = (0..17).map(|offset| broker_core::AppendRecord { offset, record: record.clone() }).collect();

@@ -81,7 +81,9 @@ pub struct ModelTopic {
     id: u64,
     partitions: u32,
     grace_ms: u64,
-    /// Acknowledged records per partition; offsets are indexes.
+    /// The first offset of every partition.
+    base: u64,
+    /// Acknowledged records per partition; offsets are `base` plus indexes.
     logs: Vec<Vec<StoredRecord>>,
     /// Round-robin cursor of keyless records (a new broker starts it at 0).
     cursor: u32,
@@ -94,6 +96,8 @@ pub struct Model {
     live: BTreeMap<&'static str, ModelTopic>,
     /// Acknowledged deletions whose logs still exist (waiting out a grace delay): id → (name, partitions).
     pending: BTreeMap<u64, (&'static str, u32)>,
+    /// Past every offset a deleted topic acknowledged: where the next topic begins.
+    floor: u64,
 }
 
 impl Model {
@@ -103,7 +107,8 @@ impl Model {
             id: TopicId(t.id),
             partitions: t.partitions,
             settings: TopicSettings { deletion_grace_ms: t.grace_ms },
-            high_watermarks: t.logs.iter().map(|l| l.len() as u64).collect(),
+            high_watermarks: t.logs.iter().map(|l| t.base + l.len() as u64).collect(),
+            log_start: t.base,
         }
     }
 
@@ -150,7 +155,7 @@ impl Model {
                 None => not_found(name),
                 Some(t) => {
                     let (parts, _) = Model::place(t, records);
-                    let mut next: Vec<u64> = t.logs.iter().map(|l| l.len() as u64).collect();
+                    let mut next: Vec<u64> = t.logs.iter().map(|l| t.base + l.len() as u64).collect();
                     let positions = parts
                         .into_iter()
                         .map(|p| {
@@ -171,12 +176,14 @@ impl Model {
                 }),
                 Some(t) => {
                     let log = &t.logs[*partition as usize];
-                    let hw = log.len() as u64;
-                    if *offset > hw {
+                    let hw = t.base + log.len() as u64;
+                    if *offset < t.base {
+                        Err(BrokerError::OffsetBeforeStart { offset: *offset, log_start: t.base })
+                    } else if *offset > hw {
                         Err(BrokerError::OffsetOutOfRange { offset: *offset, high_watermark: hw })
                     } else {
                         let end = (*offset + u64::from(*max_records)).min(hw);
-                        let records = log[*offset as usize..end as usize].to_vec();
+                        let records = log[(*offset - t.base) as usize..(end - t.base) as usize].to_vec();
                         Ok(Reply::Fetched { topic: TopicId(t.id), records, high_watermark: hw })
                     }
                 }
@@ -219,16 +226,22 @@ impl ReferenceStateMachine for Model {
         Just(Model::default()).boxed()
     }
 
-    fn transitions(_: &Model) -> BoxedStrategy<Transition> {
+    fn transitions(state: &Model) -> BoxedStrategy<Transition> {
+        // Fetches mostly near a live topic's first offset, sometimes at small offsets
+        // (below the first offset of a topic created after a deletion).
+        let bases: BTreeMap<&'static str, u64> = state.live.iter().map(|(n, t)| (*n, t.base)).collect();
         prop_oneof![
             3 => (name(), 1..=3u32, prop_oneof![Just(0u64), Just(5u64)])
                 .prop_map(|(name, partitions, grace_ms)| Transition::Create { name, partitions, grace_ms }),
             2 => name().prop_map(|name| Transition::Delete { name }),
             4 => (name(), prop::collection::vec(record(), 1..=3))
                 .prop_map(|(name, records)| Transition::Produce { name, records }),
-            2 => (name(), 0..3u32, 0..4u64, 1..=4u32).prop_map(|(name, partition, offset, max_records)| {
-                Transition::Fetch { name, partition, offset, max_records }
-            }),
+            2 => (name(), 0..3u32, 0..4u64, 1..=4u32, prop::bool::weighted(0.2)).prop_map(
+                move |(name, partition, rel, max_records, absolute)| {
+                    let offset = if absolute { rel } else { bases.get(name).copied().unwrap_or(0) + rel };
+                    Transition::Fetch { name, partition, offset, max_records }
+                }
+            ),
             1 => Just(Transition::List),
             1 => name().prop_map(|name| Transition::Describe { name }),
             2 => Just(Transition::CrashRestart),
@@ -245,6 +258,7 @@ impl ReferenceStateMachine for Model {
                         id: m.next_id,
                         partitions: *partitions,
                         grace_ms: *grace_ms,
+                        base: m.floor,
                         logs: vec![Vec::new(); *partitions as usize],
                         cursor: 0,
                     };
@@ -254,6 +268,8 @@ impl ReferenceStateMachine for Model {
             }
             Transition::Delete { name } => {
                 if let Some(t) = m.live.remove(name) {
+                    let end = t.logs.iter().map(|l| t.base + l.len() as u64).max().unwrap_or(t.base);
+                    m.floor = m.floor.max(end);
                     // Without a grace delay the logs go at once; with one, at the next settle.
                     if t.grace_ms > 0 {
                         m.pending.insert(t.id, (name, t.partitions));
@@ -267,7 +283,7 @@ impl ReferenceStateMachine for Model {
                     for (p, (key, value)) in parts.into_iter().zip(records) {
                         let log = &mut t.logs[p as usize];
                         log.push(StoredRecord {
-                            offset: log.len() as u64,
+                            offset: t.base + log.len() as u64,
                             key: key.map(|k| k.as_bytes().to_vec()),
                             value: value.as_bytes().to_vec(),
                         });

@@ -709,8 +709,12 @@ fn a_journal_naming_an_absurd_partition_count_is_refused_not_allocated() {
         name: "huge".into(),
         partitions: MAX_PARTITIONS_EVER + 1,
         settings: Default::default(),
+        offset_base: 0,
     };
-    let journal = encode_compacted(1, Snapshot { next_topic_id: 1, live: vec![meta], deleting: vec![], ends: vec![] });
+    let journal = encode_compacted(
+        1,
+        Snapshot { next_topic_id: 1, live: vec![meta], deleting: vec![], ends: vec![], offset_floor: 0 },
+    );
     let mut fs = MemFs::new();
     fs.create(JOURNAL_FILE).unwrap();
     fs.write_at(JOURNAL_FILE, 0, &journal).unwrap();

@@ -514,7 +514,10 @@ fn every_error_of_every_operation_kind_is_handled() {
                         StorageOp::OpenLog { log, .. } => *log,
                         other => panic!("{other:?}"),
                     };
-                    assert!(h.pending.values().any(|op| *op == StorageOp::CreateLog { log }), "{what}: recreated");
+                    assert!(
+                        h.pending.values().any(|op| *op == StorageOp::CreateLog { log, first_offset: 0 }),
+                        "{what}: recreated"
+                    );
                 }
                 Kind::OpenLog if matches!(error, StorageError::Corrupt { .. }) => {
                     h.settle(10);

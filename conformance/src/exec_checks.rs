@@ -181,8 +181,12 @@ fn show(op: &StorageOp) -> String {
             format!("ReplaceJournal({} bytes, keep_old: {keep_old})", contents.len())
         }
         StorageOp::ListLogs => "ListLogs".into(),
-        StorageOp::CreateLog { log } => format!("CreateLog({log})"),
-        StorageOp::OpenLog { log, acked_end } => format!("OpenLog({log}, acked_end: {acked_end})"),
+        StorageOp::CreateLog { log, first_offset: 0 } => format!("CreateLog({log})"),
+        StorageOp::CreateLog { log, first_offset } => format!("CreateLog({log}, first_offset: {first_offset})"),
+        StorageOp::OpenLog { log, acked_end, first_offset: 0 } => format!("OpenLog({log}, acked_end: {acked_end})"),
+        StorageOp::OpenLog { log, acked_end, first_offset } => {
+            format!("OpenLog({log}, acked_end: {acked_end}, first_offset: {first_offset})")
+        }
         StorageOp::Append { log, records } => match (records.first(), records.last()) {
             (Some(a), Some(b)) => format!("Append({log}, offsets {}..={})", a.offset, b.offset),
             _ => format!("Append({log}, no records)"),
@@ -345,7 +349,7 @@ impl<'s, S: ExecutorSubject> Store<'s, S> {
     }
 
     fn create(&mut self, log: LogId) -> Seen {
-        self.done(StorageOp::CreateLog { log })
+        self.done(StorageOp::CreateLog { log, first_offset: 0 })
     }
 
     /// Appends one batch: the records at `offsets`, in variant `seed`.
@@ -370,7 +374,7 @@ impl<'s, S: ExecutorSubject> Store<'s, S> {
     }
 
     fn open(&mut self, log: LogId, acked_end: u64) -> Result<(u64, Vec<DamagedRange>), String> {
-        let op = StorageOp::OpenLog { log, acked_end };
+        let op = StorageOp::OpenLog { log, acked_end, first_offset: 0 };
         match self.ok(&op)? {
             OpOutput::Opened { next_offset, damaged } => Ok((next_offset, damaged)),
             other => Err(format!("{} returned {} instead of Opened", show(&op), show_out(&other))),
@@ -558,11 +562,11 @@ fn create_log_idempotent_and_listed<S: ExecutorSubject>(s: &mut S) -> Seen {
 fn open_absent_log_not_found<S: ExecutorSubject>(s: &mut S) -> Seen {
     let mut st = Store::fresh(s);
     let (a, b) = (log(5, 0), log(5, 1));
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 0 }, "on fresh storage")?;
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3 }, "on fresh storage")?;
+    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 0, first_offset: 0 }, "on fresh storage")?;
+    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0 }, "on fresh storage")?;
     st.expect_logs("after OpenLog of absent logs", &[])?;
     st.create(b)?;
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 0 }, "with only another log created")?;
+    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 0, first_offset: 0 }, "with only another log created")?;
     st.expect_logs("after OpenLog of an absent log", &[b])
 }
 
@@ -768,7 +772,7 @@ fn remove_log_idempotent<S: ExecutorSubject>(s: &mut S) -> Seen {
     st.sync(a)?;
     st.done(StorageOp::RemoveLog { log: a })?;
     st.expect_logs("after RemoveLog of one of two logs", &[b])?;
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3 }, "after RemoveLog")?;
+    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0 }, "after RemoveLog")?;
     st.done(StorageOp::RemoveLog { log: a })?;
     st.expect_logs("after a second RemoveLog of the same log", &[b])?;
     // The id again: a new, empty log.
@@ -891,5 +895,5 @@ fn removed_log_stays_gone_after_crash<S: ExecutorSubject>(s: &mut S) -> Seen {
     st.done(StorageOp::RemoveLog { log: a })?;
     let mut st = st.crash()?;
     st.expect_logs("after RemoveLog of one of two logs and a crash", &[b])?;
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3 }, "after RemoveLog and a crash")
+    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0 }, "after RemoveLog and a crash")
 }

@@ -113,12 +113,12 @@ impl ExecutorSubject for BrokenExecutors {
             (AppendJournalOverwrites, StorageOp::AppendJournal { bytes }) => {
                 inner.execute(&StorageOp::ReplaceJournal { contents: bytes.clone(), keep_old: false })
             }
-            (CreateLogTruncates, StorageOp::CreateLog { log }) => {
+            (CreateLogTruncates, StorageOp::CreateLog { log, first_offset: 0 }) => {
                 inner.execute(&StorageOp::RemoveLog { log: *log })?;
                 inner.execute(op)
             }
             (OpenLogCreates, StorageOp::OpenLog { log, .. }) => {
-                inner.execute(&StorageOp::CreateLog { log: *log })?;
+                inner.execute(&StorageOp::CreateLog { log: *log, first_offset: 0 })?;
                 inner.execute(op)
             }
             (ReadDropsKeys, StorageOp::Read { .. }) => match inner.execute(op)? {
@@ -138,13 +138,13 @@ impl ExecutorSubject for BrokenExecutors {
                     max_bytes: u64::MAX,
                 })
             }
-            (OpenLogCutsAcked, StorageOp::OpenLog { log, acked_end }) => {
-                inner.execute(&StorageOp::OpenLog { log: *log, acked_end: 0 })?;
+            (OpenLogCutsAcked, StorageOp::OpenLog { log, acked_end, .. }) => {
+                inner.execute(&StorageOp::OpenLog { log: *log, acked_end: 0, first_offset: 0 })?;
                 Ok(OpOutput::Opened { next_offset: *acked_end, damaged: Vec::new() })
             }
-            (OpenLogIgnoresAcked, StorageOp::OpenLog { log, acked_end }) => {
+            (OpenLogIgnoresAcked, StorageOp::OpenLog { log, acked_end, .. }) => {
                 let end = appended.get(log).copied().unwrap_or(*acked_end);
-                inner.execute(&StorageOp::OpenLog { log: *log, acked_end: end })
+                inner.execute(&StorageOp::OpenLog { log: *log, acked_end: end, first_offset: 0 })
             }
             (RemoveLogAbsentFails, StorageOp::RemoveLog { log }) => match inner.execute(&StorageOp::ListLogs)? {
                 OpOutput::Logs(logs) if !logs.contains(log) => Err(StorageError::NotFound(log.file_name())),

@@ -119,6 +119,22 @@ impl Model {
         }
     }
 
+    /// The largest offset acknowledged or served in any earlier incarnation of `id`'s
+    /// name, and that incarnation: a name is live once at a time, so every earlier one
+    /// was deleted before `id` was created.
+    pub fn last_position_before(&self, id: TopicId) -> Option<(TopicId, u64)> {
+        let name = self.names_of.get(&id)?;
+        let earlier = self.names_of.range(..id).filter(|(_, n)| *n == name).map(|(old, _)| *old);
+        earlier
+            .filter_map(|old| {
+                let range = (old, 0, 0)..=(old, u32::MAX, u64::MAX);
+                let acked = self.records.acked.range(range.clone()).map(|(k, _)| k.2);
+                let served = self.records.served.range(range).map(|(k, _)| k.2);
+                acked.chain(served).max().map(|last| (old, last))
+            })
+            .max_by_key(|(_, last)| *last)
+    }
+
     /// Whether an incarnation may legitimately be gone: its deletion was acknowledged,
     /// or a delete of its name was issued after its create was (a delete issued before
     /// the create cannot have removed it). Requests cut off by a crash count as issued.

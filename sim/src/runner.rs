@@ -733,6 +733,7 @@ impl Sim {
 
     fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
         self.stats.replies += 1;
+        self.workload.observe(&reply);
         if let Some(c) = self.node.as_mut().and_then(|n| n.requests.remove(&request)) {
             self.outstanding[c] = self.outstanding[c].saturating_sub(1);
         }

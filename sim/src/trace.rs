@@ -140,8 +140,10 @@ pub fn render_op(op: &StorageOp, epoch: u64) -> String {
             }
             format!("Append {log} offsets {first}+{} crc={c:08x}", records.len())
         }
-        StorageOp::CreateLog { log } => format!("CreateLog {log}"),
-        StorageOp::OpenLog { log, acked_end } => format!("OpenLog {log} acked {acked_end}"),
+        StorageOp::CreateLog { log, first_offset } => format!("CreateLog {log} from {first_offset}"),
+        StorageOp::OpenLog { log, acked_end, first_offset } => {
+            format!("OpenLog {log} acked {acked_end} from {first_offset}")
+        }
         StorageOp::SyncLog { log } => format!("SyncLog {log}"),
         StorageOp::RemoveLog { log } => format!("RemoveLog {log}"),
         StorageOp::Read { log, offset, max_records, max_bytes } => {

@@ -19,12 +19,22 @@ pub struct Workload {
     params: SwarmParams,
     issued: u32,
     values: u64,
+    /// The largest offset a produce reply has shown: offsets of topics created after a
+    /// deletion begin past the deleted ones', so fetches aim near it as well as near 0.
+    newest_offset: u64,
 }
 
 impl Workload {
     /// The workload of `seed` under `params`.
     pub fn new(seed: u64, params: &SwarmParams) -> Workload {
-        Workload { script: None, rng: SimRng::fork(seed, "workload"), params: params.clone(), issued: 0, values: 0 }
+        Workload {
+            script: None,
+            rng: SimRng::fork(seed, "workload"),
+            params: params.clone(),
+            issued: 0,
+            values: 0,
+            newest_offset: 0,
+        }
     }
 
     /// A workload that issues exactly these groups of commands: the commands of a
@@ -33,7 +43,15 @@ impl Workload {
         let commands = groups.iter().map(Vec::len).sum::<usize>() as u32;
         let params = SwarmParams { commands, ..SwarmParams::draw(0) };
         let script = groups.iter().map(|g| g.iter().rev().cloned().collect()).collect();
-        Workload { script: Some(script), rng: SimRng::new(0), params, issued: 0, values: 0 }
+        Workload { script: Some(script), rng: SimRng::new(0), params, issued: 0, values: 0, newest_offset: 0 }
+    }
+
+    /// Learns from a reply where offsets are (clients read near what they wrote).
+    pub fn observe(&mut self, reply: &Result<broker_core::Reply, broker_core::BrokerError>) {
+        if let Ok(broker_core::Reply::Produced { positions, .. }) = reply {
+            let newest = positions.iter().map(|p| p.offset).max().unwrap_or(0);
+            self.newest_offset = self.newest_offset.max(newest);
+        }
     }
 
     /// Whether every command of the run has been handed out.
@@ -127,7 +145,11 @@ impl Workload {
             3 => Command::Fetch {
                 topic: self.name(),
                 partition: self.rng.below(u64::from(self.params.max_partitions)) as u32,
-                offset: self.rng.below(8),
+                // Near the first offsets, or near the newest ones written.
+                offset: match self.rng.chance(0.5) {
+                    true => self.rng.below(8),
+                    false => self.newest_offset.saturating_sub(self.rng.below(16)),
+                },
                 max_records: self.rng.between(1, 8) as u32,
                 // Mostly the broker's own bound; sometimes a reader's, from none to past it.
                 max_bytes: match self.rng.below(4) {

@@ -154,6 +154,13 @@ fn forget_journal_end_is_caught() {
     caught_by(Bug::ForgetJournalEnd, &[Checker::NoOrphans, Checker::Liveness]);
 }
 
+/// A re-created name that hands out its deleted incarnation's positions: a reader still
+/// at one would be served the new incarnation from the middle.
+#[test]
+fn offsets_ignore_floor_is_caught() {
+    fired_by(Bug::OffsetsIgnoreFloor, Checker::ModelAgreement);
+}
+
 #[test]
 fn named_partition_ignored_is_caught() {
     fired_by(Bug::NamedPartitionIgnored, Checker::ModelAgreement);

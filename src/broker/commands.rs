@@ -81,7 +81,8 @@ impl Broker {
         };
         let id = TopicId(self.next_topic_id);
         self.next_topic_id = after;
-        let meta = TopicMeta { id, name: name.clone(), partitions, settings };
+        let offset_base = if self.bug(Bug::OffsetsIgnoreFloor) { 0 } else { self.offset_floor };
+        let meta = TopicMeta { id, name: name.clone(), partitions, settings, offset_base };
         let seq = self.journal.push(JournalRecord::TopicCreated(meta.clone()));
         let mut topic = Topic::new(meta, false);
         topic.create_waiter = Some((request, partitions));
@@ -95,6 +96,10 @@ impl Broker {
         if let Some(id) = self.live_names.remove(&name) {
             let grace = self.topics.get(&id).map_or(0, |t| t.meta.settings.deletion_grace_ms);
             let remove_after = self.now.plus_millis(grace);
+            // No later incarnation's offsets begin below an end this one journaled (the
+            // journal's replay takes the same ends: those queued before the tombstone).
+            let ended = self.topics.get(&id).and_then(|t| t.partitions.iter().map(|p| p.journaled_end).max());
+            self.offset_floor = self.offset_floor.max(ended.unwrap_or(0));
             let seq = self.journal.push(JournalRecord::TopicDeleted { id, remove_after });
             let early_ack = self.bug(Bug::AckDeleteBeforeTombstoneDurable);
             if let Some(t) = self.topics.get_mut(&id) {
@@ -236,6 +241,9 @@ impl Broker {
             return Err(BrokerError::Storage(format!("partition {partition} of {topic:?} is unavailable: {why}")));
         }
         let high_watermark = p.high_watermark;
+        if offset < t.meta.offset_base {
+            return Err(BrokerError::OffsetBeforeStart { offset, log_start: t.meta.offset_base });
+        }
         if offset > high_watermark {
             return Err(BrokerError::OffsetOutOfRange { offset, high_watermark });
         }

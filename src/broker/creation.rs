@@ -24,7 +24,8 @@ impl Broker {
         if let Some(p) = self.topics.get_mut(&id).and_then(|t| t.partitions.get_mut(log.partition as usize)) {
             p.inflight += 1;
         }
-        self.op(StorageOp::CreateLog { log }, PendingOp::CreateLog(log));
+        let first_offset = self.topics.get(&id).map_or(0, |t| t.meta.offset_base);
+        self.op(StorageOp::CreateLog { log, first_offset }, PendingOp::CreateLog(log));
     }
 
     /// `count` more logs of `id` are created (or need not be): reply once all are.

@@ -166,6 +166,8 @@ pub struct Broker {
     /// Every incarnation being deleted, by name (the newest is the last).
     deleting_names: BTreeMap<String, BTreeSet<TopicId>>,
     next_topic_id: u64,
+    /// Where the next topic's offsets begin ([`crate::journal::MetaState::offset_floor`]).
+    offset_floor: u64,
     journal: JournalWriter,
     /// Journal sequence numbers whose durability something waits for.
     journal_waiters: BTreeMap<u64, Vec<JournalWaiter>>,
@@ -225,6 +227,7 @@ impl Broker {
             live_names: BTreeMap::new(),
             deleting_names: BTreeMap::new(),
             next_topic_id: 0,
+            offset_floor: 0,
             journal: JournalWriter::default(),
             journal_waiters: BTreeMap::new(),
             requests: BTreeMap::new(),
@@ -356,7 +359,7 @@ impl Broker {
         for t in self.live_names.values().filter_map(|id| self.topics.get(id)).filter(|t| t.visible()) {
             for (p, part) in t.partitions.iter().enumerate() {
                 let whole = part.failed.as_ref().map(|why| crate::effect::DamagedRange {
-                    from: 0,
+                    from: t.meta.offset_base,
                     to: part.high_watermark,
                     detail: why.clone(),
                 });
@@ -508,8 +511,8 @@ impl Broker {
             ratio: self.config.compaction_ratio,
             min_bytes: self.config.compaction_min_bytes,
         };
-        let (topics, next_id) = (&self.topics, self.next_topic_id);
-        match self.journal.next_io(live, &limits, || meta_state_of(topics, next_id).snapshot()) {
+        let (topics, next_id, floor) = (&self.topics, self.next_topic_id, self.offset_floor);
+        match self.journal.next_io(live, &limits, || meta_state_of(topics, next_id, floor).snapshot()) {
             Some(JournalIo::AppendSync { bytes }) => {
                 self.op(StorageOp::AppendJournal { bytes }, PendingOp::JournalWrite { backs_up: false });
                 self.op(StorageOp::SyncJournal, PendingOp::JournalWrite { backs_up: false });
@@ -541,7 +544,7 @@ impl Broker {
 }
 
 /// The metadata state the journal describes (queued records included).
-fn meta_state_of(all: &BTreeMap<TopicId, Topic>, next_topic_id: u64) -> MetaState {
+fn meta_state_of(all: &BTreeMap<TopicId, Topic>, next_topic_id: u64, offset_floor: u64) -> MetaState {
     let topics = all
         .values()
         .map(|t| {
@@ -558,11 +561,11 @@ fn meta_state_of(all: &BTreeMap<TopicId, Topic>, next_topic_id: u64) -> MetaStat
             t.partitions
                 .iter()
                 .enumerate()
+                .filter(|(_, part)| part.journaled_end > t.meta.offset_base)
                 .map(move |(p, part)| (LogId { topic: id, partition: p as u32 }, part.journaled_end))
         })
-        .filter(|(_, end)| *end > 0)
         .collect();
-    MetaState { next_topic_id, topics, ends }
+    MetaState { next_topic_id, topics, ends, offset_floor }
 }
 
 /// The public description of a topic.
@@ -573,5 +576,6 @@ fn describe(t: &Topic) -> TopicDescription {
         partitions: t.meta.partitions,
         settings: t.meta.settings.clone(),
         high_watermarks: t.partitions.iter().map(|p| p.high_watermark).collect(),
+        log_start: t.meta.offset_base,
     }
 }

@@ -163,17 +163,17 @@ impl Broker {
 
     /// Opens a live log up to its acknowledged end.
     pub(super) fn open(&mut self, log: LogId) {
-        let acked_end = self
-            .owner_of(log)
-            .and_then(|id| self.topics.get(&id))
-            .and_then(|t| t.partitions.get(log.partition as usize))
-            .map_or(0, |p| p.journaled_end);
-        self.op(StorageOp::OpenLog { log, acked_end }, PendingOp::OpenLog(log));
+        let topic = self.owner_of(log).and_then(|id| self.topics.get(&id));
+        let first_offset = topic.map_or(0, |t| t.meta.offset_base);
+        let acked_end =
+            topic.and_then(|t| t.partitions.get(log.partition as usize)).map_or(first_offset, |p| p.journaled_end);
+        self.op(StorageOp::OpenLog { log, acked_end, first_offset }, PendingOp::OpenLog(log));
     }
 
     /// Rebuilds topics from replayed metadata and opens every live log.
     fn install(&mut self, meta: MetaState) {
         self.next_topic_id = meta.next_topic_id;
+        self.offset_floor = meta.offset_floor;
         let clear_deleting = self.bug(Bug::ReloadClearsDeleting);
         let deleting_names: BTreeSet<String> = if self.bug(Bug::RecoveryDeletesRecreatedName) {
             meta.topics.values().filter(|t| t.deleting).map(|t| t.meta.name.clone()).collect()
@@ -198,7 +198,8 @@ impl Broker {
             } else {
                 for p in 0..topic.meta.partitions {
                     open.push(self.log_of(&topic, p));
-                    let end = meta.ends.get(&LogId { topic: id, partition: p }).copied().unwrap_or(0);
+                    let base = topic.meta.offset_base;
+                    let end = meta.ends.get(&LogId { topic: id, partition: p }).copied().unwrap_or(base).max(base);
                     if let Some(part) = topic.partitions.get_mut(p as usize) {
                         part.journaled_end = end;
                     }
@@ -239,6 +240,7 @@ impl Broker {
 
     pub(super) fn log_opened(&mut self, log: LogId, result: Result<(u64, Vec<DamagedRange>), StorageError>) {
         let owner = self.owner_of(log);
+        let first = owner.and_then(|id| self.topics.get(&id)).map_or(0, |t| t.meta.offset_base);
         let forget_hw = self.bug(Bug::RecoveryForgetsHighWatermark);
         let part =
             owner.and_then(|id| self.topics.get_mut(&id)).and_then(|t| t.partitions.get_mut(log.partition as usize));
@@ -256,7 +258,7 @@ impl Broker {
                     }
                     p.damaged = damaged;
                     p.next_offset = next;
-                    p.high_watermark = if forget_hw { 0 } else { next };
+                    p.high_watermark = if forget_hw { first } else { next };
                     p.ready = true;
                 }
             }
@@ -269,7 +271,7 @@ impl Broker {
             }
             // Missing: create it (the log stays counted as busy).
             Err(StorageError::NotFound(_)) => {
-                self.op(StorageOp::CreateLog { log }, PendingOp::CreateLog(log));
+                self.op(StorageOp::CreateLog { log, first_offset: first }, PendingOp::CreateLog(log));
                 return;
             }
             Err(e @ StorageError::Corrupt { .. }) => {
@@ -280,7 +282,7 @@ impl Broker {
                     p.next_offset = p.journaled_end;
                     p.high_watermark = p.journaled_end;
                     let to = p.journaled_end;
-                    self.notice(Notice::Corruption { log, from: 0, to, detail: e.to_string() });
+                    self.notice(Notice::Corruption { log, from: first, to, detail: e.to_string() });
                 }
             }
             Err(e) => return self.retry_later(log, TimerPurpose::RetryOpen(log), e),

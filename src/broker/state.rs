@@ -37,6 +37,13 @@ pub(crate) struct Partition {
     pub ready: bool,
 }
 
+impl Partition {
+    /// An empty partition whose first offset is `base`.
+    pub(crate) fn at(base: u64) -> Partition {
+        Partition { next_offset: base, high_watermark: base, journaled_end: base, ..Partition::default() }
+    }
+}
+
 /// Where a deletion stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DeletionStage {
@@ -83,14 +90,8 @@ pub(crate) struct Topic {
 impl Topic {
     pub(crate) fn new(meta: TopicMeta, created: bool) -> Topic {
         let n = meta.partitions as usize;
-        Topic {
-            meta,
-            created,
-            partitions: vec![Partition::default(); n],
-            round_robin: 0,
-            deletion: None,
-            create_waiter: None,
-        }
+        let partitions = vec![Partition::at(meta.offset_base); n];
+        Topic { meta, created, partitions, round_robin: 0, deletion: None, create_waiter: None }
     }
 
     /// Visible to list, describe, produce and fetch.

@@ -1623,6 +1623,8 @@ fn describe(
         partitions: t.partitions,
         settings: t.settings.clone(),
         high_watermarks: (0..t.partitions).map(|p| ends.get(&(id, p)).copied().unwrap_or(0)).collect(),
+        // The cluster's partitions begin at 0 (DESIGN.md section 10: not yet offset bases).
+        log_start: 0,
     }
 }
 

@@ -178,11 +178,11 @@ pub fn fuzz_log_decode(data: &[u8]) {
         LogId { topic: TopicId(0), partition: 0 }
     };
     let other = LogId { topic: TopicId(log.topic.0 ^ 1), partition: log.partition };
-    match open_log(other, data, None) {
+    match open_log(other, data, 0, None) {
         Ok(img) => assert!(img.needs_header, "another log's header never validates"),
         Err(e) => assert!(matches!(e, StorageError::Corrupt { .. }), "{e:?}"),
     }
-    let img = match open_log(log, data, None) {
+    let img = match open_log(log, data, 0, None) {
         Ok(img) => img,
         Err(e) => {
             assert!(matches!(e, StorageError::Corrupt { .. }), "open fails only as corruption: {e:?}");
@@ -255,7 +255,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     for chunk in [1, 7, 64] {
         let mut small = Executor::new(fs.clone());
         small.set_scan_chunk(chunk);
-        let opened = small.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset });
+        let opened = small.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset, first_offset: 0 });
         assert_eq!(
             opened,
             Ok(OpOutput::Opened { next_offset: img.next_offset, damaged: damaged_ranges(&img.holes) }),
@@ -273,7 +273,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     let mut ex = Executor::new(fs);
     // With the acknowledged end where the codec alone puts the next offset, the
     // executor keeps and cuts exactly what the codec does.
-    let opened = ex.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset });
+    let opened = ex.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset, first_offset: 0 });
     assert_eq!(opened, Ok(OpOutput::Opened { next_offset: img.next_offset, damaged: damaged_ranges(&img.holes) }));
     let expected_len = if img.needs_header { LOG_HEADER_LEN as u64 } else { img.valid_len };
     assert_eq!(ex.fs_mut().len(&name), Ok(expected_len), "open cuts the torn tail");
@@ -299,7 +299,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     assert_eq!(ex.execute(&StorageOp::Append { log, records: vec![rec] }), Ok(OpOutput::Done));
     let mut reopened = Executor::new(ex.into_fs());
     assert_eq!(
-        reopened.execute(&StorageOp::OpenLog { log, acked_end: next }),
+        reopened.execute(&StorageOp::OpenLog { log, acked_end: next, first_offset: 0 }),
         Ok(OpOutput::Opened { next_offset: next, damaged: damaged_ranges(&img.holes) })
     );
     match reopened.execute(&StorageOp::Read { log, offset: img.next_offset, max_records: 1, max_bytes: u64::MAX }) {
@@ -700,6 +700,17 @@ impl Oracle {
                         assert_eq!(pos.partition, partition_for_key(key, *partitions), "keyed record's partition");
                     }
                     let at = (*id, pos.partition, pos.offset);
+                    // A re-created name never hands out a position of a deleted incarnation:
+                    // a reader still there is told it is out of range, not served this one.
+                    let name = self.created.get(id).map(|(n, _)| n);
+                    for old in self.deleted.iter().filter(|d| **d < *id && self.created.get(d).map(|(n, _)| n) == name)
+                    {
+                        let last = self.records.acked.keys().filter(|(t, _, _)| t == old).map(|(_, _, o)| *o).max();
+                        assert!(
+                            last.is_none_or(|l| pos.offset > l),
+                            "{at:?} reuses a position of deleted incarnation {old} of its name (acknowledged up to {last:?})"
+                        );
+                    }
                     if let Some(before) = self.records.served.get(&at) {
                         assert_eq!(before, record, "offset {at:?} served other bytes before it was acknowledged");
                     }
@@ -1088,7 +1099,7 @@ impl Harness {
         }
         for t in &live {
             for (partition, &hw) in t.high_watermarks.iter().enumerate() {
-                let mut offset = 0;
+                let mut offset = t.log_start;
                 while offset < hw {
                     let fetch = Command::Fetch {
                         topic: t.name.clone(),

@@ -103,8 +103,12 @@ pub fn op_text(op: &StorageOp, epoch: &mut u64) -> String {
             Err(e) => format!("ReplaceJournal <corrupt at {}: {}>", e.offset, e.detail),
         },
         StorageOp::ListLogs => "ListLogs".into(),
-        StorageOp::CreateLog { log } => format!("CreateLog {log}"),
-        StorageOp::OpenLog { log, acked_end } => format!("OpenLog {log} acked {acked_end}"),
+        StorageOp::CreateLog { log, first_offset: 0 } => format!("CreateLog {log}"),
+        StorageOp::CreateLog { log, first_offset } => format!("CreateLog {log} from {first_offset}"),
+        StorageOp::OpenLog { log, acked_end, first_offset: 0 } => format!("OpenLog {log} acked {acked_end}"),
+        StorageOp::OpenLog { log, acked_end, first_offset } => {
+            format!("OpenLog {log} acked {acked_end} from {first_offset}")
+        }
         StorageOp::Append { log, records } => format!("Append {log} [{}]", append_records_text(records)),
         StorageOp::SyncLog { log } => format!("SyncLog {log}"),
         StorageOp::Read { log, offset, max_records, .. } => format!("Read {log} from {offset} max {max_records}"),

@@ -538,7 +538,7 @@ fn command(
             } else {
                 writeln!(out, "{:<24} {:>6} {:>10} {:>8}", "NAME", "ID", "PARTITIONS", "RECORDS")?;
                 for t in &topics {
-                    let records: u64 = t.high_watermarks.iter().sum();
+                    let records: u64 = t.high_watermarks.iter().map(|hw| hw - t.log_start).sum();
                     writeln!(out, "{:<24} {:>6} {:>10} {:>8}", t.name, t.id.to_string(), t.partitions, records)?;
                 }
             }
@@ -681,8 +681,12 @@ fn describe_text(out: &mut impl Write, t: &TopicDescription) -> std::io::Result<
     writeln!(out, "  id          {}", t.id)?;
     writeln!(out, "  partitions  {}", t.partitions)?;
     writeln!(out, "  grace       {} ms", t.settings.deletion_grace_ms)?;
+    if t.log_start > 0 {
+        // Past every offset of the topics deleted before this one was created.
+        writeln!(out, "  offsets     from {}", t.log_start)?;
+    }
     for (p, hw) in t.high_watermarks.iter().enumerate() {
-        writeln!(out, "  partition {p}: {hw} records")?;
+        writeln!(out, "  partition {p}: {} records", hw - t.log_start)?;
     }
     Ok(())
 }

@@ -133,6 +133,9 @@ pub struct TopicJson {
     pub grace_ms: u64,
     /// The next offset to be acknowledged, per partition.
     pub high_watermarks: Vec<u64>,
+    /// The first offset of every partition (past every offset of the topics deleted
+    /// before this one was created).
+    pub log_start: u64,
 }
 
 impl From<&TopicDescription> for TopicJson {
@@ -143,6 +146,7 @@ impl From<&TopicDescription> for TopicJson {
             partitions: t.partitions,
             grace_ms: t.settings.deletion_grace_ms,
             high_watermarks: t.high_watermarks.clone(),
+            log_start: t.log_start,
         }
     }
 }

@@ -41,6 +41,8 @@ fn a_session_create_produce_fetch_delete_status_recover() {
     let listed = lines_json(&cli_ok(d, &["list", "--json"]));
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["name"], "orders");
+    let ends = listed[0]["high_watermarks"].as_array().unwrap().iter().map(|e| e.as_u64().unwrap());
+    let orders_end = ends.max().unwrap();
     assert!(cli_ok(d, &["describe", "orders"]).contains("partitions  3"));
 
     let deleted = cli_ok(d, &["delete", "orders"]);
@@ -67,11 +69,16 @@ fn a_session_create_produce_fetch_delete_status_recover() {
     assert!(cli_ok(d, &["status"]).contains("pending deletions: none"));
     assert!(log_files(d).is_empty());
 
-    // The name can be used again: a new incarnation (after t0 "orders", t1 "other"), empty.
+    // The name can be used again: a new incarnation (after t0 "orders", t1 "other"), empty,
+    // whose offsets begin past every offset the deleted "orders" had.
     cli_ok(d, &["create", "orders", "--partitions", "1"]);
     let listed = lines_json(&cli_ok(d, &["list", "--json"]));
     assert_eq!(listed[0]["id"], 2);
-    assert_eq!(listed[0]["high_watermarks"], json!([0]));
+    assert_eq!((&listed[0]["log_start"], &listed[0]["high_watermarks"]), (&json!(orders_end), &json!([orders_end])));
+    assert!(cli_ok(d, &["list"]).contains("orders"));
+    let out = cli(d, &["fetch", "orders", "--partition", "0", "--offset", "0"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(&format!("begin at {orders_end}")), "{err}");
 }
 
 #[test]

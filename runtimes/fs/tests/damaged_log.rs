@@ -40,7 +40,7 @@ fn a_gibibyte_of_damage_opens_in_bounded_memory() {
     let before = peak_rss();
 
     let mut exec = Executor::new(RealFs::new(&dir));
-    let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 4 });
+    let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 4, first_offset: 0 });
     assert_eq!(opened, Ok(OpOutput::Opened { next_offset: 4, damaged: vec![] }));
     match exec.execute(&StorageOp::Read { log, offset: 3, max_records: 10, max_bytes: 1 << 20 }) {
         Ok(OpOutput::Records(r)) => assert_eq!((r.len(), r[0].value.clone()), (1, b"v3".to_vec())),
@@ -48,7 +48,7 @@ fn a_gibibyte_of_damage_opens_in_bounded_memory() {
     }
     // And as a tail: everything after the acknowledged end is cut, without reading it whole.
     let mut exec = Executor::new(RealFs::new(&dir));
-    let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 3 });
+    let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 3, first_offset: 0 });
     assert_eq!(opened, Ok(OpOutput::Opened { next_offset: 3, damaged: vec![] }));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), damage_at, "cut after the last acknowledged batch");
 

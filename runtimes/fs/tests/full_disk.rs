@@ -116,8 +116,10 @@ fn a_disk_filled_by_produces_takes_a_delete_and_starts_again() {
     // Every command works again: the journal starts, a topic is created and written.
     assert!(cli_ok(d, &["recover"]).contains("pending deletions: none"));
     cli_ok(d, &["create", "after", "--partitions", "1"]);
-    cli_ok(d, &["produce", "after", "x"]);
-    assert!(cli_ok(d, &["fetch", "after", "--partition", "0", "--offset", "0"]).contains("value x"));
+    let produced = cli_ok(d, &["--json", "produce", "after", "x"]);
+    let at: serde_json::Value = serde_json::from_str(produced.trim()).unwrap();
+    let offset = at["offset"].as_u64().unwrap().to_string();
+    assert!(cli_ok(d, &["fetch", "after", "--partition", "0", "--offset", &offset]).contains("value x"));
     assert!(free_bytes(&tmpfs.0) > 4 << 20, "the filled log's space came back");
 }
 

@@ -271,16 +271,19 @@ fn step(server: &mut Server, model: &mut Model, rng: &mut Rng, stats: &mut Stats
         (OnOk::Deleted { name }, true) => {
             let inc = model.live[name].clone();
             let p = rng.below(u64::from(inc.partitions)) as u32;
-            let f = json!({ "Fetch": { "topic": name, "partition": p, "offset": 0, "max_records": 10000 } });
-            Some((server.send(f), inc, p))
+            // From the partition's first offset (past every offset of topics deleted before).
+            let described = server.call(json!({ "DescribeTopic": { "name": name } }));
+            let start = described["Described"]["log_start"].as_u64().unwrap();
+            let f = json!({ "Fetch": { "topic": name, "partition": p, "offset": start, "max_records": 10000 } });
+            Some((server.send(f), inc, p, start))
         }
         _ => None,
     };
     let id = server.send(cmd);
-    if let Some((fid, inc, p)) = fetch {
+    if let Some((fid, inc, p, start)) = fetch {
         let reply = server.wait(fid);
         let ok = reply.get("ok").unwrap_or_else(|| panic!("a fetch in flight before a delete failed: {reply}"));
-        stats.verified_records += check_records(&inc, p, 0, &ok["Fetched"]["records"], "fetch racing a delete");
+        stats.verified_records += check_records(&inc, p, start, &ok["Fetched"]["records"], "fetch racing a delete");
     }
     let reply = server.wait(id);
     if let OnOk::Produced { values, .. } = &on_ok {
@@ -338,6 +341,12 @@ fn check_after_restart(server: &mut Server, model: &mut Model, dir: &Path, stats
             )
         })
         .collect();
+    let starts: BTreeMap<String, u64> = status["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_string(), t["log_start"].as_u64().unwrap()))
+        .collect();
     let pending: BTreeSet<u64> =
         status["pending"].as_array().unwrap().iter().map(|d| d["id"].as_u64().unwrap()).collect();
 
@@ -376,7 +385,7 @@ fn check_after_restart(server: &mut Server, model: &mut Model, dir: &Path, stats
     let incs: Vec<(String, Inc)> = model.live.iter().map(|(n, i)| (n.clone(), i.clone())).collect();
     for (name, inc) in incs {
         for p in 0..inc.partitions {
-            let mut offset = 0;
+            let mut offset = starts[&name];
             loop {
                 let f = json!({ "Fetch": { "topic": name, "partition": p, "offset": offset, "max_records": 10000 } });
                 let ok = server.call(f);

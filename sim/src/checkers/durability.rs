@@ -106,7 +106,7 @@ pub fn at_end(run: &mut dyn ReadBack, live: &[TopicDescription]) -> Vec<String> 
     found
 }
 
-/// Reads one partition back from offset 0 to its high watermark `hw`.
+/// Reads one partition back from its first offset to its high watermark `hw`.
 fn read_back(
     run: &mut dyn ReadBack,
     found: &mut Vec<String>,
@@ -127,10 +127,14 @@ fn read_back(
             found.push(format!("{log}: acknowledged offset {last} is at or past the high watermark {hw}"));
         }
     }
+    if let Some((first, _)) = acked.first().filter(|(o, _)| *o < t.log_start) {
+        found
+            .push(format!("{log}: acknowledged offset {first} is before the partition's first offset {}", t.log_start));
+    }
     let mut read: BTreeMap<u64, RecordBytes> = BTreeMap::new();
     // Offsets reported corrupt, and whether the whole log was (its header rotted).
     let (mut reported, mut log_reported) = (BTreeSet::new(), false);
-    let mut offset = 0;
+    let mut offset = t.log_start;
     while offset < hw {
         let cmd = Command::Fetch {
             topic: t.name.clone(),

@@ -7,7 +7,9 @@
 //!   for a known id names that id's topic;
 //! - a produce is acknowledged with one position per record, all in the partition the
 //!   produce named if it named one, else a keyed record in the partition murmur2 gives its
-//!   key; no position is acknowledged twice;
+//!   key; no position is acknowledged twice, and none is at or below a position an
+//!   earlier incarnation of the name acknowledged or served (a reader still there must
+//!   be told it is out of range, not be served the new incarnation from the middle);
 //! - a fetch returns a dense run of offsets from the one asked for, and every record it
 //!   shows where the model holds none was produced by some client;
 //! - a list or describe shows a known incarnation with the name and partition count it
@@ -31,19 +33,30 @@ pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>) {
             flags.flag(Checker::ModelAgreement, format!("reply to unknown request {}", request.0));
         }
         Seen::Reply { command, issued_at, reply } => replied(flags, model, command, *issued_at, reply),
-        Seen::Produced { at: (topic, partition, _), named: Some(named), .. } => {
-            if partition != named {
-                let detail =
-                    format!("a produce to partition {named} of {topic} landed a record in partition {partition}");
+        Seen::Produced { at: (topic, partition, offset), record, named } => {
+            if let Some((old, last)) = model.last_position_before(*topic).filter(|(_, last)| offset <= last) {
+                let detail = format!(
+                    "{topic}/p{partition}@{offset} is at or below {last}, a position of {old}, an earlier incarnation \
+                     of its name"
+                );
                 flags.flag(Checker::ModelAgreement, detail);
             }
-        }
-        Seen::Produced { at: (topic, partition, _), record, named: None } => {
-            let (Some((_, n)), Some(key)) = (model.topics.get(topic), &record.key) else { return };
-            let want = partition_for_key(key, *n);
-            if *partition != want {
-                let detail = format!("keyed record went to partition {partition} of {topic}, murmur2 says {want}");
-                flags.flag(Checker::ModelAgreement, detail);
+            match named {
+                Some(named) if partition != named => {
+                    let detail =
+                        format!("a produce to partition {named} of {topic} landed a record in partition {partition}");
+                    flags.flag(Checker::ModelAgreement, detail);
+                }
+                Some(_) => {}
+                None => {
+                    let (Some((_, n)), Some(key)) = (model.topics.get(topic), &record.key) else { return };
+                    let want = partition_for_key(key, *n);
+                    if *partition != want {
+                        let detail =
+                            format!("keyed record went to partition {partition} of {topic}, murmur2 says {want}");
+                        flags.flag(Checker::ModelAgreement, detail);
+                    }
+                }
             }
         }
         Seen::AckedAgain { at: (topic, partition, offset), before, record } => {

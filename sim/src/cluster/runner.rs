@@ -715,6 +715,7 @@ impl Sim {
 
     fn reply(&mut self, n: usize, request: RequestId, reply: Result<Reply, BrokerError>) {
         self.stats.replies += 1;
+        self.workload.observe(&reply);
         if let Some(c) = self.slots[n].requests.remove(&request) {
             self.outstanding[c] = self.outstanding[c].saturating_sub(1);
         }

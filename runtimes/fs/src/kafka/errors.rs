@@ -14,7 +14,7 @@ pub fn code(e: &BrokerError) -> i16 {
         BrokerError::InvalidPartitionCount { .. } => E::InvalidPartitions,
         BrokerError::InvalidSettings(_) => E::InvalidConfig,
         BrokerError::TopicAlreadyExists { .. } => E::TopicAlreadyExists,
-        BrokerError::OffsetOutOfRange { .. } => E::OffsetOutOfRange,
+        BrokerError::OffsetOutOfRange { .. } | BrokerError::OffsetBeforeStart { .. } => E::OffsetOutOfRange,
         BrokerError::BatchTooLarge { .. } => E::RecordListTooLarge,
         BrokerError::InvalidRequest(_) => E::InvalidRequest,
         BrokerError::Unavailable(_) => E::LeaderNotAvailable,
