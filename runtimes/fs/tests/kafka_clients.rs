@@ -130,7 +130,10 @@ fn listed(dir: &Path) -> BTreeMap<String, Value> {
 /// unwrapped here into the Kafka record's key and value.
 fn fetched(dir: &Path, topic: &str, partition: u64) -> Vec<(u64, Value, Value)> {
     let p = partition.to_string();
-    lines_json(&cli_ok(dir, &["--json", "fetch", topic, "--partition", &p, "--offset", "0", "--max", "10000"]))
+    // From the topic's first offset (past every offset of the topics deleted before it).
+    let described: Value = serde_json::from_str(cli_ok(dir, &["--json", "describe", topic]).trim()).unwrap();
+    let start = described["log_start"].as_u64().unwrap().to_string();
+    lines_json(&cli_ok(dir, &["--json", "fetch", topic, "--partition", &p, "--offset", &start, "--max", "10000"]))
         .into_iter()
         .map(|r| {
             let offset = r["offset"].as_u64().unwrap();

@@ -150,6 +150,26 @@ fn check(s: &mut TcpStream, api: ApiKey, v: i16, id: &mut i32) -> Result<(), Str
                 let _: ListOffsetsResponse = exchange(s, api, v, id, &r).map_err(at(case))?;
             }
         }
+        ApiKey::OffsetForLeaderEpoch => {
+            use kafka_protocol::messages::offset_for_leader_epoch_request::{
+                OffsetForLeaderPartition, OffsetForLeaderTopic,
+            };
+            let ask = |topic: &str, epoch: i32| {
+                OffsetForLeaderEpochRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
+                    OffsetForLeaderTopic::default()
+                        .with_topic(name(topic))
+                        .with_partitions(vec![OffsetForLeaderPartition::default().with_leader_epoch(epoch)]),
+                ])
+            };
+            for (case, r) in [
+                ("an old epoch", ask("t", 0)),
+                ("an epoch past the current", ask("t", i32::MAX)),
+                ("an unknown topic", ask("nope", 0)),
+            ] {
+                let got: OffsetForLeaderEpochResponse = exchange(s, api, v, id, &r).map_err(at(case))?;
+                expect(got.topics.len() == 1, "one topic in the response")?;
+            }
+        }
         other => return Err(format!("{other:?} is advertised and this test sends nothing of it: add its requests")),
     }
     Ok(())

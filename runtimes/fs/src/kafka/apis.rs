@@ -9,11 +9,12 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 /// Every API served, with the versions advertised (inclusive). The lowest are Kafka 4.0's
 /// own minimums; the highest stop before each API's switch from topic names to topic ids
 /// (Produce 13, Fetch 13, DeleteTopics 6), so that every request names its topics.
-pub const SUPPORTED: [(ApiKey, i16, i16); 7] = [
+pub const SUPPORTED: [(ApiKey, i16, i16); 8] = [
     (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 5),
@@ -41,6 +42,8 @@ pub enum Request {
     CreateTopics(CreateTopicsRequest),
     /// DeleteTopics.
     DeleteTopics(DeleteTopicsRequest),
+    /// OffsetForLeaderEpoch.
+    OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
 }
 
 /// Decodes the body of a request of a served API at a served version (after
@@ -54,6 +57,9 @@ pub fn decode_body(api: ApiKey, v: i16, buf: &mut Bytes) -> Result<Request, Stri
         ApiKey::ListOffsets => Request::ListOffsets(ListOffsetsRequest::decode(buf, v).map_err(|e| e.to_string())?),
         ApiKey::CreateTopics => Request::CreateTopics(CreateTopicsRequest::decode(buf, v).map_err(|e| e.to_string())?),
         ApiKey::DeleteTopics => Request::DeleteTopics(DeleteTopicsRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::OffsetForLeaderEpoch => {
+            Request::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(buf, v).map_err(|e| e.to_string())?)
+        }
         other => return Err(format!("{other:?} is not served")),
     })
 }
@@ -75,6 +81,8 @@ pub enum Response {
     CreateTopics(CreateTopicsResponse),
     /// DeleteTopics.
     DeleteTopics(DeleteTopicsResponse),
+    /// OffsetForLeaderEpoch.
+    OffsetForLeaderEpoch(OffsetForLeaderEpochResponse),
 }
 
 /// The whole response frame (size, header, body) for a request with `correlation_id`,
@@ -100,6 +108,7 @@ pub fn frame(correlation_id: i32, version: i16, response: &Response) -> Result<V
         Response::ListOffsets(m) => body(m, version, &mut out, correlation_id)?,
         Response::CreateTopics(m) => body(m, version, &mut out, correlation_id)?,
         Response::DeleteTopics(m) => body(m, version, &mut out, correlation_id)?,
+        Response::OffsetForLeaderEpoch(m) => body(m, version, &mut out, correlation_id)?,
     }
     let size = i32::try_from(out.len() - 4).map_err(|_| "a response over 2 GiB".to_string())?;
     out[..4].copy_from_slice(&size.to_be_bytes());

@@ -298,7 +298,7 @@ fn is_stored_batch(value: &[u8]) -> bool {
 
 /// Appends the record at `offset` to a fetch response's records, as a batch whose base
 /// offset is `offset`. Returns how many bytes it took.
-pub fn serve(out: &mut Vec<u8>, offset: u64, key: Option<&[u8]>, value: &[u8]) -> usize {
+pub fn serve(out: &mut Vec<u8>, offset: u64, leader_epoch: i32, key: Option<&[u8]>, value: &[u8]) -> usize {
     let from = out.len();
     if is_stored_batch(value) {
         out.extend_from_slice(value);
@@ -306,6 +306,9 @@ pub fn serve(out: &mut Vec<u8>, offset: u64, key: Option<&[u8]>, value: &[u8]) -
         out.extend_from_slice(&wrap(key, value));
     }
     out[from..from + 8].copy_from_slice(&(offset as i64).to_be_bytes());
+    // The epoch a consumer remembers its position by; like the base offset, it lies
+    // outside the CRC.
+    out[from + 12..from + 16].copy_from_slice(&leader_epoch.to_be_bytes());
     out.len() - from
 }
 
@@ -374,7 +377,7 @@ mod tests {
         assert_eq!(stored.len(), 4);
         let mut fetched = Vec::new();
         for (i, s) in stored.iter().enumerate() {
-            let n = serve(&mut fetched, 100 + i as u64, None, s);
+            let n = serve(&mut fetched, 100 + i as u64, 7, None, s);
             assert_eq!(n, served_len(None, s));
         }
         let back = decode(&fetched);
@@ -383,6 +386,7 @@ mod tests {
             back.iter().zip(records.iter().chain([&record(0, Some("k4"), Some("v4"), &[])])).enumerate()
         {
             assert_eq!(got.offset, 100 + i as i64);
+            assert_eq!(got.partition_leader_epoch, 7, "stamped with the incarnation's epoch");
             assert_eq!((&got.key, &got.value, &got.headers), (&want.key, &want.value, &want.headers));
             assert_eq!(got.timestamp, want.timestamp);
         }
@@ -391,8 +395,8 @@ mod tests {
     #[test]
     fn records_from_elsewhere_are_wrapped() {
         let mut fetched = Vec::new();
-        serve(&mut fetched, 5, Some(b"key"), b"plain value");
-        serve(&mut fetched, 6, None, b"");
+        serve(&mut fetched, 5, 7, Some(b"key"), b"plain value");
+        serve(&mut fetched, 6, 7, None, b"");
         let back = decode(&fetched);
         assert_eq!(back[0].offset, 5);
         assert_eq!(back[0].key.as_deref(), Some(&b"key"[..]));

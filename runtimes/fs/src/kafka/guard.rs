@@ -142,6 +142,7 @@ fn first_flexible(api: ApiKey) -> i16 {
         ApiKey::CreateTopics => 5,
         ApiKey::DeleteTopics => 4,
         ApiKey::ApiVersions => 3,
+        ApiKey::OffsetForLeaderEpoch => 4,
         _ => i16::MAX,
     }
 }
@@ -252,6 +253,19 @@ pub fn check(api: ApiKey, v: i16, body: &[u8]) -> Result<(), String> {
         ApiKey::DeleteTopics => {
             w.each("topic names", |w| w.string())?;
         }
+        ApiKey::OffsetForLeaderEpoch => {
+            if v >= 3 {
+                w.fixed(4)?; // replica id
+            }
+            w.each("topics", |w| {
+                w.string()?;
+                w.each("partitions", |w| {
+                    w.fixed(4 + 4 + 4)?; // partition, current leader epoch, leader epoch
+                    w.tags()
+                })?;
+                w.tags()
+            })?;
+        }
         other => return Err(format!("no schema walk for {other:?}")),
     }
     // What follows the last array is fixed-size fields and tagged fields, which the
@@ -312,6 +326,14 @@ mod tests {
                 .with_name(StrBytes::from_static_str("deletion.grace.ms"))
                 .with_value(Some(StrBytes::from_static_str("5")))])]);
         let delete = DeleteTopicsRequest::default().with_topic_names(vec![name("a"), name("b")]);
+        let epochs = {
+            use kafka_protocol::messages::offset_for_leader_epoch_request::{
+                OffsetForLeaderPartition, OffsetForLeaderTopic,
+            };
+            OffsetForLeaderEpochRequest::default().with_topics(vec![OffsetForLeaderTopic::default()
+                .with_topic(name("t"))
+                .with_partitions(vec![OffsetForLeaderPartition::default().with_leader_epoch(3); 2])])
+        };
         let api_versions = ApiVersionsRequest::default()
             .with_client_software_name(StrBytes::from_static_str("test"))
             .with_client_software_version(StrBytes::from_static_str("1"));
@@ -325,6 +347,7 @@ mod tests {
             (ApiKey::CreateTopics, Box::new(move |v| encoded(&create, v))),
             (ApiKey::DeleteTopics, Box::new(move |v| encoded(&delete, v))),
             (ApiKey::ApiVersions, Box::new(move |v| encoded(&api_versions, v))),
+            (ApiKey::OffsetForLeaderEpoch, Box::new(move |v| encoded(&epochs, v))),
         ];
         for (api, encode) in cases {
             let range = crate::kafka::apis::supported(api).unwrap();

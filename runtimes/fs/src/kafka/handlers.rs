@@ -101,6 +101,7 @@ pub fn handle(ctx: &Context, v: i16, request: Request) -> Pending {
         Request::ListOffsets(r) => list_offsets(ctx, v, r),
         Request::CreateTopics(r) => create_topics(ctx, r),
         Request::DeleteTopics(r) => delete_topics(ctx, r),
+        Request::OffsetForLeaderEpoch(r) => offsets_for_epochs(ctx, r),
     }
 }
 
@@ -216,9 +217,11 @@ fn produce(ctx: &Context, r: ProduceRequest) -> Pending {
                         response.with_error_code(error).with_error_message(Some(text(message)))
                     }
                     Appending::Submitted(answer) => match answer.get().await {
-                        Ok(Reply::Produced { positions, .. }) => response
-                            .with_base_offset(positions.first().map_or(-1, |p| p.offset as i64))
-                            .with_log_start_offset(0),
+                        // The log start offset stays -1 (unknown): the core's reply does not
+                        // carry it, and no client acts on it.
+                        Ok(Reply::Produced { positions, .. }) => {
+                            response.with_base_offset(positions.first().map_or(-1, |p| p.offset as i64))
+                        }
                         Ok(other) => response
                             .with_error_code(E::UnknownServerError.code())
                             .with_error_message(Some(text(format!("unexpected reply {other:?}")))),
@@ -380,6 +383,10 @@ async fn read_partitions(
     for w in wanted {
         let data = PartitionData::default().with_partition_index(w.partition).with_aborted_transactions(None);
         let described = topics_seen.iter().find(|(t, _)| *t == w.topic).map(|(_, d)| d);
+        let log_start = match described {
+            Some(Ok(Reply::Described(t))) => t.log_start as i64,
+            _ => -1,
+        };
         let read = match described {
             Some(Ok(Reply::Described(t))) => {
                 read_partition(core, w, t, max_bytes - total, total == 0, max_records).await
@@ -392,7 +399,7 @@ async fn read_partitions(
                 total += records.len() as i64;
                 data.with_high_watermark(hw)
                     .with_last_stable_offset(hw)
-                    .with_log_start_offset(0)
+                    .with_log_start_offset(log_start)
                     .with_records(Some(Bytes::from(records)))
             }
             Err(error) => {
@@ -428,7 +435,9 @@ async fn read_partition(
         return Err(if error == E::FencedLeaderEpoch.code() { E::OffsetOutOfRange.code() } else { error });
     }
     let offset = u64::try_from(w.offset).map_err(|_| E::OffsetOutOfRange.code())?;
-    if offset > hw {
+    // Before the first offset: a position of a deleted incarnation of the name (its
+    // offsets all lie below this one's), which the consumer resets from.
+    if offset > hw || offset < t.log_start {
         return Err(E::OffsetOutOfRange.code());
     }
     let limit = w.max_bytes.min(left).max(0);
@@ -448,7 +457,7 @@ async fn read_partition(
                 if out.len() as i64 + size > limit && !(first && out.is_empty()) {
                     break;
                 }
-                batches::serve(&mut out, r.offset, r.key.as_deref(), &r.value);
+                batches::serve(&mut out, r.offset, leader_epoch(t.id), r.key.as_deref(), &r.value);
             }
             Ok((out, high_watermark as i64))
         }
@@ -486,18 +495,18 @@ fn list_offsets(ctx: &Context, v: i16, r: ListOffsetsRequest) -> Pending {
                             .ok_or(E::UnknownTopicOrPartition.code())
                             .and_then(|hw| match epoch_mismatch(p.current_leader_epoch, t.id) {
                                 Some(error) => Err(error),
-                                None => Ok((hw, leader_epoch(t.id))),
+                                None => Ok((hw, t.log_start, leader_epoch(t.id))),
                             }),
                         Ok(_) => Err(E::UnknownServerError.code()),
                         Err(e) => Err(code(e)),
                     };
-                    let found = found.map(|(hw, epoch)| (hw, if v >= 4 { epoch } else { -1 }));
+                    let found = found.map(|(hw, start, epoch)| (hw, start, if v >= 4 { epoch } else { -1 }));
                     match (found, p.timestamp) {
                         (Err(error), _) => response.with_error_code(error).with_offset(-1),
                         // Latest, and the offset of the newest timestamp: the high watermark.
-                        (Ok((hw, epoch)), -1) => response.with_offset(hw as i64).with_leader_epoch(epoch),
-                        // Earliest: nothing is ever cut from the front of a log here.
-                        (Ok((_, epoch)), -2) => response.with_offset(0).with_leader_epoch(epoch),
+                        (Ok((hw, _, epoch)), -1) => response.with_offset(hw as i64).with_leader_epoch(epoch),
+                        // Earliest: the first offset (nothing is ever cut from the front).
+                        (Ok((_, start, epoch)), -2) => response.with_offset(start as i64).with_leader_epoch(epoch),
                         // Lookups by time need a time index, which this broker does not keep.
                         (Ok(_), _) => response.with_error_code(E::UnsupportedForMessageFormat.code()).with_offset(-1),
                     }
@@ -631,5 +640,54 @@ fn delete_topics(ctx: &Context, r: DeleteTopicsRequest) -> Pending {
             });
         }
         Some(Response::DeleteTopics(DeleteTopicsResponse::default().with_responses(results)))
+    })
+}
+
+/// OffsetForLeaderEpoch: where a leader epoch ends. Each incarnation has one epoch (its
+/// id): the current one ends at the high watermark; an older one (a deleted incarnation
+/// of the name) ends where this incarnation begins, as Kafka answers for an epoch older
+/// than its log's first (every position of it lies below, so a consumer that validates
+/// its position then meets `OFFSET_OUT_OF_RANGE` and resets); a newer one is unknown.
+fn offsets_for_epochs(ctx: &Context, r: OffsetForLeaderEpochRequest) -> Pending {
+    use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+    let topics: Vec<_> = r
+        .topics
+        .into_iter()
+        .map(|t| {
+            let answer = ctx.core.submit(Command::DescribeTopic { name: t.topic.0.to_string() });
+            (t, answer)
+        })
+        .collect();
+    Box::pin(async move {
+        let mut results = Vec::new();
+        for (topic, answer) in topics {
+            let described = answer.get().await;
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    let out =
+                        EpochEndOffset::default().with_partition(p.partition).with_leader_epoch(-1).with_end_offset(-1);
+                    let t = match &described {
+                        Ok(Reply::Described(t)) => t,
+                        Ok(_) => return out.with_error_code(E::UnknownServerError.code()),
+                        Err(e) => return out.with_error_code(code(e)),
+                    };
+                    let hw = usize::try_from(p.partition).ok().and_then(|i| t.high_watermarks.get(i).copied());
+                    let Some(hw) = hw else { return out.with_error_code(E::UnknownTopicOrPartition.code()) };
+                    if let Some(error) = epoch_mismatch(p.current_leader_epoch, t.id) {
+                        return out.with_error_code(error);
+                    }
+                    let epoch = leader_epoch(t.id);
+                    match p.leader_epoch {
+                        e if e == epoch => out.with_leader_epoch(epoch).with_end_offset(hw as i64),
+                        e if e < epoch => out.with_leader_epoch(e).with_end_offset(t.log_start as i64),
+                        _ => out,
+                    }
+                })
+                .collect();
+            results.push(OffsetForLeaderTopicResult::default().with_topic(topic.topic).with_partitions(partitions));
+        }
+        Some(Response::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::default().with_topics(results)))
     })
 }

@@ -22,6 +22,7 @@ The server has no consumer groups, no idempotence and no compression, so:
 """
 
 import argparse
+import asyncio
 import json
 import sys
 import threading
@@ -87,8 +88,8 @@ def kp_producer(bootstrap, **extra):
     return kafka.KafkaProducer(**config)
 
 
-def kp_consumer(bootstrap):
-    return kafka.KafkaConsumer(
+def kp_consumer(bootstrap, **extra):
+    config = dict(
         bootstrap_servers=bootstrap,
         client_id="broker-fs-test-consumer",
         group_id=None,
@@ -97,6 +98,8 @@ def kp_consumer(bootstrap):
         request_timeout_ms=KP_TIMEOUT_MS,
         fetch_max_wait_ms=200,
     )
+    config.update(extra)
+    return kafka.KafkaConsumer(**config)
 
 
 def kp_create(admin, name, partitions, configs=None):
@@ -160,20 +163,20 @@ def ck_producer(bootstrap, **extra):
     return confluent_kafka.Producer(config)
 
 
-def ck_consumer(bootstrap):
-    return confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "client.id": "broker-fs-test-consumer",
-            # Required by the binding, unused: assign with explicit offsets, no commits.
-            "group.id": "broker-fs-test-unused",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": 200,
-            "topic.metadata.refresh.interval.ms": 1000,
-        }
-    )
+def ck_consumer(bootstrap, **extra):
+    config = {
+        "bootstrap.servers": bootstrap,
+        "client.id": "broker-fs-test-consumer",
+        # Required by the binding, unused: assign with explicit offsets, no commits.
+        "group.id": "broker-fs-test-unused",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": 200,
+        "topic.metadata.refresh.interval.ms": 1000,
+    }
+    config.update(extra)
+    return confluent_kafka.Consumer(config)
 
 
 def ck_result(future, what):
@@ -442,7 +445,9 @@ def scenario_delete_while_polling(args):
     delete; partition 2 holds records it never read. After the acknowledgement it must
     get no record at all: not by polling on, and not after seeking every partition,
     2 included, back to offset 0 (unknown-topic errors are fine). Then the name is
-    created again: read from offset 0 it is empty, and produces to it start at 0."""
+    created again: its offsets begin past every offset of the deleted topic (and of any
+    topic deleted before it), read from offset 0 (before its start: reset to the
+    earliest) it is empty, and produces to it start at its first offset."""
     topic, partitions = args.topic, 3
     client = args.client
     ck = ck_admin(args.bootstrap)
@@ -538,9 +543,14 @@ def scenario_delete_while_polling(args):
     # The same name again: a new, empty topic.
     create()
     new_id = kp_topic_id(kp, topic)
+    old_end = max(r["offset"] for p in range(partitions) for r in old[p]) + 1
+    starts = set()
     for p in range(partitions):
         low, hi = ck_consumer_watermarks(args.bootstrap, topic, p)
-        check((low, hi) == (0, 0), f"confluent-kafka ListOffsets of re-created {topic!r} partition {p}: ({low}, {hi}), want (0, 0)")
+        check(low == hi and low >= old_end, f"confluent-kafka ListOffsets of re-created {topic!r} partition {p}: ({low}, {hi}), want empty from {old_end} on")
+        starts.add(low)
+    check(len(starts) == 1, f"re-created {topic!r}: partitions begin at {starts}, want one first offset")
+    start = starts.pop()
     fresh = kp_consumer(args.bootstrap)
     kp_assign_from(fresh, topic, range(partitions), 0)
     stale = []
@@ -552,7 +562,7 @@ def scenario_delete_while_polling(args):
     producer = ck_producer(args.bootstrap)
     new = [r for p in range(partitions) for r in ck_produce_all(producer, topic, [(None, f"new-p{p}".encode())], p)]
     for r in new:
-        check(r["offset"] == 0, f"confluent-kafka Produce to re-created {topic!r}: acknowledged at {r}, want offset 0")
+        check(r["offset"] == start, f"confluent-kafka Produce to re-created {topic!r}: acknowledged at {r}, want offset {start}")
     got = consume_until(lambda t: kp_poll(fresh, t), len(new), "kafka-python consumer of the re-created topic")
     fresh.close()
     check(sorted(got, key=key_of) == sorted(new, key=key_of), f"kafka-python consumer of re-created {topic!r} read {got}, want only {new}")
@@ -568,6 +578,158 @@ def scenario_delete_while_polling(args):
             "records": sorted(new, key=key_of),
         }
     )
+
+
+def scenario_recreate(args):
+    """(g) A consumer holds a position in a topic that is deleted and created again
+    while it is paused: 15 records were produced, it read 10 (its position is 10), the
+    name was deleted and re-created, and 30 records were produced to the new topic
+    before it resumes. It must never be served the new topic from the middle (new-10
+    onwards without new-0 first, as a consumer whose position carried over would be):
+    with auto.offset.reset=earliest it reads new-0..new-29 exactly; with the client's
+    default reset (latest) it reads none of them; an error it reports instead is also
+    fine. Old records never come back."""
+    topic, client, reset = args.topic, args.client, args.reset
+    producer = ck_producer(args.bootstrap)
+    kp = kp_admin(args.bootstrap)
+    kp_create(kp, topic, 1)
+    ck_produce_all(producer, topic, [(None, f"old-{i}".encode()) for i in range(15)], 0)
+    errors = []
+    if client == "aiokafka":
+        got, old_position = asyncio.run(aio_recreate(args, kp, producer, errors))
+    else:
+        if client == "confluent":
+            config = {"auto.offset.reset": "earliest" if reset == "earliest" else "largest"}
+            consumer = ck_consumer(args.bootstrap, **config)
+            consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+
+            def poll_once(t):
+                return ck_poll(consumer, t, errors)
+
+            def pause(p):
+                (consumer.pause if p else consumer.resume)([confluent_kafka.TopicPartition(topic, 0)])
+
+            def seek_to(offset):
+                consumer.seek(confluent_kafka.TopicPartition(topic, 0, offset))
+
+        else:
+            reset_to = "earliest" if reset == "earliest" else "latest"
+            consumer = kp_consumer(args.bootstrap, auto_offset_reset=reset_to, metadata_max_age_ms=1000)
+            tp = kafka.TopicPartition(topic, 0)
+            consumer.assign([tp])
+            consumer.seek_to_beginning(tp)
+
+            def poll_once(t):
+                try:
+                    return kp_poll(consumer, t)
+                except kerrors.KafkaError as e:
+                    errors.append(type(e).__name__)
+                    return []
+
+            def pause(p):
+                (consumer.pause if p else consumer.resume)(tp)
+
+            def seek_to(offset):
+                consumer.seek(tp, offset)
+
+        first = consume_until(poll_once, 15, f"{client} consumer of the first topic")
+        check([r["value"] for r in first] == [f"old-{i}" for i in range(15)], f"{client} read {first}")
+        # Back to the 11th record, as a consumer that had read 10 of them would be.
+        old_position = first[10]["offset"]
+        seek_to(old_position)
+        pause(True)
+        poll_once(0.5)
+        recreate(kp, producer, topic)
+        pause(False)
+        got = settle(poll_once)
+        consumer.close()
+    kp.close()
+    values = [r["value"] for r in got]
+    check(not any(v.startswith("old-") for v in values), f"{client}: old records came back: {values}")
+    new_all = [f"new-{i}" for i in range(30)]
+    if reset == "earliest":
+        ok = values == new_all or (not values and errors)
+        check(ok, f"{client} (earliest): read {values} (errors {errors}), want new-0..new-29 or an error")
+    else:
+        check(not values or values == new_all, f"{client} (default reset): read {values}, want none (or all from new-0)")
+    emit({"client": client, "reset": reset, "position_before": old_position, "read": values, "errors": sorted(set(errors)), "offsets": [r["offset"] for r in got]})
+
+
+def recreate(kp, producer, topic):
+    """Deletes `topic`, creates it again, produces new-0..new-29 to it."""
+    kp.delete_topics([topic], timeout_ms=KP_TIMEOUT_MS)
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        try:
+            kp_create(kp, topic, 1)
+            break
+        except kerrors.TopicAlreadyExistsError:
+            check(time.monotonic() < deadline, f"re-create of {topic!r}: still exists after {TIMEOUT_S}s")
+            time.sleep(0.1)
+    ck_produce_all(producer, topic, [(None, f"new-{i}".encode()) for i in range(30)], 0)
+
+
+def settle(poll_once):
+    """Polls until QUIET_S passes with nothing new (or TIMEOUT_S)."""
+    got = []
+    deadline = time.monotonic() + TIMEOUT_S
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < QUIET_S + 3:
+        batch = poll_once(0.2)
+        if batch:
+            got.extend(batch)
+            quiet_since = time.monotonic()
+    return got
+
+
+async def aio_recreate(args, kp, producer, errors):
+    """The recreate scenario's consumer side with aiokafka."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition as AioTp
+
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        client_id="broker-fs-test-consumer",
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest" if args.reset == "earliest" else "latest",
+        request_timeout_ms=KP_TIMEOUT_MS,
+        fetch_max_wait_ms=200,
+        metadata_max_age_ms=1000,
+    )
+    await consumer.start()
+    tp = AioTp(args.topic, 0)
+    consumer.assign([tp])
+    await consumer.seek_to_beginning(tp)
+
+    async def poll(t):
+        try:
+            batch = await consumer.getmany(tp, timeout_ms=int(t * 1000))
+        except Exception as e:  # noqa: BLE001 - an error reported is an allowed outcome
+            errors.append(type(e).__name__)
+            return []
+        return [record(args.topic, 0, r.offset, r.key, r.value) for r in batch.get(tp, [])]
+
+    first = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(first) < 15 and time.monotonic() < deadline:
+        first.extend(await poll(0.2))
+    check([r["value"] for r in first] == [f"old-{i}" for i in range(15)], f"aiokafka read {first}")
+    old_position = first[10]["offset"]
+    consumer.seek(tp, old_position)
+    consumer.pause(tp)
+    await asyncio.sleep(0.5)
+    await asyncio.get_running_loop().run_in_executor(None, recreate, kp, producer, args.topic)
+    consumer.resume(tp)
+    got = []
+    deadline = time.monotonic() + TIMEOUT_S
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < QUIET_S + 3:
+        batch = await poll(0.2)
+        if batch:
+            got.extend(batch)
+            quiet_since = time.monotonic()
+    await consumer.stop()
+    return got, old_position
 
 
 def ck_consumer_watermarks(bootstrap, topic, partition):
@@ -728,6 +890,12 @@ def main():
     add("delete-while-polling", scenario_delete_while_polling, topic, client)
     add("partitioner", scenario_partitioner, prefix)
     add("metadata-missing", scenario_metadata_missing, topic)
+
+    def recreate_client(p):
+        p.add_argument("--client", choices=["confluent", "kafka-python", "aiokafka"], required=True)
+        p.add_argument("--reset", choices=["default", "earliest"], default="default")
+
+    add("recreate", scenario_recreate, topic, recreate_client)
     add("create-topic", step_create, topic, partitions, config)
     add("produce", step_produce, topic, partitions, count)
     add("delete", step_delete, topic)
