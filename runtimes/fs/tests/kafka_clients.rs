@@ -1,11 +1,13 @@
-//! Real Kafka clients against `broker-fs serve --kafka`: kafka-python and
-//! confluent-kafka (librdkafka) run the scenarios of `tests/kafka/scenarios.py`, and
-//! this side checks what they print and what the data directory holds afterwards
-//! (with `broker-fs list` and `fetch`, once the server has stopped on SIGTERM).
+//! Real Kafka clients against `broker-fs serve --kafka`: kafka-python, confluent-kafka
+//! (librdkafka) and aiokafka run the scenarios of `tests/kafka/scenarios.py`, kafkajs
+//! runs `tests/kafka/kafkajs.js`, and kcat is run as its users run it; this side checks
+//! what they print and what the data directory holds afterwards (with `broker-fs list`
+//! and `fetch`, once the server has stopped on SIGTERM).
 //!
-//! The Python comes from `BROKER_KAFKA_PYTHON` (else `python3`); `.ci/kafka-clients`
-//! makes a virtual environment with both clients and prints its python. Without the
-//! clients each test prints one `skipped:` line and passes, unless
+//! The Python comes from `BROKER_KAFKA_PYTHON` (else `python3`), kafkajs from
+//! `BROKER_KAFKAJS_MODULES` (else `target/kafka-clients-node/node_modules`);
+//! `.ci/kafka-clients` installs both and prints the python. kcat is Debian's. Without a
+//! client each of its tests prints one `skipped:` line and passes, unless
 //! `BROKER_REQUIRE_KAFKA_CLIENTS=1` (as in CI), where it fails.
 
 mod common;
@@ -399,4 +401,158 @@ fn kill9_after_delete_ack_then_restart_finishes_the_deletion() {
     assert!(listed(&data).is_empty(), "no topic after the restart");
     let status: Value = serde_json::from_str(cli_ok(&data, &["--json", "status"]).trim()).unwrap();
     assert_eq!(status["pending"], serde_json::json!([]), "no pending deletion left: {status}");
+}
+
+/// (g) A consumer paused at a position of a topic that is deleted and created again,
+/// with 30 records produced to the new topic before it resumes, is never served the
+/// new topic from the middle: with `auto.offset.reset=earliest` it reads all 30, with
+/// its default (latest) none. Before offsets began past the deleted topic's, aiokafka
+/// (which sends no leader epoch) read new-10 to new-29 here.
+#[test]
+fn a_consumer_is_never_served_a_recreated_topic_from_the_middle() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-recreate");
+    let mut server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
+    for client in ["confluent", "kafka-python", "aiokafka"] {
+        for reset in ["earliest", "default"] {
+            let topic = format!("recreated-{client}-{reset}");
+            let out = scenario(&mut server, &["recreate", "--client", client, "--reset", reset, "--topic", &topic]);
+            let read = out["read"].as_array().unwrap().len();
+            assert_eq!(read, if reset == "earliest" { 30 } else { 0 }, "{client} {reset}: {out}");
+            let offsets: Vec<u64> = out["offsets"].as_array().unwrap().iter().map(|o| o.as_u64().unwrap()).collect();
+            let position = out["position_before"].as_u64().unwrap();
+            assert!(offsets.iter().all(|o| *o > position), "{client} {reset}: offsets {offsets:?} not past {position}");
+        }
+    }
+    server.terminate();
+}
+
+/// A client program that is not Python, or `None` (with the test's one `skipped:` line)
+/// where it is missing, unless `BROKER_REQUIRE_KAFKA_CLIENTS=1`.
+fn tool(program: &str, probe: &[&str], env: &[(&str, String)]) -> Option<()> {
+    let out = Command::new(program).args(probe).envs(env.iter().map(|(k, v)| (k, v))).output();
+    let why = match &out {
+        Ok(o) if o.status.success() => return Some(()),
+        Ok(o) => format!("{}: {}", o.status, String::from_utf8_lossy(&o.stderr).trim()),
+        Err(e) => e.to_string(),
+    };
+    if std::env::var("BROKER_REQUIRE_KAFKA_CLIENTS").as_deref() == Ok("1") {
+        panic!("BROKER_REQUIRE_KAFKA_CLIENTS=1 but {program} {probe:?} fails ({why}); run .ci/kafka-clients (and apt-get install kcat)");
+    }
+    println!("skipped: {program} is not installed (.ci/kafka-clients; kcat from Debian)");
+    None
+}
+
+/// Where `.ci/kafka-clients` installs kafkajs.
+fn kafkajs_modules() -> String {
+    std::env::var("BROKER_KAFKAJS_MODULES")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/kafka-clients-node/node_modules").into())
+}
+
+/// kafkajs, in its default configuration, as an admin and a producer (its consumer
+/// needs consumer groups): create, produce, fetchTopicOffsets (ListOffsets, which
+/// closed the connection at the versions kafkajs uses before 7be7f5a), delete, create
+/// again: the new topic begins past the deleted one, and its first record lands there.
+#[test]
+fn kafkajs_creates_produces_lists_offsets_and_recreates() {
+    let Some(_lock) = clients() else { return };
+    let env = [("NODE_PATH", kafkajs_modules())];
+    if tool("node", &["-e", "require('kafkajs')"], &env).is_none() {
+        return;
+    }
+    let tmp = TempDir::new("kafka-kafkajs");
+    let server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/kafkajs.js");
+    for topic in ["js-a", "js-b"] {
+        let out = Command::new("node").arg(script).args([&server.address, topic]).envs(env.clone()).output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "kafkajs {topic}: {stderr}\n{stdout}\n{}", server.stderr());
+        let got: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(got["fresh"]["low"], got["new_base"], "{got}");
+    }
+    server.terminate();
+}
+
+/// kcat (Debian's, librdkafka 2.0.2) as a user drives it: list, produce, consume to
+/// the end, across a delete and a re-creation of the topic. A consumer left running when
+/// the topic is deleted stops with librdkafka's "no longer available" error (as against
+/// Kafka); kcat started on the new topic reads it from its first offset, past the deleted
+/// topic's, and `-o -5` reads the last five (ListOffsets latest).
+#[test]
+fn kcat_lists_produces_and_consumes_across_a_recreate() {
+    let Some(_lock) = clients() else { return };
+    if tool("kcat", &["-V"], &[]).is_none() {
+        return;
+    }
+    let tmp = TempDir::new("kafka-kcat");
+    let mut server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
+    let topic = "kc";
+    let (address, log) = (server.address.clone(), server.log.clone());
+    let kcat = |args: &[&str], input: Option<String>| {
+        let mut child = Command::new("kcat")
+            .args(["-b", &address, "-t", topic])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(input) = input {
+            std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap();
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "kcat {args:?}: {stderr}\n{}", std::fs::read_to_string(&log).unwrap());
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let produce = |prefix: &str, n: usize| {
+        kcat(&["-P", "-p", "0"], Some((0..n).map(|i| format!("{prefix}-{i}\n")).collect()));
+    };
+    let consume = |from: &str| -> Vec<(u64, String)> {
+        kcat(&["-C", "-p", "0", "-o", from, "-e", "-f", "%o %s\\n"], None)
+            .lines()
+            .map(|l| {
+                let (o, v) = l.split_once(' ').unwrap_or_else(|| panic!("kcat line {l:?}"));
+                (o.parse().unwrap(), v.to_string())
+            })
+            .collect()
+    };
+    let expect = |prefix: &str, offsets: std::ops::Range<u64>, first: u64| -> Vec<(u64, String)> {
+        offsets.map(|o| (o, format!("{prefix}-{}", o - first))).collect()
+    };
+
+    scenario(&mut server, &["create-topic", "--topic", topic]);
+    let listed = kcat(&["-L"], None);
+    assert!(listed.contains(&format!("topic \"{topic}\" with 1 partitions")), "kcat -L: {listed}");
+    produce("old", 15);
+    assert_eq!(consume("beginning"), expect("old", 0..15, 0));
+
+    let mut running = Command::new("kcat")
+        .args(["-C", "-b", &server.address, "-t", topic, "-p", "0", "-o", "end"])
+        .args(["-X", "topic.metadata.refresh.interval.ms=200"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    scenario(&mut server, &["delete", "--topic", topic]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = running.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "a kcat consumer of a deleted topic still runs after 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    running.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(!status.success() && stderr.contains("no longer available"), "{status}: {stderr}");
+
+    scenario(&mut server, &["create-topic", "--topic", topic]);
+    produce("new", 30);
+    assert_eq!(consume("beginning"), expect("new", 15..45, 15), "the new topic begins past the deleted one");
+    assert_eq!(consume("-5"), expect("new", 40..45, 15));
+    server.terminate();
 }

@@ -64,10 +64,11 @@ pub fn topic_uuid(id: TopicId) -> Uuid {
 }
 
 /// The leader epoch of every partition of an incarnation: its id (saturated), which
-/// grows with every create. A consumer still fetching at a position of the name's
-/// previous incarnation sends an older epoch and is told `OFFSET_OUT_OF_RANGE`, so it
-/// applies its offset reset policy instead of reading the new incarnation from its old
-/// position (librdkafka sends its epoch; a client that sends none, -1, is not checked).
+/// grows with every create. A consumer still fetching with the epoch of the name's
+/// previous incarnation is told `FENCED_LEADER_EPOCH`; it refreshes its metadata and
+/// asks OffsetForLeaderEpoch where its old epoch ends, which is where this incarnation
+/// begins (see `offsets_for_epochs`). A client that sends no epoch (-1) is not checked:
+/// for it, the new incarnation's offsets beginning past the old one's is the guard.
 pub fn leader_epoch(id: TopicId) -> i32 {
     i32::try_from(id.0).unwrap_or(i32::MAX)
 }

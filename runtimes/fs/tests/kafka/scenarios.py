@@ -5,8 +5,9 @@ Driven by runtimes/fs/tests/kafka_clients.rs; runnable by hand too:
 
     python scenarios.py SCENARIO --bootstrap 127.0.0.1:PORT [options]
 
-Two clients: kafka-python (pure Python, its own protocol code) and confluent-kafka
-(librdkafka). Each scenario exits 0 when every check holds, and otherwise exits 1 with a
+Three clients: kafka-python (pure Python, its own protocol code), confluent-kafka
+(librdkafka) and aiokafka (asyncio, its own protocol code; in the recreate scenario).
+Each scenario exits 0 when every check holds, and otherwise exits 1 with a
 message on standard error that names the client, the operation and what came back.
 Whatever the Rust side checks itself (partition choices, topic ids, offsets, the
 records it compares with `broker-fs fetch`) is printed as one JSON object on the last
@@ -307,22 +308,27 @@ def key_of(r):
 
 
 def check_dense(records, partitions, what):
-    """Per partition, the offsets are exactly 0..n-1, each once."""
+    """Per partition, the offsets are consecutive, each once (from the topic's first
+    offset, which is past every offset of the topics deleted before it)."""
     for p in range(partitions):
         offsets = sorted(r["offset"] for r in records if r["partition"] == p)
-        check(offsets == list(range(len(offsets))), f"{what}: partition {p} offsets {offsets}, not dense from 0")
+        first = offsets[0] if offsets else 0
+        check(offsets == list(range(first, first + len(offsets))), f"{what}: partition {p} offsets {offsets}, not dense")
 
 
 # --- scenarios ---------------------------------------------------------------------------
 
 
 def scenario_clients(_args):
-    """Both clients import: the harness's precondition. Prints their versions."""
+    """The Python clients import: the harness's precondition. Prints their versions."""
+    import aiokafka
+
     emit(
         {
             "kafka-python": kafka.__version__,
             "confluent-kafka": confluent_kafka.__version__,
             "librdkafka": confluent_kafka.libversion()[0],
+            "aiokafka": aiokafka.__version__,
         }
     )
 
