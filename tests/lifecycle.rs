@@ -385,6 +385,20 @@ fn create_of_an_existing_name_is_refused() {
     assert_eq!(d.broker().live_topics()[0].partitions, 1);
 }
 
+/// `a.b` beside a live `a_b` is refused (Kafka's rule: both are one metric name) and
+/// changes nothing; once `a_b` is deleted, `a.b` may be created.
+#[test]
+fn create_of_a_name_colliding_with_a_live_one_is_refused_until_it_is_deleted() {
+    let mut d = start();
+    created(d.request(create("a_b", 1)));
+    let refused = d.request(create("a.b", 2));
+    assert!(matches!(&refused, Err(BrokerError::InvalidTopicName { name, .. }) if name == "a.b"), "{refused:?}");
+    assert_eq!(names(&d).into_iter().map(|(n, _)| n).collect::<Vec<_>>(), ["a_b"]);
+    created(d.request(create("a-b", 1)));
+    assert!(matches!(d.request(Command::DeleteTopic { name: "a_b".into() }), Ok(Reply::DeleteAccepted { .. })));
+    created(d.request(create("a.b", 2)));
+}
+
 // ---------------------------------------------------------------------------------
 // Removal retries
 // ---------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMac
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-const NAMES: [&str; 3] = ["a", "b", "c"];
+/// `x.y` and `x_y` collide: never both live.
+const NAMES: [&str; 5] = ["a", "b", "c", "x.y", "x_y"];
 const KEYS: [&str; 3] = ["k1", "k2", "k3"];
 /// Timers a settle may fire; far more than any generated sequence arms.
 const SETTLE_TIMERS: usize = 10_000;
@@ -142,10 +143,21 @@ impl Model {
     fn expected(&self, transition: &Transition) -> Option<Result<Reply, BrokerError>> {
         let not_found = |name: &str| Err(BrokerError::TopicNotFound { name: name.to_string() });
         Some(match transition {
-            Transition::Create { name, .. } => match self.live.contains_key(name) {
-                true => Err(BrokerError::TopicAlreadyExists { name: name.to_string() }),
-                false => Ok(Reply::Created { topic: TopicId(self.next_id) }),
-            },
+            Transition::Create { name, .. } => {
+                let unified = |n: &str| n.replace('.', "_");
+                let collides = self.live.keys().find(|l| *l != name && unified(l) == unified(name));
+                match (self.live.contains_key(name), collides) {
+                    (true, _) => Err(BrokerError::TopicAlreadyExists { name: name.to_string() }),
+                    (false, Some(other)) => Err(BrokerError::InvalidTopicName {
+                        name: name.to_string(),
+                        reason: format!(
+                            "collides with the topic {other:?}: names that differ only in `.` and `_` collide \
+                             (as in Kafka)"
+                        ),
+                    }),
+                    (false, None) => Ok(Reply::Created { topic: TopicId(self.next_id) }),
+                }
+            }
             Transition::Delete { name } => match (self.live.get(name), self.pending_named(name)) {
                 (Some(t), _) => Ok(Reply::DeleteAccepted { topic: TopicId(t.id) }),
                 (None, Some(id)) => Ok(Reply::DeleteAccepted { topic: TopicId(id) }),
@@ -253,7 +265,7 @@ impl ReferenceStateMachine for Model {
     fn apply(mut m: Model, transition: &Transition) -> Model {
         match transition {
             Transition::Create { name, partitions, grace_ms } => {
-                if !m.live.contains_key(name) {
+                if matches!(m.expected(transition), Some(Ok(_))) {
                     let t = ModelTopic {
                         id: m.next_id,
                         partitions: *partitions,

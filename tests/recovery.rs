@@ -670,10 +670,13 @@ fn crash_with_a_recreated_name_while_the_old_incarnation_is_being_removed() {
     d.settle(100);
     assert_deletion_finished(&d, old);
     assert_eq!(log_files(d.fs()), vec![LogId { topic: new, partition: 0 }, LogId { topic: new, partition: 1 }]);
-    let (records, hw) = fetched(d.request(fetch("t", 0, 0, 10)));
-    assert_eq!((values(&records), hw), (vec!["new-a".into()], 1));
-    let (records, _) = fetched(d.request(fetch("t", 1, 0, 10)));
+    // The new incarnation's offsets begin past the old one's (each of its partitions
+    // ended at 1).
+    let (records, hw) = fetched(d.request(fetch("t", 0, 1, 10)));
+    assert_eq!((values(&records), hw), (vec!["new-a".into()], 2));
+    let (records, _) = fetched(d.request(fetch("t", 1, 1, 10)));
     assert_eq!(values(&records), vec!["new-b"]);
+    assert!(matches!(d.request(fetch("t", 0, 0, 10)), Err(BrokerError::OffsetBeforeStart { offset: 0, log_start: 1 })));
 }
 
 #[test]

@@ -74,6 +74,7 @@ impl Broker {
         if taken {
             return Err(BrokerError::TopicAlreadyExists { name });
         }
+        crate::name::check_collision(&name, self.live_names.keys().map(String::as_str))?;
         // The largest id is never handed out: replay saturates the next id there, so it
         // means the journal already names it and every id is used.
         let Some(after) = self.next_topic_id.checked_add(1) else {

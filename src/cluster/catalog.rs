@@ -207,7 +207,7 @@ impl Catalog {
         if self.live.contains_key(name) {
             return Err(BrokerError::TopicAlreadyExists { name: name.to_string() });
         }
-        Ok(())
+        crate::name::check_collision(name, self.live.keys().map(String::as_str))
     }
 
     /// Checks a delete of `name`: its live incarnation gets a tombstone; with none, the
@@ -360,5 +360,9 @@ mod tests {
         let long = TopicSettings { deletion_grace_ms: 11 };
         assert!(matches!(c.validate_create("a", 1, &long, &config), Err(BrokerError::InvalidSettings(_))));
         assert_eq!(c.validate_create("a", 4, &ok, &config), Ok(()));
+        let (c, _) = folded(vec![create("a_b", 1)]);
+        assert!(matches!(c.validate_create("a.b", 1, &ok, &config), Err(BrokerError::InvalidTopicName { .. })));
+        let (c, _) = folded(vec![create("a_b", 1), delete("a_b", 1)]);
+        assert_eq!(c.validate_create("a.b", 1, &ok, &config), Ok(()), "a deleted name does not collide");
     }
 }
