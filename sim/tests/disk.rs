@@ -239,7 +239,7 @@ fn check<F: FileSystem>(d: &mut SyncDriver<F>, acks: &Acks, k: usize, names: &[S
     let mut records = BTreeMap::new();
     for t in &list {
         for (p, hw) in t.high_watermarks.iter().enumerate() {
-            for offset in 0..*hw {
+            for offset in t.log_start..*hw {
                 let r = d.request(Command::Fetch {
                     topic: t.name.clone(),
                     partition: p as u32,

@@ -67,8 +67,12 @@ fn ack_delete_before_tombstone_durable_is_caught() {
 #[test]
 fn remove_before_reads_finish_is_caught() {
     // Removal also ignores a log creation backing off after a failure: the deletion
-    // completes under it, and the create is never answered.
-    caught_by(Bug::RemoveBeforeReadsFinish, &[Checker::NoPrematureRemoval, Checker::EveryRequestAnswered]);
+    // completes under it, and the create is never answered. A deletion completed under
+    // a read is acknowledged before the read is answered, from the deleted incarnation.
+    caught_by(
+        Bug::RemoveBeforeReadsFinish,
+        &[Checker::NoPrematureRemoval, Checker::EveryRequestAnswered, Checker::FetchIncarnation],
+    );
 }
 
 #[test]
