@@ -21,7 +21,7 @@
 
 use super::apis::{self, Response};
 use super::guard;
-use super::handlers::{self, Context, Pending};
+use super::handlers::{self, Context, Outcome, Pending};
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::decode_request_header_from_buffer;
@@ -121,7 +121,14 @@ async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Co
     let write_timeout = ctx.limits.write_timeout;
     let writing = async move {
         while let Some(q) = answers.recv().await {
-            let Some(response) = q.pending.await else { continue };
+            let response = match q.pending.await {
+                Outcome::Respond(response) => response,
+                Outcome::Silent => continue,
+                Outcome::Close(reason) => {
+                    let _ = writer.shutdown().await;
+                    return Err(reason);
+                }
+            };
             let frame = match apis::frame(q.correlation_id, q.version, &response) {
                 Ok(frame) => frame,
                 Err(e) => return Err(format!("cannot encode a response: {e}")),
@@ -205,7 +212,7 @@ async fn read_requests(
             Some((ApiKey::ApiVersions, (_, max))) if version > max => {
                 // Kafka's answer to a newer ApiVersions: version 0, with what is served.
                 let response = Response::ApiVersions(apis::api_versions(ResponseError::UnsupportedVersion.code()));
-                let pending = Box::pin(async move { Some(response) }) as Pending;
+                let pending = Box::pin(async move { Outcome::Respond(response) }) as Pending;
                 send(queue, Queued { pending, correlation_id, version: 0, _held: request_held }).await?;
                 continue;
             }

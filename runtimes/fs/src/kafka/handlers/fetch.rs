@@ -1,0 +1,211 @@
+//! Fetch: each partition read within the response's bound, waiting while `min_bytes`
+//! asks for more than there is.
+
+use super::{epoch_mismatch, leader_epoch, Context, Outcome, Pending};
+use crate::kafka::apis::Response;
+use crate::kafka::batches;
+use crate::kafka::errors::code;
+use crate::kafka::{Answer, Core};
+use broker_core::{Command, Reply, TopicDescription};
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::ResponseError as E;
+use std::time::Duration;
+
+/// How long a fetch that found nothing waits between two looks, while its
+/// `max_wait_ms` lasts.
+const FETCH_POLL: Duration = Duration::from_millis(20);
+/// The longest a fetch waits for records, whatever it asks.
+const MAX_FETCH_WAIT: Duration = Duration::from_secs(30);
+/// The fewest bytes a stored record takes in a fetch response: its batch header and the
+/// smallest record.
+const MIN_SERVED_RECORD: i64 = batches::BATCH_HEADER as i64 + 7;
+
+/// One partition of a fetch.
+#[derive(Clone, Debug)]
+struct Wanted {
+    topic: TopicName,
+    partition: i32,
+    /// The leader epoch the client believes in (-1: none given).
+    leader_epoch: i32,
+    offset: i64,
+    max_bytes: i64,
+}
+
+/// The most bytes a fetch response carries, whatever the request asks (Kafka's broker
+/// setting `fetch.max.bytes`, 55 MiB there): a consumer that asks for more gets less, as
+/// Kafka allows, and comes back for the rest. The first record served may pass it, so
+/// that a consumer always makes progress.
+pub const FETCH_RESPONSE_MAX: i64 = 32 << 20;
+
+/// The bytes a fetch's response may hold, which the listener reserves before the
+/// request runs: the request's own bound, at most [`FETCH_RESPONSE_MAX`], plus one
+/// record whatever its size (`max_record`) and the response's framing.
+pub fn fetch_reservation(r: &FetchRequest, max_record: usize) -> usize {
+    let asked = i64::from(r.max_bytes.max(0)).min(FETCH_RESPONSE_MAX) as usize;
+    let partitions: usize = r.topics.iter().map(|t| t.partitions.len()).sum();
+    asked + max_record + batches::BATCH_HEADER + 64 * (partitions + r.topics.len()) + 1024
+}
+
+/// The partitions of a fetch, each once: Kafka keys them by topic and partition, so one
+/// listed twice is read once, with its last entry's position, in its first entry's place.
+fn wanted_partitions(r: &FetchRequest) -> Vec<Wanted> {
+    let mut wanted: Vec<Wanted> = Vec::new();
+    for topic in &r.topics {
+        for p in &topic.partitions {
+            let w = Wanted {
+                topic: topic.topic.clone(),
+                partition: p.partition,
+                leader_epoch: p.current_leader_epoch,
+                offset: p.fetch_offset,
+                max_bytes: i64::from(p.partition_max_bytes.max(0)),
+            };
+            match wanted.iter_mut().find(|o| o.topic == w.topic && o.partition == w.partition) {
+                Some(earlier) => *earlier = w,
+                None => wanted.push(w),
+            }
+        }
+    }
+    wanted
+}
+
+pub(super) fn fetch(ctx: &Context, r: FetchRequest) -> Pending {
+    let wanted = wanted_partitions(&r);
+    let core = ctx.core.clone();
+    let max_records = ctx.limits.max_fetch_records;
+    // The topics' high watermarks as this request is read, in the connection's order.
+    let first = describe_topics(&core, &wanted);
+    let wait = Duration::from_millis(r.max_wait_ms.max(0) as u64).min(MAX_FETCH_WAIT);
+    let min_bytes = i64::from(r.min_bytes.max(0));
+    let max_bytes = i64::from(r.max_bytes.max(0)).min(FETCH_RESPONSE_MAX);
+    Box::pin(async move {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut described = first;
+        loop {
+            let (response, bytes, failed) = read_partitions(&core, &wanted, described, max_bytes, max_records).await;
+            let now = tokio::time::Instant::now();
+            // min_bytes 0 asks for no wait at all; an error is news worth answering at once.
+            if bytes >= min_bytes || failed || now >= deadline {
+                return Outcome::Respond(Response::Fetch(response));
+            }
+            tokio::time::sleep(FETCH_POLL.min(deadline - now)).await;
+            described = describe_topics(&core, &wanted);
+        }
+    })
+}
+
+/// A DescribeTopic for each topic of `wanted`, in the order they first appear.
+fn describe_topics(core: &Core, wanted: &[Wanted]) -> Vec<(TopicName, Answer)> {
+    let mut out: Vec<(TopicName, Answer)> = Vec::new();
+    for w in wanted {
+        if !out.iter().any(|(t, _)| *t == w.topic) {
+            out.push((w.topic.clone(), core.submit(Command::DescribeTopic { name: w.topic.0.to_string() })));
+        }
+    }
+    out
+}
+
+/// Reads the partitions one after another, each within what is left of `max_bytes` (the
+/// first record served whatever its size), so that a response never holds more than
+/// its bound and a record; a partition with nothing new past its position is not read.
+/// Returns the response, the bytes it serves, and whether any partition failed.
+async fn read_partitions(
+    core: &Core,
+    wanted: &[Wanted],
+    described: Vec<(TopicName, Answer)>,
+    max_bytes: i64,
+    max_records: u32,
+) -> (FetchResponse, i64, bool) {
+    let mut topics_seen = Vec::new();
+    for (name, answer) in described {
+        topics_seen.push((name, answer.get().await));
+    }
+    let mut total: i64 = 0;
+    let mut failed = false;
+    let mut topics: Vec<FetchableTopicResponse> = Vec::new();
+    for w in wanted {
+        let data = PartitionData::default().with_partition_index(w.partition).with_aborted_transactions(None);
+        let described = topics_seen.iter().find(|(t, _)| *t == w.topic).map(|(_, d)| d);
+        let log_start = match described {
+            Some(Ok(Reply::Described(t))) => t.log_start as i64,
+            _ => -1,
+        };
+        let read = match described {
+            Some(Ok(Reply::Described(t))) => {
+                read_partition(core, w, t, max_bytes - total, total == 0, max_records).await
+            }
+            Some(Err(e)) => Err(code(e)),
+            Some(Ok(_)) | None => Err(E::UnknownServerError.code()),
+        };
+        let data = match read {
+            Ok((records, hw)) => {
+                total += records.len() as i64;
+                data.with_high_watermark(hw)
+                    .with_last_stable_offset(hw)
+                    .with_log_start_offset(log_start)
+                    .with_records(Some(Bytes::from(records)))
+            }
+            Err(error) => {
+                failed = true;
+                data.with_error_code(error).with_high_watermark(-1).with_records(Some(Bytes::new()))
+            }
+        };
+        match topics.last_mut().filter(|t| t.topic == w.topic) {
+            Some(t) => t.partitions.push(data),
+            None => {
+                topics.push(FetchableTopicResponse::default().with_topic(w.topic.clone()).with_partitions(vec![data]))
+            }
+        }
+    }
+    (FetchResponse::default().with_responses(topics), total, failed)
+}
+
+/// One partition's records as served (within `left` bytes and its own bound, or one
+/// record whatever its size if `first`) and its high watermark; or its error code.
+async fn read_partition(
+    core: &Core,
+    w: &Wanted,
+    t: &TopicDescription,
+    left: i64,
+    first: bool,
+    max_records: u32,
+) -> Result<(Vec<u8>, i64), i16> {
+    let partition = u32::try_from(w.partition).map_err(|_| E::UnknownTopicOrPartition.code())?;
+    let hw = *t.high_watermarks.get(partition as usize).ok_or(E::UnknownTopicOrPartition.code())?;
+    if let Some(error) = epoch_mismatch(w.leader_epoch, t.id) {
+        // An older epoch is a position in an incarnation deleted since: it means
+        // nothing in this one, so the consumer applies its offset reset policy.
+        return Err(if error == E::FencedLeaderEpoch.code() { E::OffsetOutOfRange.code() } else { error });
+    }
+    let offset = u64::try_from(w.offset).map_err(|_| E::OffsetOutOfRange.code())?;
+    // Before the first offset: a position of a deleted incarnation of the name (its
+    // offsets all lie below this one's), which the consumer resets from.
+    if offset > hw || offset < t.log_start {
+        return Err(E::OffsetOutOfRange.code());
+    }
+    let limit = w.max_bytes.min(left).max(0);
+    if offset == hw || (limit == 0 && !first) {
+        return Ok((Vec::new(), hw as i64));
+    }
+    let max_records = (limit / MIN_SERVED_RECORD + 1).clamp(1, i64::from(max_records)) as u32;
+    let command =
+        Command::Fetch { topic: w.topic.0.to_string(), partition, offset, max_records, max_bytes: Some(limit as u64) };
+    match core.submit(command).get().await {
+        // Re-created between the look and the read: answered as the next look will see it.
+        Ok(Reply::Fetched { topic, high_watermark, .. }) if topic != t.id => Ok((Vec::new(), high_watermark as i64)),
+        Ok(Reply::Fetched { records, high_watermark, .. }) => {
+            let mut out = Vec::new();
+            for r in &records {
+                let size = batches::served_len(r.key.as_deref(), &r.value) as i64;
+                if out.len() as i64 + size > limit && !(first && out.is_empty()) {
+                    break;
+                }
+                batches::serve(&mut out, r.offset, leader_epoch(t.id), r.key.as_deref(), &r.value);
+            }
+            Ok((out, high_watermark as i64))
+        }
+        Ok(_) => Err(E::UnknownServerError.code()),
+        Err(e) => Err(code(&e)),
+    }
+}

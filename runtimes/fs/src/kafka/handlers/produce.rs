@@ -1,0 +1,121 @@
+//! Produce: each partition's records checked, split into stored records and appended.
+
+use super::{text, Context, Outcome, Pending};
+use crate::kafka::apis::Response;
+use crate::kafka::batches;
+use crate::kafka::errors::code;
+use crate::kafka::Answer;
+use broker_core::{Command, ProduceRecord, Reply};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::ResponseError as E;
+
+/// One partition of a produce: refused at once, or submitted to the core.
+enum Appending {
+    Refused(i16, String),
+    Submitted(Answer),
+}
+
+pub(super) fn produce(ctx: &Context, r: ProduceRequest) -> Pending {
+    let acks = r.acks;
+    let valid_acks = matches!(acks, -1..=1);
+    let mut topics = Vec::new();
+    for topic in r.topic_data {
+        let name = topic.name.0.to_string();
+        let mut partitions = Vec::new();
+        for p in topic.partition_data {
+            let appending = if !valid_acks {
+                Appending::Refused(E::InvalidRequiredAcks.code(), format!("acks={acks}: use 0, 1 or -1 (all)"))
+            } else {
+                append(ctx, &name, p.index, p.records.as_deref())
+            };
+            partitions.push((p.index, appending));
+        }
+        topics.push((topic.name, partitions));
+    }
+    Box::pin(async move {
+        let mut responses = Vec::new();
+        for (name, partitions) in topics {
+            let mut answers = Vec::new();
+            for (index, appending) in partitions {
+                let response = PartitionProduceResponse::default()
+                    .with_index(index)
+                    .with_base_offset(-1)
+                    .with_log_append_time_ms(-1);
+                let response = match appending {
+                    Appending::Refused(error, message) => {
+                        response.with_error_code(error).with_error_message(Some(text(message)))
+                    }
+                    Appending::Submitted(answer) => match answer.get().await {
+                        // The log start offset stays -1 (unknown): the core's reply does not
+                        // carry it, and no client acts on it.
+                        Ok(Reply::Produced { positions, .. }) => {
+                            response.with_base_offset(positions.first().map_or(-1, |p| p.offset as i64))
+                        }
+                        Ok(other) => response
+                            .with_error_code(E::UnknownServerError.code())
+                            .with_error_message(Some(text(format!("unexpected reply {other:?}")))),
+                        Err(e) => response.with_error_code(code(&e)).with_error_message(Some(text(e.to_string()))),
+                    },
+                };
+                answers.push(response);
+            }
+            responses.push(TopicProduceResponse::default().with_name(name).with_partition_responses(answers));
+        }
+        if acks != 0 {
+            return Outcome::Respond(Response::Produce(ProduceResponse::default().with_responses(responses)));
+        }
+        // acks=0: the client waits for nothing, and learns of a failure only by the
+        // connection closing (it then refreshes its metadata), as Kafka tells it.
+        let failed = responses.iter().flat_map(|t| t.partition_responses.iter()).find(|p| p.error_code != 0);
+        match failed {
+            None => Outcome::Silent,
+            Some(p) => Outcome::Close(format!(
+                "a produce with acks=0 failed (error {}: {}); closing the connection, the only way to tell the client",
+                p.error_code,
+                p.error_message.as_deref().unwrap_or("")
+            )),
+        }
+    })
+}
+
+/// Checks one partition's records and submits them.
+fn append(ctx: &Context, topic: &str, index: i32, records: Option<&[u8]>) -> Appending {
+    let Ok(partition) = u32::try_from(index) else {
+        return Appending::Refused(E::UnknownTopicOrPartition.code(), format!("partition {index}"));
+    };
+    let stored = match batches::split(records.unwrap_or_default()) {
+        Ok(stored) => stored,
+        Err(e) => {
+            let error = match e {
+                batches::BatchError::Corrupt(_) => E::CorruptMessage,
+                batches::BatchError::Compressed(_) => E::UnsupportedCompressionType,
+                batches::BatchError::Refused(_) => E::InvalidRecord,
+            };
+            return Appending::Refused(error.code(), e.to_string());
+        }
+    };
+    let limits = &ctx.limits;
+    if let Some(big) = stored.iter().find(|s| s.len() > limits.max_record_bytes) {
+        let message = format!(
+            "a record takes {} bytes as stored, over the limit of {} bytes",
+            big.len(),
+            limits.max_record_bytes
+        );
+        return Appending::Refused(E::MessageTooLarge.code(), message);
+    }
+    if stored.len() > limits.max_batch_records {
+        let message = format!(
+            "{} records in one partition of one request, over the limit of {}",
+            stored.len(),
+            limits.max_batch_records
+        );
+        return Appending::Refused(E::RecordListTooLarge.code(), message);
+    }
+    let records = stored.into_iter().map(|value| ProduceRecord { key: None, value }).collect();
+    Appending::Submitted(ctx.core.submit(Command::Produce {
+        topic: topic.to_string(),
+        partition: Some(partition),
+        records,
+    }))
+}
