@@ -8,7 +8,6 @@ use crate::effect::{AppendRecord, StorageOp};
 use crate::error::BrokerError;
 use crate::ids::{LogId, RequestId, TopicId};
 use crate::journal::{JournalRecord, TopicMeta};
-use crate::name::validate_topic_name;
 use crate::planted::Bug;
 
 impl Broker {
@@ -55,17 +54,7 @@ impl Broker {
         partitions: u32,
         settings: TopicSettings,
     ) -> Result<Option<Reply>, BrokerError> {
-        validate_topic_name(&name)?;
-        let max = self.config.max_partitions.min(crate::journal::MAX_PARTITIONS_EVER);
-        if partitions == 0 || partitions > max {
-            return Err(BrokerError::InvalidPartitionCount { requested: partitions, max });
-        }
-        if settings.deletion_grace_ms > self.config.max_grace_ms {
-            return Err(BrokerError::InvalidSettings(format!(
-                "deletion grace {} ms exceeds the limit of {} ms",
-                settings.deletion_grace_ms, self.config.max_grace_ms
-            )));
-        }
+        self.config.check_new_topic(&name, partitions, &settings)?;
         let taken = if self.bug(Bug::CreateChecksOnlyVisibleNames) {
             self.visible(&name).is_ok()
         } else {

@@ -1,5 +1,8 @@
 //! Broker limits and tuning, with defaults a deployment can start from.
 
+use crate::command::TopicSettings;
+use crate::error::BrokerError;
+
 /// Limits and tuning of one broker. Every field has a sensible default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -74,6 +77,25 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Whether a topic named `name` with `partitions` partitions and `settings` may be
+    /// created under these limits, before looking at the names already taken: the
+    /// checks of a create that depend on nothing else, for a front end that validates a
+    /// create without making it.
+    pub fn check_new_topic(&self, name: &str, partitions: u32, settings: &TopicSettings) -> Result<(), BrokerError> {
+        crate::name::validate_topic_name(name)?;
+        let max = self.max_partitions.min(crate::journal::MAX_PARTITIONS_EVER);
+        if partitions == 0 || partitions > max {
+            return Err(BrokerError::InvalidPartitionCount { requested: partitions, max });
+        }
+        if settings.deletion_grace_ms > self.max_grace_ms {
+            return Err(BrokerError::InvalidSettings(format!(
+                "deletion grace {} ms exceeds the limit of {} ms",
+                settings.deletion_grace_ms, self.max_grace_ms
+            )));
+        }
+        Ok(())
+    }
+
     /// The largest produce in bytes as stored: the configured limit, capped at one log frame.
     pub fn batch_bytes_limit(&self) -> u64 {
         self.max_batch_bytes.min(crate::logcodec::MAX_LOG_FRAME as u64)

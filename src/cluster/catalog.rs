@@ -13,8 +13,6 @@ use crate::cluster::entry::{Entry, EntryKind, EntryWriter};
 use crate::command::TopicSettings;
 use crate::error::BrokerError;
 use crate::ids::TopicId;
-use crate::journal::MAX_PARTITIONS_EVER;
-use crate::name::validate_topic_name;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// An incarnation that is live or being deleted.
@@ -193,17 +191,7 @@ impl Catalog {
         settings: &TopicSettings,
         config: &Config,
     ) -> Result<(), BrokerError> {
-        validate_topic_name(name)?;
-        let max = config.max_partitions.min(MAX_PARTITIONS_EVER);
-        if partitions == 0 || partitions > max {
-            return Err(BrokerError::InvalidPartitionCount { requested: partitions, max });
-        }
-        if settings.deletion_grace_ms > config.max_grace_ms {
-            return Err(BrokerError::InvalidSettings(format!(
-                "deletion grace {} ms exceeds the limit of {} ms",
-                settings.deletion_grace_ms, config.max_grace_ms
-            )));
-        }
+        config.check_new_topic(name, partitions, settings)?;
         if self.live.contains_key(name) {
             return Err(BrokerError::TopicAlreadyExists { name: name.to_string() });
         }
