@@ -46,10 +46,24 @@ pub struct DriverOptions {
     pub on_recovery_retry: Option<fn(&str)>,
 }
 
+/// The most records one produce may carry in broker-fs: as many as the smallest Kafka
+/// records fill one log frame with, so that a Kafka produce is bounded by its bytes
+/// (`MESSAGE_TOO_LARGE`, which the Java producer answers by splitting the batch) and
+/// never by a count no Kafka client knows of. The core's default, 10,000, is what
+/// librdkafka puts in one batch by default; a producer with a larger `batch.size` sends
+/// more small records than that.
+pub const MAX_BATCH_RECORDS: usize = broker_core::logcodec::MAX_LOG_FRAME / crate::kafka::batches::MIN_STORED;
+
+/// The core's configuration as broker-fs runs it: the core's defaults, with a produce's
+/// record count at [`MAX_BATCH_RECORDS`].
+pub fn default_config() -> Config {
+    Config { max_batch_records: MAX_BATCH_RECORDS, ..Config::default() }
+}
+
 impl Default for DriverOptions {
     fn default() -> DriverOptions {
         DriverOptions {
-            config: Config::default(),
+            config: default_config(),
             log_workers: 4,
             recovery_attempts: Some(6),
             recovery_timeout: None,

@@ -16,6 +16,9 @@ use std::fmt;
 
 /// Bytes before a batch's records.
 pub const BATCH_HEADER: usize = 61;
+/// The fewest bytes a stored record takes: its batch header and the smallest record
+/// (a length, attributes, two deltas, a null key, a null value and no headers).
+pub const MIN_STORED: usize = BATCH_HEADER + 7;
 /// Where the CRC-covered part of a batch begins.
 const CRC_FROM: usize = 21;
 const MAGIC: u8 = 2;
@@ -35,9 +38,13 @@ pub enum BatchError {
     Corrupt(String),
     /// A compressed batch: `UNSUPPORTED_COMPRESSION_TYPE`.
     Compressed(i16),
-    /// Valid bytes this broker refuses (transactions, idempotence, a record offset out
-    /// of sequence, an old message format): `INVALID_RECORD`.
+    /// Valid bytes this broker refuses (transactions, idempotence, an old message
+    /// format): `INVALID_RECORD`.
     Refused(String),
+    /// A batch whose CRC holds but whose records do not add up (a count, a length, an
+    /// offset delta), or no batch at all: the producer sent what it meant, and it is
+    /// wrong, so `INVALID_RECORD` as Kafka answers, not `CORRUPT_MESSAGE`.
+    Invalid(String),
 }
 
 impl fmt::Display for BatchError {
@@ -49,6 +56,7 @@ impl fmt::Display for BatchError {
                 "compressed record batches (codec {codec}) are not supported: set compression.type=none in the producer"
             ),
             BatchError::Refused(why) => write!(f, "record batch refused: {why}"),
+            BatchError::Invalid(why) => write!(f, "invalid record batch: {why}"),
         }
     }
 }
@@ -133,7 +141,7 @@ pub type StoredBatch = Vec<u8>;
 pub fn split(mut records: &[u8]) -> Result<Vec<StoredBatch>, BatchError> {
     let mut out = Vec::new();
     if records.is_empty() {
-        return Err(BatchError::Corrupt("no record batch".into()));
+        return Err(BatchError::Invalid("no record batch".into()));
     }
     while !records.is_empty() {
         let used = split_one(records, &mut out)?;
@@ -188,14 +196,32 @@ fn split_one(bytes: &[u8], out: &mut Vec<StoredBatch>) -> Result<usize, BatchErr
             "producer id {producer_id}: idempotent producers are not supported (set enable.idempotence=false)"
         )));
     }
+    // Past the CRC, the bytes are what the producer meant: what does not add up in
+    // them is an invalid batch, not a corrupt one.
+    records(&mut r, last_offset_delta, base_timestamp, total, out).map_err(|e| match e {
+        BatchError::Corrupt(why) => BatchError::Invalid(why),
+        e => e,
+    })?;
+    Ok(total)
+}
+
+/// The records of a batch whose header and CRC were checked, `r` at its record count,
+/// split into `out`.
+fn records(
+    r: &mut Reader<'_>,
+    last_offset_delta: i32,
+    base_timestamp: i64,
+    total: usize,
+    out: &mut Vec<StoredBatch>,
+) -> Result<(), BatchError> {
     let count = r.i32()?;
     // Every record takes at least 7 bytes: no count above what the bytes can hold.
     let room = (total - BATCH_HEADER) / 7;
     if count < 1 || count as usize > room {
-        return Err(BatchError::Corrupt(format!("record count {count} for {} bytes of records", total - BATCH_HEADER)));
+        return Err(BatchError::Invalid(format!("record count {count} for {} bytes of records", total - BATCH_HEADER)));
     }
     if last_offset_delta != count - 1 {
-        return Err(BatchError::Refused(format!("last offset delta {last_offset_delta} for {count} records")));
+        return Err(BatchError::Invalid(format!("last offset delta {last_offset_delta} for {count} records")));
     }
     out.reserve(count as usize);
     for index in 0..count {
@@ -206,7 +232,7 @@ fn split_one(bytes: &[u8], out: &mut Vec<StoredBatch>) -> Result<usize, BatchErr
         let timestamp_delta = rec.varlong()?;
         let offset_delta = rec.varint()?;
         if offset_delta != index {
-            return Err(BatchError::Refused(format!("record {index} has offset delta {offset_delta}")));
+            return Err(BatchError::Invalid(format!("record {index} has offset delta {offset_delta}")));
         }
         let timestamp = base_timestamp
             .checked_add(timestamp_delta)
@@ -235,9 +261,9 @@ fn split_one(bytes: &[u8], out: &mut Vec<StoredBatch>) -> Result<usize, BatchErr
         out.push(single(record_attributes, timestamp, &rec.bytes[body_from..]));
     }
     if r.at != total {
-        return Err(BatchError::Corrupt(format!("{} bytes after the last record of the batch", total - r.at)));
+        return Err(BatchError::Invalid(format!("{} bytes after the last record of the batch", total - r.at)));
     }
-    Ok(total)
+    Ok(())
 }
 
 /// A v2 batch of one record at offset 0: `body` is the record's key, value and headers
@@ -412,7 +438,7 @@ mod tests {
         *bad_crc.last_mut().unwrap() ^= 1;
         assert!(matches!(split(&bad_crc), Err(BatchError::Corrupt(m)) if m.contains("CRC")));
         assert!(matches!(split(&good[..good.len() - 1]), Err(BatchError::Corrupt(_))));
-        assert!(matches!(split(&[]), Err(BatchError::Corrupt(_))));
+        assert!(matches!(split(&[]), Err(BatchError::Invalid(m)) if m.contains("no record batch")));
         let mut trailing = good.clone();
         trailing.push(0);
         assert!(split(&trailing).is_err(), "a byte after the last batch");
@@ -432,7 +458,8 @@ mod tests {
         huge[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
         let crc = crc32c::crc32c(&huge[CRC_FROM..]);
         huge[17..21].copy_from_slice(&crc.to_be_bytes());
-        assert!(matches!(split(&huge), Err(BatchError::Corrupt(m)) if m.contains("record count")));
+        // Behind a CRC that holds, what does not add up is invalid, not corrupt.
+        assert!(matches!(split(&huge), Err(BatchError::Invalid(m)) if m.contains("record count")));
         let mut idempotent = good;
         idempotent[43..51].copy_from_slice(&7i64.to_be_bytes());
         let crc = crc32c::crc32c(&idempotent[CRC_FROM..]);

@@ -15,7 +15,9 @@ pub fn code(e: &BrokerError) -> i16 {
         BrokerError::InvalidSettings(_) => E::InvalidConfig,
         BrokerError::TopicAlreadyExists { .. } => E::TopicAlreadyExists,
         BrokerError::OffsetOutOfRange { .. } | BrokerError::OffsetBeforeStart { .. } => E::OffsetOutOfRange,
-        BrokerError::BatchTooLarge { .. } => E::RecordListTooLarge,
+        // Kafka's answer to a batch over `max.message.bytes`; the Java producer splits
+        // the batch and tries again.
+        BrokerError::BatchTooLarge { .. } => E::MessageTooLarge,
         BrokerError::InvalidRequest(_) => E::InvalidRequest,
         BrokerError::Unavailable(_) => E::LeaderNotAvailable,
         BrokerError::Halted(_) | BrokerError::OutcomeUnknown(_) => E::RequestTimedOut,

@@ -125,8 +125,11 @@ async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Co
                 Outcome::Respond(response) => response,
                 Outcome::Silent => continue,
                 Outcome::Close(reason) => {
+                    // Logged before the socket closes, so that the log says why by the
+                    // time the client sees it closed.
+                    eprintln!("warning: kafka: {peer}: {reason}; connection closed");
                     let _ = writer.shutdown().await;
-                    return Err(reason);
+                    return Ok(());
                 }
             };
             let frame = match apis::frame(q.correlation_id, q.version, &response) {
@@ -237,7 +240,7 @@ async fn read_requests(
         let held = match &request {
             apis::Request::Fetch(r) => {
                 drop(request_held);
-                shares.take(size + handlers::fetch_reservation(r, ctx.limits.max_record_bytes)).await
+                shares.take(size + handlers::fetch_reservation(r, ctx.limits.core.max_record_bytes)).await
             }
             _ => request_held,
         };

@@ -40,30 +40,19 @@ use tokio::sync::oneshot;
 pub const WRITE_TIMEOUT_MS: u64 = 30_000;
 
 /// The listener's limits: the core's, which it checks itself so that a client gets
-/// Kafka's own error for them (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`), and its own.
-#[derive(Clone, Copy, Debug)]
+/// Kafka's own error for them (`MESSAGE_TOO_LARGE`) and a create that only validates is
+/// judged as the core would, and its own.
+#[derive(Clone, Debug)]
 pub struct Limits {
-    /// [`Config::max_record_bytes`].
-    pub max_record_bytes: usize,
-    /// [`Config::max_batch_records`].
-    pub max_batch_records: usize,
-    /// [`Config::max_fetch_records`].
-    pub max_fetch_records: u32,
-    /// [`Config::max_fetch_bytes`].
-    pub max_fetch_bytes: u64,
+    /// The core's configuration.
+    pub core: Config,
     /// A client that reads none of a response for this long is cut off.
     pub write_timeout: std::time::Duration,
 }
 
 impl From<&Config> for Limits {
     fn from(c: &Config) -> Limits {
-        Limits {
-            max_record_bytes: c.max_record_bytes,
-            max_batch_records: c.max_batch_records,
-            max_fetch_records: c.max_fetch_records,
-            max_fetch_bytes: c.max_fetch_bytes,
-            write_timeout: std::time::Duration::from_millis(WRITE_TIMEOUT_MS),
-        }
+        Limits { core: c.clone(), write_timeout: std::time::Duration::from_millis(WRITE_TIMEOUT_MS) }
     }
 }
 

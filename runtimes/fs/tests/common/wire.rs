@@ -28,8 +28,8 @@ pub fn high_watermarks(s: &mut TcpStream, partitions: i32) -> Vec<i64> {
     let latest = (0..partitions).map(|p| ListOffsetsPartition::default().with_partition_index(p).with_timestamp(-1));
     let request = ListOffsetsRequest::default()
         .with_topics(vec![ListOffsetsTopic::default().with_name(name("t")).with_partitions(latest.collect())]);
-    s.write_all(&frame(ApiKey::ListOffsets, 7, 99, &request)).unwrap();
-    let (_, r) = response::<ListOffsetsResponse>(s, 7);
+    s.write_all(&frame(ApiKey::ListOffsets, 6, 99, &request)).unwrap();
+    let (_, r) = response::<ListOffsetsResponse>(s, 6);
     r.topics[0]
         .partitions
         .iter()
@@ -86,7 +86,10 @@ pub fn record(offset: i64, key: Option<String>, value: String) -> kafka_protocol
         producer_epoch: -1,
         timestamp_type: kafka_protocol::records::TimestampType::Creation,
         offset,
-        sequence: -1,
+        // The crate's encoder starts a new batch wherever offset minus sequence changes:
+        // this keeps a run of records from 0 in one batch, whose base sequence is then
+        // -1, as a producer without idempotence writes it.
+        sequence: offset as i32 - 1,
         timestamp: 1_000 + offset,
         key: key.map(Bytes::from),
         value: Some(Bytes::from(value)),

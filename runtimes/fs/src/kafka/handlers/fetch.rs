@@ -1,7 +1,7 @@
 //! Fetch: each partition read within the response's bound, waiting while `min_bytes`
 //! asks for more than there is.
 
-use super::{epoch_mismatch, leader_epoch, Context, Outcome, Pending};
+use super::{epoch_mismatch, leader_epoch, ready, Context, Outcome, Pending};
 use crate::kafka::apis::Response;
 use crate::kafka::batches;
 use crate::kafka::errors::code;
@@ -18,9 +18,6 @@ use std::time::Duration;
 const FETCH_POLL: Duration = Duration::from_millis(20);
 /// The longest a fetch waits for records, whatever it asks.
 const MAX_FETCH_WAIT: Duration = Duration::from_secs(30);
-/// The fewest bytes a stored record takes in a fetch response: its batch header and the
-/// smallest record.
-const MIN_SERVED_RECORD: i64 = batches::BATCH_HEADER as i64 + 7;
 
 /// One partition of a fetch.
 #[derive(Clone, Debug)]
@@ -70,10 +67,17 @@ fn wanted_partitions(r: &FetchRequest) -> Vec<Wanted> {
     wanted
 }
 
+/// Fetch, without sessions: a full fetch (session epoch 0 or -1) is served and gets
+/// session id 0, which tells the client no session was made, so it never sends an
+/// incremental one; one that does anyway (epoch above 0) names a session that does
+/// not exist, and is told so (`FETCH_SESSION_ID_NOT_FOUND`), as Kafka would.
 pub(super) fn fetch(ctx: &Context, r: FetchRequest) -> Pending {
+    if r.session_epoch > 0 {
+        return ready(Response::Fetch(FetchResponse::default().with_error_code(E::FetchSessionIdNotFound.code())));
+    }
     let wanted = wanted_partitions(&r);
     let core = ctx.core.clone();
-    let max_records = ctx.limits.max_fetch_records;
+    let max_records = ctx.limits.core.max_fetch_records;
     // The topics' high watermarks as this request is read, in the connection's order.
     let first = describe_topics(&core, &wanted);
     let wait = Duration::from_millis(r.max_wait_ms.max(0) as u64).min(MAX_FETCH_WAIT);
@@ -188,7 +192,7 @@ async fn read_partition(
     if offset == hw || (limit == 0 && !first) {
         return Ok((Vec::new(), hw as i64));
     }
-    let max_records = (limit / MIN_SERVED_RECORD + 1).clamp(1, i64::from(max_records)) as u32;
+    let max_records = (limit / batches::MIN_STORED as i64 + 1).clamp(1, i64::from(max_records)) as u32;
     let command =
         Command::Fetch { topic: w.topic.0.to_string(), partition, offset, max_records, max_bytes: Some(limit as u64) };
     match core.submit(command).get().await {

@@ -9,6 +9,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::ResponseError as E;
+use std::collections::BTreeSet;
 
 pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
     let list = ctx.core.submit(Command::ListTopics);
@@ -18,10 +19,15 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
             .with_node_id(BrokerId(NODE))
             .with_host(text(local.ip().to_string()))
             .with_port(i32::from(local.port()));
-        let response = MetadataResponse::default()
+        let mut response = MetadataResponse::default()
             .with_brokers(vec![broker])
             .with_cluster_id(Some(text(CLUSTER_ID)))
             .with_controller_id(BrokerId(NODE));
+        // A field of versions 8 to 10 only.
+        if (8..=10).contains(&v) && r.include_cluster_authorized_operations {
+            response.cluster_authorized_operations = operations(&CLUSTER_OPERATIONS);
+        }
+        let topic_operations = (v >= 8 && r.include_topic_authorized_operations).then(|| operations(&TOPIC_OPERATIONS));
         let live = match list.get().await {
             Ok(Reply::Topics(live)) => live,
             other => {
@@ -40,10 +46,13 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
             Some(t) => t.is_empty() && v == 0,
         };
         let topics = if every {
-            live.iter().map(describe_topic).collect()
+            live.iter().map(|t| describe_topic(t, topic_operations)).collect()
         } else {
-            r.topics
-                .unwrap_or_default()
+            // A topic asked for twice is answered once, as Kafka answers it.
+            let mut asked = r.topics.unwrap_or_default();
+            let mut seen = BTreeSet::new();
+            asked.retain(|t| seen.insert((t.name.clone(), t.topic_id)));
+            asked
                 .into_iter()
                 .map(|wanted| {
                     let found = match &wanted.name {
@@ -51,7 +60,7 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
                         None => live.iter().find(|t| topic_uuid(t.id) == wanted.topic_id),
                     };
                     match (found, wanted.name) {
-                        (Some(t), _) => describe_topic(t),
+                        (Some(t), _) => describe_topic(t, topic_operations),
                         // Never created by asking: an unknown name is an error.
                         (None, Some(name)) => MetadataResponseTopic::default()
                             .with_name(Some(name))
@@ -68,7 +77,22 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
     })
 }
 
-fn describe_topic(t: &TopicDescription) -> MetadataResponseTopic {
+/// Kafka's ACL operations (`AclOperation`) that apply to a topic: read, write, create,
+/// delete, alter, describe, describe configs, alter configs.
+const TOPIC_OPERATIONS: [u8; 8] = [3, 4, 5, 6, 7, 8, 10, 11];
+/// Those that apply to the cluster: create, alter, describe, cluster action, describe
+/// configs, alter configs, idempotent write.
+const CLUSTER_OPERATIONS: [u8; 7] = [5, 7, 8, 9, 10, 11, 12];
+
+/// The authorized operations a client asked for, as Kafka's bit field: this broker has
+/// no authorization, so every operation on the resource is allowed to everyone, as a
+/// Kafka broker without an authorizer answers.
+fn operations(allowed: &[u8]) -> i32 {
+    allowed.iter().fold(0, |bits, op| bits | 1 << op)
+}
+
+/// A live topic's metadata; `operations`: its authorized operations, if asked for.
+fn describe_topic(t: &TopicDescription, operations: Option<i32>) -> MetadataResponseTopic {
     let partitions = (0..t.partitions as i32)
         .map(|p| {
             MetadataResponsePartition::default()
@@ -83,4 +107,5 @@ fn describe_topic(t: &TopicDescription) -> MetadataResponseTopic {
         .with_name(Some(TopicName(text(t.name.clone()))))
         .with_topic_id(topic_uuid(t.id))
         .with_partitions(partitions)
+        .with_topic_authorized_operations(operations.unwrap_or(i32::MIN))
 }

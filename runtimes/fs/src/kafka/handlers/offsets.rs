@@ -7,13 +7,22 @@ use crate::kafka::errors::code;
 use broker_core::{Command, Reply};
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{
-    ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
 };
 use kafka_protocol::ResponseError as E;
+use std::collections::BTreeMap;
 
 /// ListOffsets; the leader epoch goes in the answer from version 4 on (it is not a field
 /// of earlier versions, which then could not be encoded).
+/// A partition named twice in one request is answered `INVALID_REQUEST` at each
+/// mention, as Kafka answers it.
 pub(super) fn list_offsets(ctx: &Context, v: i16, r: ListOffsetsRequest) -> Pending {
+    let mut named: BTreeMap<(TopicName, i32), usize> = BTreeMap::new();
+    for t in &r.topics {
+        for p in &t.partitions {
+            *named.entry((t.name.clone(), p.partition_index)).or_default() += 1;
+        }
+    }
     let topics: Vec<_> = r
         .topics
         .into_iter()
@@ -34,6 +43,7 @@ pub(super) fn list_offsets(ctx: &Context, v: i16, r: ListOffsetsRequest) -> Pend
                         .with_partition_index(p.partition_index)
                         .with_timestamp(-1);
                     let found = match &described {
+                        _ if named[&(topic.name.clone(), p.partition_index)] > 1 => Err(E::InvalidRequest.code()),
                         Ok(Reply::Described(t)) => usize::try_from(p.partition_index)
                             .ok()
                             .and_then(|i| t.high_watermarks.get(i).copied())

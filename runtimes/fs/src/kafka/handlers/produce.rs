@@ -5,10 +5,12 @@ use crate::kafka::apis::Response;
 use crate::kafka::batches;
 use crate::kafka::errors::code;
 use crate::kafka::Answer;
+use broker_core::logcodec::batch_bytes;
 use broker_core::{Command, ProduceRecord, Reply};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::ResponseError as E;
+use std::collections::BTreeMap;
 
 /// One partition of a produce: refused at once, or submitted to the core.
 enum Appending {
@@ -19,19 +21,30 @@ enum Appending {
 pub(super) fn produce(ctx: &Context, r: ProduceRequest) -> Pending {
     let acks = r.acks;
     let valid_acks = matches!(acks, -1..=1);
+    let mut named: BTreeMap<(&str, i32), usize> = BTreeMap::new();
+    for topic in &r.topic_data {
+        for p in &topic.partition_data {
+            *named.entry((topic.name.0.as_str(), p.index)).or_default() += 1;
+        }
+    }
     let mut topics = Vec::new();
-    for topic in r.topic_data {
+    for topic in &r.topic_data {
         let name = topic.name.0.to_string();
         let mut partitions = Vec::new();
-        for p in topic.partition_data {
+        for p in &topic.partition_data {
             let appending = if !valid_acks {
                 Appending::Refused(E::InvalidRequiredAcks.code(), format!("acks={acks}: use 0, 1 or -1 (all)"))
+            } else if named[&(topic.name.0.as_str(), p.index)] > 1 {
+                // Kafka keeps one of them; which one a client meant is anyone's guess, so
+                // neither is appended.
+                let message = format!("partition {} of {name:?} is named twice in one request", p.index);
+                Appending::Refused(E::InvalidRequest.code(), message)
             } else {
                 append(ctx, &name, p.index, p.records.as_deref())
             };
             partitions.push((p.index, appending));
         }
-        topics.push((topic.name, partitions));
+        topics.push((topic.name.clone(), partitions));
     }
     Box::pin(async move {
         let mut responses = Vec::new();
@@ -90,29 +103,32 @@ fn append(ctx: &Context, topic: &str, index: i32, records: Option<&[u8]>) -> App
             let error = match e {
                 batches::BatchError::Corrupt(_) => E::CorruptMessage,
                 batches::BatchError::Compressed(_) => E::UnsupportedCompressionType,
-                batches::BatchError::Refused(_) => E::InvalidRecord,
+                batches::BatchError::Refused(_) | batches::BatchError::Invalid(_) => E::InvalidRecord,
             };
             return Appending::Refused(error.code(), e.to_string());
         }
     };
     let limits = &ctx.limits;
-    if let Some(big) = stored.iter().find(|s| s.len() > limits.max_record_bytes) {
+    if let Some(big) = stored.iter().find(|s| s.len() > limits.core.max_record_bytes) {
         let message = format!(
             "a record takes {} bytes as stored, over the limit of {} bytes",
             big.len(),
-            limits.max_record_bytes
+            limits.core.max_record_bytes
         );
         return Appending::Refused(E::MessageTooLarge.code(), message);
     }
-    if stored.len() > limits.max_batch_records {
+    let records: Vec<ProduceRecord> = stored.into_iter().map(|value| ProduceRecord { key: None, value }).collect();
+    // By bytes, never by count: a Kafka batch is bounded by its size, and the core's
+    // count limit lies past it (see `driver::MAX_BATCH_RECORDS`).
+    let bytes = batch_bytes(&records);
+    if bytes > limits.core.batch_bytes_limit() {
         let message = format!(
-            "{} records in one partition of one request, over the limit of {}",
-            stored.len(),
-            limits.max_batch_records
+            "{} records take {bytes} bytes as stored, over the limit of {} bytes for one partition of one request",
+            records.len(),
+            limits.core.batch_bytes_limit()
         );
-        return Appending::Refused(E::RecordListTooLarge.code(), message);
+        return Appending::Refused(E::MessageTooLarge.code(), message);
     }
-    let records = stored.into_iter().map(|value| ProduceRecord { key: None, value }).collect();
     Appending::Submitted(ctx.core.submit(Command::Produce {
         topic: topic.to_string(),
         partition: Some(partition),
