@@ -1,6 +1,6 @@
 //! The metadata journal: topic creations, tombstones, deletion progress and snapshots.
 //!
-//! File layout (format version 3):
+//! File layout (format versions 3 and 4; 4 differs only in record kinds):
 //!
 //! ```text
 //! 0      header: "BRKJ", version u16, epoch u64, CRC32C u32 of the 14 bytes before it

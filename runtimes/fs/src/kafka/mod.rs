@@ -1,21 +1,25 @@
-//! The Kafka listener of `broker-fs serve --kafka ADDR`: standard Kafka clients create,
-//! produce to, fetch from, list and delete topics of broker-core.
+//! The Kafka listener of `broker-fs serve --kafka ADDR`: Kafka clients create, produce
+//! to, fetch from, list and delete topics of broker-core.
 //!
-//! - **APIs**: ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch and
-//!   ListOffsets, at the versions [`apis::SUPPORTED`] lists. There are no consumer groups,
-//!   transactions or idempotent producers: consumers assign partitions and seek, and
-//!   producers run with `enable.idempotence=false`. Anything else closes the connection
-//!   with the reason on standard error ([`listener`]).
+//! - **APIs**: ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
+//!   ListOffsets and OffsetForLeaderEpoch, at the versions [`apis::SUPPORTED`] lists, one
+//!   module of [`handlers`] each. There are no consumer groups, transactions or
+//!   idempotent producers: consumers assign partitions and seek, and producers run with
+//!   `enable.idempotence=false`. Anything else closes the connection with the reason on
+//!   standard error ([`listener`]).
 //! - **Records** are Kafka v2 record batches, CRC checked on produce and stored one
-//!   record per core offset, so Kafka offsets are the core's ([`batches`]).
+//!   record per core offset, so Kafka offsets are the core's ([`batches`]); a produce is
+//!   bounded by its bytes, never its count.
 //! - **Deletion**: a topic whose deletion is acknowledged is gone from Metadata at once,
 //!   and produce and fetch get `UNKNOWN_TOPIC_OR_PARTITION`, while its logs are removed in
-//!   the background; creating the name again works at once, with a new topic id.
+//!   the background; creating the name again works at once, with a new topic id, a
+//!   higher leader epoch, and offsets past the old incarnation's, so that a consumer of
+//!   the old one is told its offset is out of range.
 //!   Metadata never creates a topic.
 //! - **acks**: `acks=all` (-1) and `acks=1` both answer once the records are durable
 //!   (fsynced) in their partition's log: this broker is the only replica, so the two are
 //!   the same. `acks=0` gets no answer, as Kafka specifies; its records are appended
-//!   (and made durable) all the same, and a client learns nothing of a failure.
+//!   (and made durable) all the same, and a failure closes the connection.
 //! - **Partitioning** is the client's: a produce lands in the partition it names.
 //!   Kafka's Java client and kafka-python choose `murmur2(key) % partitions`, the core's
 //!   own [`broker_core::partitioner`]; librdkafka does with `partitioner=murmur2_random`.
