@@ -4,6 +4,7 @@
 use super::{epoch_mismatch, leader_epoch, Context, Outcome, Pending};
 use crate::kafka::apis::Response;
 use crate::kafka::errors::code;
+use crate::kafka::Answer;
 use broker_core::{Command, Reply};
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{
@@ -23,14 +24,7 @@ pub(super) fn list_offsets(ctx: &Context, v: i16, r: ListOffsetsRequest) -> Pend
             *named.entry((t.name.clone(), p.partition_index)).or_default() += 1;
         }
     }
-    let topics: Vec<_> = r
-        .topics
-        .into_iter()
-        .map(|t| {
-            let answer = ctx.core.submit(Command::DescribeTopic { name: t.name.0.to_string() });
-            (t, answer)
-        })
-        .collect();
+    let topics = described(ctx, r.topics, |t| &t.name);
     Box::pin(async move {
         let mut responses = Vec::new();
         for (topic, answer) in topics {
@@ -80,14 +74,7 @@ pub(super) fn list_offsets(ctx: &Context, v: i16, r: ListOffsetsRequest) -> Pend
 /// its position then meets `OFFSET_OUT_OF_RANGE` and resets); a newer one is unknown.
 pub(super) fn offsets_for_epochs(ctx: &Context, r: OffsetForLeaderEpochRequest) -> Pending {
     use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
-    let topics: Vec<_> = r
-        .topics
-        .into_iter()
-        .map(|t| {
-            let answer = ctx.core.submit(Command::DescribeTopic { name: t.topic.0.to_string() });
-            (t, answer)
-        })
-        .collect();
+    let topics = described(ctx, r.topics, |t| &t.topic);
     Box::pin(async move {
         let mut results = Vec::new();
         for (topic, answer) in topics {
@@ -120,4 +107,15 @@ pub(super) fn offsets_for_epochs(ctx: &Context, r: OffsetForLeaderEpochRequest) 
         }
         Outcome::Respond(Response::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::default().with_topics(results)))
     })
+}
+
+/// Each topic of a request with a DescribeTopic submitted for it, in order.
+fn described<T>(ctx: &Context, topics: Vec<T>, name: impl Fn(&T) -> &TopicName) -> Vec<(T, Answer)> {
+    topics
+        .into_iter()
+        .map(|t| {
+            let answer = ctx.core.submit(Command::DescribeTopic { name: name(&t).0.to_string() });
+            (t, answer)
+        })
+        .collect()
 }
