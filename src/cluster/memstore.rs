@@ -27,16 +27,18 @@ impl MemStore {
                 None => StoreOutput::Missing,
             },
             StoreOp::List { prefix, after, limit } => {
-                let keys = self
+                let mut keys: Vec<String> = self
                     .objects
                     .range::<String, _>(prefix..)
                     .map(|(k, _)| k)
                     .take_while(|k| k.starts_with(prefix.as_str()))
                     .filter(|k| after.as_ref().is_none_or(|a| *k > a))
-                    .take(*limit as usize)
+                    .take(*limit as usize + 1)
                     .cloned()
                     .collect();
-                StoreOutput::Listed(keys)
+                let more = keys.len() > *limit as usize;
+                keys.truncate(*limit as usize);
+                StoreOutput::Listed { keys, more }
             }
             StoreOp::Delete { key } => {
                 self.objects.remove(key);
@@ -75,9 +77,12 @@ mod tests {
         }
         let list =
             |after: Option<&str>, limit| StoreOp::List { prefix: "j/".into(), after: after.map(Into::into), limit };
-        assert_eq!(s.apply(&list(None, 10)), StoreOutput::Listed(vec!["j/1".into(), "j/2".into(), "j/3".into()]));
-        assert_eq!(s.apply(&list(Some("j/1"), 1)), StoreOutput::Listed(vec!["j/2".into()]));
-        assert_eq!(s.apply(&list(Some("j/3"), 10)), StoreOutput::Listed(vec![]));
+        let page =
+            |keys: &[&str], more| StoreOutput::Listed { keys: keys.iter().map(|k| k.to_string()).collect(), more };
+        assert_eq!(s.apply(&list(None, 10)), page(&["j/1", "j/2", "j/3"], false));
+        assert_eq!(s.apply(&list(None, 3)), page(&["j/1", "j/2", "j/3"], false), "exactly full, and the last");
+        assert_eq!(s.apply(&list(Some("j/1"), 1)), page(&["j/2"], true));
+        assert_eq!(s.apply(&list(Some("j/3"), 10)), page(&[], false));
         assert_eq!(s.apply(&StoreOp::Delete { key: "j/2".into() }), StoreOutput::Deleted);
         assert_eq!(s.apply(&StoreOp::Delete { key: "j/2".into() }), StoreOutput::Deleted, "deleting twice is fine");
         assert_eq!(s.apply(&StoreOp::Get { key: "j/2".into() }), StoreOutput::Missing);

@@ -153,8 +153,9 @@ enum After {
     Command(Command),
     /// A produce whose segments exist: acknowledged if its topic is still live.
     Produced,
-    /// A fetch that has read its records: answered if its topic is still live.
-    Fetched(Reply),
+    /// A fetch that has read its records, or found its offset past the end: answered
+    /// so if its topic is still live.
+    Fetched(Result<Reply, BrokerError>),
 }
 
 /// A produce or fetch between its two fences.
@@ -215,6 +216,43 @@ struct Search {
     /// The journal has a gap (or a listed entry was gone): a snapshot past `from` must
     /// exist. Otherwise the round checks that its reads are not older than a snapshot.
     required: bool,
+}
+
+/// A page of a listing, and where the listing began.
+#[derive(Debug)]
+struct Page {
+    /// The keys, in order: any under the prefix, ours or not.
+    keys: Vec<String>,
+    /// Whether keys may follow (the store says so: a page's length says nothing).
+    more: bool,
+    /// The listing's `after`.
+    after: Option<String>,
+}
+
+impl Page {
+    /// The page a listing `op` gave.
+    fn of(keys: Vec<String>, more: bool, op: &StoreOp) -> Page {
+        let after = match op {
+            StoreOp::List { after, .. } => after.clone(),
+            _ => None,
+        };
+        Page { keys, more, after }
+    }
+
+    /// Where the next page begins: after this page's last key, or, if it had none, where
+    /// this one began.
+    fn next(&self) -> Option<String> {
+        self.keys.last().cloned().or_else(|| self.after.clone())
+    }
+}
+
+/// Where a paged walk goes once the page in hand is done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Then {
+    /// That page was the last.
+    Done,
+    /// Lists on, after this key (`None`: from the start).
+    From(Option<String>),
 }
 
 /// A compaction in flight (rule C).
@@ -314,9 +352,9 @@ pub struct Node {
     removing: Option<(TopicId, usize)>,
     /// When the reconciler next runs.
     next_reconcile: Option<Time>,
-    /// The reconciler's pass in flight: where its listing goes on from, and how many of
-    /// its deletes are in flight.
-    reconciling: Option<(Option<String>, usize)>,
+    /// The reconciler's pass in flight: where its listing goes on once the page in
+    /// hand is done, and how many of that page's deletes are in flight.
+    reconciling: Option<(Then, usize)>,
     /// Orphans the reconciler has deleted, over the node's life.
     orphans_removed: u64,
     /// The newest snapshot this node wrote or loaded (0: none).
@@ -417,7 +455,7 @@ impl Node {
         self.start_removal();
         if self.next_reconcile.is_some_and(|at| at <= now) && self.reconciling.is_none() && self.broken.is_none() {
             self.next_reconcile = Some(now.plus_millis(self.options.reconcile_every_ms));
-            self.reconciling = Some((None, 0));
+            self.reconciling = Some((Then::From(None), 0));
             self.list_orphans(None);
         }
     }
@@ -517,11 +555,13 @@ impl Node {
             }
         };
         match (purpose, output) {
-            (Purpose::FenceList, StoreOutput::Listed(keys)) => self.listed(keys),
+            (Purpose::FenceList, StoreOutput::Listed { keys, more }) => self.listed(Page::of(keys, more, &op)),
             (Purpose::FenceGet(seq), StoreOutput::Found(bytes)) => self.read_entry(seq, &bytes),
             // Compacted since it was listed: a snapshot past it exists.
             (Purpose::FenceGet(seq), StoreOutput::Missing) => self.entry_gone(seq),
-            (Purpose::FenceSnapshots, StoreOutput::Listed(keys)) => self.snapshots_listed(keys),
+            (Purpose::FenceSnapshots, StoreOutput::Listed { keys, more }) => {
+                self.snapshots_listed(Page::of(keys, more, &op))
+            }
             (Purpose::FenceSnapshot(seq), StoreOutput::Found(bytes)) => self.snapshot_read(seq, &bytes),
             // Compacted in turn: a newer one exists.
             (Purpose::FenceSnapshot(_), StoreOutput::Missing) => self.search_again(),
@@ -529,8 +569,8 @@ impl Node {
             (Purpose::Append, StoreOutput::Exists) if self.planted(Bug::ClusterUnconditionalAppend) => self.appended(),
             (Purpose::Append, StoreOutput::Exists) => self.check_append(),
             (Purpose::AppendCheck, StoreOutput::Found(bytes)) => self.append_checked(&bytes),
-            (Purpose::Segments { request, partition, after }, StoreOutput::Listed(keys)) => {
-                self.segments_listed(request, partition, after, keys);
+            (Purpose::Segments { request, partition, after }, StoreOutput::Listed { keys, more }) => {
+                self.segments_listed(request, partition, after, Page::of(keys, more, &op));
             }
             (Purpose::ReadSegment { request, partition, base }, StoreOutput::Found(bytes)) => {
                 self.segment_read(request, partition, base, &bytes);
@@ -554,11 +594,17 @@ impl Node {
                     self.write_part(request, partition, base);
                 }
             }
-            (Purpose::RemoveList(topic), StoreOutput::Listed(keys)) => self.removal_listed(topic, keys),
+            (Purpose::RemoveList(topic), StoreOutput::Listed { keys, more }) => {
+                self.removal_listed(topic, Page::of(keys, more, &op))
+            }
             (Purpose::RemoveSegment(topic), StoreOutput::Deleted) => self.segment_removed(topic),
-            (Purpose::ReconcileList, StoreOutput::Listed(keys)) => self.orphans_listed(keys),
+            (Purpose::ReconcileList, StoreOutput::Listed { keys, more }) => {
+                self.orphans_listed(Page::of(keys, more, &op))
+            }
             (Purpose::ReconcileDelete, StoreOutput::Deleted) => self.orphan_deleted(),
-            (Purpose::AppendSnapshots(seq), StoreOutput::Listed(keys)) => self.append_snapshots_listed(seq, keys),
+            (Purpose::AppendSnapshots(seq), StoreOutput::Listed { keys, more }) => {
+                self.append_snapshots_listed(seq, Page::of(keys, more, &op))
+            }
             (Purpose::AppendSnapshot(seq, at), StoreOutput::Found(bytes)) => self.judge_append(seq, at, &bytes),
             (Purpose::AppendSnapshot(seq, _), StoreOutput::Missing) => self.list_append_snapshots(seq, None),
             (Purpose::CompactWrite(seq), StoreOutput::Created) => self.snapshot_written(seq),
@@ -568,7 +614,9 @@ impl Node {
             (Purpose::CompactCheck(seq), StoreOutput::Found(bytes)) => self.snapshot_checked(seq, &bytes),
             // Deleted by a newer compaction, which deletes what this one would.
             (Purpose::CompactCheck(_), StoreOutput::Missing) => self.compaction = None,
-            (Purpose::CompactList, StoreOutput::Listed(keys)) => self.compaction_listed(keys),
+            (Purpose::CompactList, StoreOutput::Listed { keys, more }) => {
+                self.compaction_listed(Page::of(keys, more, &op))
+            }
             (Purpose::CompactDelete, StoreOutput::Deleted) => self.compaction_deleted(),
             (Purpose::AppendCheck, StoreOutput::Missing) => {
                 // The unknown create did not land (yet), or landed and was compacted:
@@ -669,26 +717,31 @@ impl Node {
     }
 
     fn list_journal(&mut self) {
+        self.list_journal_after(None);
+    }
+
+    /// Lists `j/` past the position, and past `key` (where a page that brought nothing
+    /// new ended: keys outside the layout, or entries folded meanwhile).
+    fn list_journal_after(&mut self, key: Option<String>) {
         let position = self.catalog.position();
-        let after = (position > 0).then(|| journal_key(position));
+        let after = (position > 0).then(|| journal_key(position)).max(key);
         let op = StoreOp::List { prefix: JOURNAL_PREFIX.into(), after, limit: self.options.list_limit.max(1) };
         self.issue(op, Purpose::FenceList);
     }
 
-    fn listed(&mut self, keys: Vec<String>) {
+    fn listed(&mut self, page: Page) {
         if self.round.as_ref().is_none_or(|r| r.search.is_some()) {
             return;
         }
-        let full = keys.len() >= self.options.list_limit.max(1) as usize;
         let position = self.catalog.position();
         // Only ours are listed under `j/`: anything else is skipped. Entries at or below
         // the position were folded while the listing was in flight (this node's own
         // append).
-        let seqs: Vec<u64> = keys.iter().filter_map(|k| parse_journal_key(k)).filter(|s| *s > position).collect();
+        let seqs: Vec<u64> = page.keys.iter().filter_map(|k| parse_journal_key(k)).filter(|s| *s > position).collect();
         if seqs.is_empty() {
-            // A full page of entries folded meanwhile: there may be more past them.
-            let more = full && keys.last().and_then(|k| parse_journal_key(k)).is_some();
-            return if more { self.list_journal() } else { self.end_round() };
+            // Nothing new on this page (entries folded meanwhile, keys outside the layout,
+            // or no keys at all): the round ends only at the listing's last page.
+            return if page.more { self.list_journal_after(page.next()) } else { self.end_round() };
         }
         if seqs.iter().zip(position + 1..).any(|(seq, expected)| *seq != expected) {
             // A gap: the entries after the position were compacted (rule C).
@@ -862,21 +915,34 @@ impl Node {
     }
 
     fn list_segments(&mut self, request: RequestId, topic: TopicId, partition: u32, after: Option<u64>) {
+        self.list_segments_after(request, topic, partition, after, None);
+    }
+
+    /// Lists the partition past `after`'s segment, or past `key` (the last key of the page
+    /// before, a foreign key maybe).
+    fn list_segments_after(
+        &mut self,
+        request: RequestId,
+        topic: TopicId,
+        partition: u32,
+        after: Option<u64>,
+        key: Option<String>,
+    ) {
         let op = StoreOp::List {
             prefix: partition_prefix(topic, partition),
-            after: after.map(|base| segment_key(topic, partition, base)),
+            after: key.or_else(|| after.map(|base| segment_key(topic, partition, base))),
             limit: self.options.list_limit.max(1),
         };
         self.issue(op, Purpose::Segments { request, partition, after });
     }
 
-    fn segments_listed(&mut self, request: RequestId, partition: u32, after: Option<u64>, keys: Vec<String>) {
-        let full = keys.len() >= self.options.list_limit.max(1) as usize;
+    fn segments_listed(&mut self, request: RequestId, partition: u32, after: Option<u64>, page: Page) {
         let Some(work) = self.work.get_mut(&request) else { return };
         let topic = match work {
             Work::Produce { topic, .. } | Work::Fetch { topic, .. } => *topic,
         };
-        let listed: Vec<u64> = keys
+        let listed: Vec<u64> = page
+            .keys
             .iter()
             .filter_map(|k| parse_segment_key(k))
             .filter(|(t, p, _)| *t == topic && *p == partition)
@@ -887,8 +953,8 @@ impl Node {
             bases.extend(&listed);
         }
         let last = listed.last().copied().or(after);
-        if full {
-            return self.list_segments(request, topic, partition, last);
+        if page.more {
+            return self.list_segments_after(request, topic, partition, last, page.next());
         }
         let cached = self.ends.get(&(topic, partition)).copied();
         match (last, after, cached) {
@@ -942,8 +1008,13 @@ impl Node {
                 let (topic, offset) = (*topic, *offset);
                 *high_watermark = Some(end);
                 if offset > end {
-                    self.work.remove(&request);
-                    return self.reply(request, Err(BrokerError::OffsetOutOfRange { offset, high_watermark: end }));
+                    // The listing may have met a removal under way (segments past `end`
+                    // already deleted): answered only if a second fence shows it live.
+                    let reply = Err(BrokerError::OffsetOutOfRange { offset, high_watermark: end });
+                    if self.planted(Bug::ClusterSkipFence) {
+                        return self.fetched(request, reply);
+                    }
+                    return self.await_fence(request, After::Fetched(reply));
                 }
                 if offset == end {
                     return self.serve_fetch(request, end, Vec::new());
@@ -985,9 +1056,9 @@ impl Node {
         // Answered only if a fence begun after the read still shows the topic live.
         let reply = Reply::Fetched { topic, records, high_watermark };
         if self.planted(Bug::ClusterSkipFence) {
-            return self.fetched(request, reply);
+            return self.fetched(request, Ok(reply));
         }
-        self.await_fence(request, After::Fetched(reply));
+        self.await_fence(request, After::Fetched(Ok(reply)));
     }
 
     fn write_part(&mut self, request: RequestId, partition: u32, base: u64) {
@@ -1061,28 +1132,31 @@ impl Node {
     }
 
     /// A fetch that has read its records, after its second fence.
-    fn fetched(&mut self, request: RequestId, reply: Reply) {
-        let work = self.work.remove(&request);
-        let Reply::Fetched { topic, .. } = &reply else { return };
-        let live = self.catalog.live_topics().any(|(_, id, _)| id == *topic);
+    fn fetched(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
+        let Some(Work::Fetch { name, topic, .. }) = self.work.remove(&request) else { return };
+        let live = self.catalog.live_topics().any(|(_, id, _)| id == topic);
         if live {
-            self.reply(request, Ok(reply));
+            self.reply(request, reply);
         } else {
-            let name = match work {
-                Some(Work::Fetch { name, .. }) => name,
-                _ => String::new(),
-            };
             self.reply(request, Err(BrokerError::TopicNotFound { name }));
         }
     }
 
     /// A segment vanished while a request read it: its topic is being removed.
+    /// A produce that has issued a segment's create already may have had it land before
+    /// the tombstone, and read: its outcome is unknown.
     fn data_not_found(&mut self, request: RequestId) {
-        let name = match self.work.remove(&request) {
-            Some(Work::Produce { name, .. } | Work::Fetch { name, .. }) => name,
+        let reply = match self.work.remove(&request) {
+            Some(Work::Produce { name, topic, parts, .. }) if parts.values().any(|p| p.base.is_some()) => {
+                BrokerError::OutcomeUnknown(format!(
+                    "topic {name:?} ({topic}) was deleted while the produce was in flight: some of its records may \
+                     have been written, and read, before the deletion"
+                ))
+            }
+            Some(Work::Produce { name, .. } | Work::Fetch { name, .. }) => BrokerError::TopicNotFound { name },
             None => return,
         };
-        self.reply(request, Err(BrokerError::TopicNotFound { name }));
+        self.reply(request, Err(reply));
     }
 
     // ---- rule R: removal ----
@@ -1100,20 +1174,27 @@ impl Node {
             return;
         };
         self.removing = Some((topic, 0));
-        self.list_removal(topic);
+        self.list_removal(topic, None);
     }
 
-    fn list_removal(&mut self, topic: TopicId) {
-        let op = StoreOp::List { prefix: topic_prefix(topic), after: None, limit: self.options.list_limit.max(1) };
+    fn list_removal(&mut self, topic: TopicId, after: Option<String>) {
+        let op = StoreOp::List { prefix: topic_prefix(topic), after, limit: self.options.list_limit.max(1) };
         self.issue(op, Purpose::RemoveList(topic));
     }
 
-    fn removal_listed(&mut self, topic: TopicId, keys: Vec<String>) {
+    /// Deletes the segments a page lists, then lists again from the start; a page with
+    /// none goes on to the next, and only a walk to the last page that finds none
+    /// records the removal.
+    fn removal_listed(&mut self, topic: TopicId, page: Page) {
         if self.removing.map(|(t, _)| t) != Some(topic) {
             return;
         }
+        let next = page.next();
         let segments: Vec<String> =
-            keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| t == topic)).collect();
+            page.keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| t == topic)).collect();
+        if segments.is_empty() && page.more {
+            return self.list_removal(topic, next);
+        }
         if segments.is_empty() {
             // Nothing of it is left: record that once (an append validates again, so a
             // completion another node appended first is not repeated).
@@ -1135,7 +1216,7 @@ impl Node {
         if *left == 0 {
             let t = *t;
             // List again: more than one listing's worth, or a late write.
-            self.list_removal(t);
+            self.list_removal(t, None);
         }
     }
 
@@ -1150,52 +1231,51 @@ impl Node {
     /// never one of a live or pending incarnation, never one whose id is past the
     /// node's position (a create not folded yet), never a key outside the layout. The
     /// segments of a live incarnation are skipped over in one step.
-    fn orphans_listed(&mut self, keys: Vec<String>) {
+    fn orphans_listed(&mut self, page: Page) {
         if self.reconciling.is_none() {
             return;
         }
-        let full = keys.len() >= self.options.list_limit.max(1) as usize;
         // The next page starts after the last key, or, if that is a segment of an
         // incarnation not removed, after all of that incarnation's keys ('~' sorts after
         // its partitions), so a long live topic is skipped in one step.
-        let next = keys.last().map(|last| match parse_segment_key(last) {
+        let next = page.next().map(|last| match parse_segment_key(&last) {
             Some((topic, _, _)) if !self.catalog.is_removed(topic) => format!("{}~", topic_prefix(topic)),
-            _ => last.clone(),
+            _ => last,
         });
+        let then = if page.more { Then::From(next) } else { Then::Done };
         let unknown_ids = self.planted(Bug::ClusterReconcileUnknownIds);
         let orphan = |t: TopicId| {
             self.catalog.is_removed(t) || (unknown_ids && !self.catalog.live_topics().any(|(_, id, _)| id == t))
         };
         let orphans: Vec<String> =
-            keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| orphan(t))).collect();
-        let after = full.then_some(next).flatten();
-        self.reconciling = Some((after.clone(), orphans.len()));
+            page.keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| orphan(t))).collect();
+        self.reconciling = Some((then.clone(), orphans.len()));
         for key in orphans {
             self.issue(StoreOp::Delete { key }, Purpose::ReconcileDelete);
         }
         if self.reconciling.as_ref().is_some_and(|(_, left)| *left == 0) {
-            self.reconcile_on(after);
+            self.reconcile_on(then);
         }
     }
 
     fn orphan_deleted(&mut self) {
         self.orphans_removed += 1;
-        let Some((after, left)) = self.reconciling.as_mut() else { return };
+        let Some((then, left)) = self.reconciling.as_mut() else { return };
         *left = left.saturating_sub(1);
         if *left == 0 {
-            let after = after.clone();
-            self.reconcile_on(after);
+            let then = then.clone();
+            self.reconcile_on(then);
         }
     }
 
     /// Lists the next page, or ends the pass after the last.
-    fn reconcile_on(&mut self, after: Option<String>) {
-        match after {
-            Some(after) => {
-                self.reconciling = Some((Some(after.clone()), 0));
-                self.list_orphans(Some(after));
+    fn reconcile_on(&mut self, then: Then) {
+        match then {
+            Then::From(after) => {
+                self.reconciling = Some((Then::From(after.clone()), 0));
+                self.list_orphans(after);
             }
-            None => self.reconciling = None,
+            Then::Done => self.reconciling = None,
         }
     }
 
@@ -1244,18 +1324,15 @@ impl Node {
         self.search_snapshots(required);
     }
 
-    fn snapshots_listed(&mut self, keys: Vec<String>) {
-        let full = keys.len() >= self.options.list_limit.max(1) as usize;
+    fn snapshots_listed(&mut self, page: Page) {
         let Some(search) = self.round.as_mut().and_then(|r| r.search.as_mut()) else { return };
         let from = search.from;
-        if let Some(seq) = keys.iter().filter_map(|k| parse_snapshot_key(k)).filter(|s| *s > from).max() {
+        if let Some(seq) = page.keys.iter().filter_map(|k| parse_snapshot_key(k)).filter(|s| *s > from).max() {
             search.newest = Some(search.newest.map_or(seq, |n| n.max(seq)));
         }
         let (newest, required) = (search.newest, search.required);
-        if full {
-            if let Some(last) = keys.last() {
-                return self.list_snapshots(last.clone());
-            }
+        if let (true, Some(next)) = (page.more, page.next()) {
+            return self.list_snapshots(next);
         }
         match newest {
             // Newer than what this node folded meanwhile (its own appends): load it.
@@ -1341,14 +1418,14 @@ impl Node {
         self.issue(op, Purpose::AppendSnapshots(seq));
     }
 
-    fn append_snapshots_listed(&mut self, seq: u64, keys: Vec<String>) {
+    fn append_snapshots_listed(&mut self, seq: u64, page: Page) {
         let Some(ours) = self.appending.as_ref().filter(|a| a.seq == seq).and_then(|a| a.found_ours) else { return };
         // The oldest past the seq: the likeliest to still hold the incarnation it names.
-        if let Some(at) = keys.iter().filter_map(|k| parse_snapshot_key(k)).find(|s| *s > seq) {
+        if let Some(at) = page.keys.iter().filter_map(|k| parse_snapshot_key(k)).find(|s| *s > seq) {
             return self.issue(StoreOp::Get { key: snapshot_key(at) }, Purpose::AppendSnapshot(seq, at));
         }
-        if keys.len() >= self.options.list_limit.max(1) as usize {
-            return self.list_append_snapshots(seq, keys.last().cloned());
+        if page.more {
+            return self.list_append_snapshots(seq, page.next());
         }
         if ours {
             self.appended();
@@ -1453,20 +1530,19 @@ impl Node {
 
     /// Deletes the listed keys below the snapshot; never the snapshot's entry itself, so
     /// the journal's newest entry is never deleted.
-    fn compaction_listed(&mut self, keys: Vec<String>) {
-        let full = keys.len() >= self.options.list_limit.max(1) as usize;
+    fn compaction_listed(&mut self, page: Page) {
         let Some(c) = self.compaction.as_mut().filter(|c| c.bytes.is_none()) else { return };
         let parse = if c.prefix == JOURNAL_PREFIX { parse_journal_key } else { parse_snapshot_key };
         let mut doomed = Vec::new();
-        c.last_page = !full;
-        for key in &keys {
+        c.last_page = !page.more;
+        for key in &page.keys {
             match parse(key) {
                 Some(seq) if seq < c.seq => doomed.push(key.clone()),
                 Some(_) => c.last_page = true,
                 None => {}
             }
         }
-        c.after = keys.last().cloned().or(c.after.take());
+        c.after = page.next();
         c.left = doomed.len();
         for key in doomed {
             self.issue(StoreOp::Delete { key }, Purpose::CompactDelete);
@@ -2622,6 +2698,230 @@ mod tests {
         }
         if seeds >= 30 {
             assert!(compacted > seeds / 10, "only {compacted} of {seeds} runs compacted");
+        }
+    }
+
+    // ---- removals racing requests, and listings as unkind as S3's ----
+
+    impl Net {
+        /// Carries out the oldest pending operation of `node` that `which` picks.
+        fn step_picked(&mut self, node: usize, which: impl Fn(&StoreOp) -> bool) {
+            let i = self.pending.iter().position(|(n, _, op)| *n == node && which(op));
+            let i = i.unwrap_or_else(|| panic!("node {node} has no such operation pending: {:?}", self.pending));
+            let op = self.pending.remove(i).unwrap();
+            self.pending.push_front(op);
+            self.step_with(|store, op| Ok(store.apply(op)));
+        }
+
+        /// Creates a key outside the layout, as an operator or another program might.
+        fn plant_foreign(&mut self, key: String) {
+            self.store.apply(&StoreOp::Create { key, bytes: b"not ours".to_vec() });
+        }
+
+        /// Runs every operation with each page of a listing cut to at most `keep(n)`
+        /// keys of the `n` the store would give (none, sometimes), `more` set wherever
+        /// keys were cut: what S3 may do.
+        fn run_cut(&mut self, keep: &impl Fn(usize) -> usize) {
+            while self.step_with(|store, op| match store.apply(op) {
+                StoreOutput::Listed { mut keys, more } => {
+                    let n = keys.len();
+                    keys.truncate(keep(n));
+                    Ok(StoreOutput::Listed { more: more || keys.len() < n, keys })
+                }
+                other => Ok(other),
+            }) {}
+        }
+    }
+
+    fn is_list(prefix: &'static str) -> impl Fn(&StoreOp) -> bool {
+        move |op| matches!(op, StoreOp::List { prefix: p, .. } if p.starts_with(prefix))
+    }
+
+    /// A produce over two partitions creates its segment in one, then finds the other's
+    /// last segment removed while reading it (the topic was deleted with no grace): its
+    /// first record may have landed before the tombstone, and was indeed served, so it
+    /// is answered with an unknown outcome, never "not found" (which says nothing was
+    /// written).
+    #[test]
+    fn a_produce_that_wrote_before_meeting_a_removal_has_an_unknown_outcome() {
+        let mut net = Net::new(3);
+        let no_grace = TopicSettings { deletion_grace_ms: 0 };
+        net.submit(0, Command::CreateTopic { name: "t".into(), partitions: 2, settings: no_grace });
+        net.run();
+        net.submit(1, produce("t", Some(0), &["a"])); // node 1 knows partition 0's end
+        net.submit(2, produce("t", Some(1), &["b"]));
+        net.run();
+        let p = net.submit(1, produce("t", None, &["x", "y"])); // keyless: x to 0, y to 1
+        net.step_picked(1, is_list("j/"));
+        net.step_picked(1, |op| matches!(op, StoreOp::Create { .. })); // x's segment
+        net.step_picked(1, is_list("d/")); // partition 1 listed; its read is pending
+        let f = net.submit(2, fetch("t", 0, 1));
+        net.run_node(2);
+        assert_eq!(values(net.reply(f)), [(1, "x".to_string())], "x is served before any delete");
+        let d = net.submit(0, delete("t"));
+        net.run_node(0);
+        assert!(matches!(net.reply(d), Ok(Reply::DeleteAccepted { .. })));
+        net.nodes[0].handle_timeout(net.now);
+        net.collect();
+        net.run_node(0);
+        assert_eq!(net.segments(), 0, "removed");
+        net.run();
+        assert!(matches!(net.reply(p), Err(BrokerError::OutcomeUnknown(_))), "{:?}", net.reply(p));
+    }
+
+    /// A fetch whose listing runs while a removal deletes the partition's later segments
+    /// sees an end below offsets acknowledged before it was invoked: that "out of range"
+    /// is answered only after a second fence, which finds the topic deleted.
+    #[test]
+    fn out_of_range_from_a_half_removed_partition_passes_the_second_fence() {
+        let mut net = Net::new(3);
+        let no_grace = TopicSettings { deletion_grace_ms: 0 };
+        net.submit(0, Command::CreateTopic { name: "t".into(), partitions: 1, settings: no_grace });
+        net.run();
+        for v in ["a", "b", "c"] {
+            let r = net.submit(1, produce("t", Some(0), &[v]));
+            net.run();
+            assert!(matches!(net.reply(r), Ok(Reply::Produced { .. })));
+        }
+        net.submit(2, Command::ListTopics); // node 2 catches up
+        net.run();
+        let f = net.submit(2, fetch("t", 0, 2));
+        net.step_picked(2, is_list("j/")); // fenced: t is live
+        assert!(net.pending.iter().any(|(n, _, op)| *n == 2 && is_list("d/")(op)), "the partition's listing is next");
+        net.submit(0, delete("t"));
+        net.run_node(0);
+        net.nodes[0].handle_timeout(net.now);
+        net.collect();
+        net.step_picked(0, is_list("d/"));
+        for last in ["2", "1"] {
+            net.step_picked(0, |op| matches!(op, StoreOp::Delete { key } if key.ends_with(last)));
+        }
+        net.run_node(2); // lists segment 0 alone: an end of 1, below the fetch's offset 2
+        net.run();
+        assert!(matches!(net.reply(f), Err(BrokerError::TopicNotFound { .. })), "{:?}", net.reply(f));
+    }
+
+    /// Keys outside the layout that fill a page under `j/` are walked past: a describe
+    /// invoked after a delete's acknowledgement does not see the topic.
+    #[test]
+    fn foreign_keys_under_the_journal_never_end_a_fence_early() {
+        let mut net = Net::new(2); // pages of 3
+        net.submit(0, create("t"));
+        net.run();
+        let seen = net.submit(1, describe("t"));
+        net.run();
+        assert!(matches!(net.reply(seen), Ok(Reply::Described(_))));
+        for k in ["a", "b", "c", "d"] {
+            net.plant_foreign(format!("{}.{k}", journal_key(1)));
+        }
+        let d = net.submit(0, delete("t"));
+        net.run();
+        assert!(matches!(net.reply(d), Ok(Reply::DeleteAccepted { .. })));
+        let gone = net.submit(1, describe("t"));
+        net.run();
+        assert!(matches!(net.reply(gone), Err(BrokerError::TopicNotFound { .. })), "{:?}", net.reply(gone));
+        assert_eq!(net.store.keys().filter(|k| k.contains(".")).count(), 4, "foreign keys are left alone");
+    }
+
+    /// Keys outside the layout that fill a page of a partition's listing are walked
+    /// past: each fetch is answered (from one segment, as always), with the partition's
+    /// whole end.
+    #[test]
+    fn foreign_keys_under_a_partition_never_stall_a_fetch() {
+        let mut net = Net::new(1);
+        net.submit(0, create("t"));
+        net.run();
+        for v in ["a", "b"] {
+            let r = net.submit(0, produce("t", Some(0), &[v]));
+            net.run();
+            assert!(matches!(net.reply(r), Ok(Reply::Produced { .. })));
+        }
+        for k in ["!a", "!b", "!c", "!d"] {
+            net.plant_foreign(format!("{}{k}", partition_prefix(TopicId(1), 0)));
+        }
+        for (offset, value) in [(0, "a"), (1, "b")] {
+            let f = net.submit(0, fetch("t", 0, offset));
+            for _ in 0..1_000 {
+                if !net.step_with(|store, op| Ok(store.apply(op))) {
+                    break;
+                }
+            }
+            assert_eq!(values(net.reply(f)), [(offset, value.to_string())]);
+            assert!(matches!(net.reply(f), Ok(Reply::Fetched { high_watermark: 2, .. })));
+        }
+    }
+
+    /// Keys outside the layout under an incarnation's prefix never make its removal
+    /// complete early: `Removed` is journaled only once no segment is left.
+    #[test]
+    fn foreign_keys_under_a_topic_never_complete_its_removal_early() {
+        let mut net = Net::new(1);
+        let no_grace = TopicSettings { deletion_grace_ms: 0 };
+        net.submit(0, Command::CreateTopic { name: "t".into(), partitions: 1, settings: no_grace });
+        net.run();
+        net.submit(0, produce("t", Some(0), &["a"]));
+        net.run();
+        for k in ["!a", "!b", "!c"] {
+            net.plant_foreign(format!("{}{k}", topic_prefix(TopicId(1))));
+        }
+        net.submit(0, delete("t"));
+        net.run();
+        net.advance(1);
+        assert!(net.journal().contains(&EntryKind::Removed { topic: TopicId(1) }), "{:?}", net.journal());
+        assert_eq!(net.segments(), 0, "Removed journaled with segments left");
+    }
+
+    /// Every listing follows a page's `more`, never its length: with each page cut to one
+    /// key, or to none every other time, a fence still reads the whole journal, a fetch
+    /// sees every acknowledged record, a removal leaves no segment, compaction deletes
+    /// what it should, and the reconciler walks the whole data prefix.
+    #[test]
+    fn short_and_empty_pages_that_are_not_the_last_are_followed() {
+        for empty_every in [0, 2] {
+            let mut net = Net::compacting(2, 4);
+            let turn = std::cell::Cell::new(0usize);
+            let keep = |n: usize| {
+                turn.set(turn.get() + 1);
+                if empty_every > 0 && turn.get().is_multiple_of(empty_every) {
+                    0
+                } else {
+                    n.min(1)
+                }
+            };
+            let no_grace = TopicSettings { deletion_grace_ms: 0 };
+            net.submit(0, Command::CreateTopic { name: "t".into(), partitions: 1, settings: no_grace.clone() });
+            net.run_cut(&keep);
+            for v in ["a", "b", "c", "d"] {
+                let r = net.submit(0, produce("t", Some(0), &[v]));
+                net.run_cut(&keep);
+                assert!(matches!(net.reply(r), Ok(Reply::Produced { .. })), "{:?}", net.reply(r));
+            }
+            let f = net.submit(1, fetch("t", 0, 0));
+            net.run_cut(&keep);
+            let Ok(Reply::Fetched { high_watermark, .. }) = net.reply(f) else { panic!("{:?}", net.reply(f)) };
+            assert_eq!(*high_watermark, 4, "every acknowledged offset is seen");
+            for name in ["u", "v", "w"] {
+                net.submit(0, Command::CreateTopic { name: name.into(), partitions: 1, settings: no_grace.clone() });
+                net.run_cut(&keep);
+            }
+            let d = net.submit(0, delete("t"));
+            net.run_cut(&keep);
+            assert!(matches!(net.reply(d), Ok(Reply::DeleteAccepted { .. })));
+            let gone = net.submit(1, describe("t"));
+            net.run_cut(&keep);
+            assert!(matches!(net.reply(gone), Err(BrokerError::TopicNotFound { .. })), "{:?}", net.reply(gone));
+            for _ in 0..5 {
+                net.now = net.now.plus_millis(1);
+                for node in &mut net.nodes {
+                    node.handle_timeout(net.now);
+                }
+                net.collect();
+                net.run_cut(&keep);
+            }
+            assert_eq!(net.segments(), 0, "the removal walked every page");
+            assert!(net.journal().contains(&EntryKind::Removed { topic: TopicId(1) }));
+            assert!(!net.snapshots().is_empty(), "compaction ran");
+            assert!(!net.has_entry(1), "compaction walked the journal's pages");
         }
     }
 }

@@ -7,7 +7,16 @@
 //! - `Create` succeeds for exactly one of any number of concurrent writers of a key;
 //! - a `Get` or `List` issued after a `Create` or `Delete` completed sees its effect
 //!   (strong read-after-write and list-after-write consistency);
-//! - a `List` returns keys in byte order.
+//! - a `List` returns keys in byte order, a page at a time: a page may hold fewer keys
+//!   than asked, even none, and still not be the last (S3 returns at most 1,000 keys a
+//!   page and may return fewer), so whether more follow is said by the page, never
+//!   inferred from its length;
+//! - a failed operation (`StoreError::Failed`) did nothing; a store that cannot say so
+//!   of an error (S3's 5xx after a write that may have landed, a PostgreSQL connection
+//!   lost at commit) reports it as `StoreError::Unknown`.
+//!
+//! Keys outside the layout (`super::keys`) may appear under any prefix; readers skip
+//! them, and they change no answer.
 
 /// One operation on the shared store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +34,8 @@ pub enum StoreOp {
         key: String,
     },
     /// The keys that start with `prefix` and sort after `after` (all of them if `None`),
-    /// in byte order, at most `limit` of them.
+    /// in byte order: a page of at most `limit` of them (perhaps fewer, perhaps none),
+    /// and whether more may follow its last key ([`StoreOutput::Listed`]).
     List {
         /// The prefix every key returned starts with.
         prefix: String,
@@ -52,8 +62,15 @@ pub enum StoreOutput {
     Found(Vec<u8>),
     /// `Get`: no such key.
     Missing,
-    /// `List`: the keys, in order.
-    Listed(Vec<String>),
+    /// `List`: a page of keys, in order.
+    Listed {
+        /// The keys, in order.
+        keys: Vec<String>,
+        /// Whether keys may follow the last one returned (or, with none returned, the
+        /// listing's `after`): the next page begins there. `false` only if none did when
+        /// the listing ran.
+        more: bool,
+    },
     /// `Delete`: the key is gone.
     Deleted,
 }

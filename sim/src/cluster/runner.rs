@@ -260,7 +260,9 @@ fn render_op(op: &StoreOp) -> String {
 fn render_result(r: &StoreResult) -> String {
     match r {
         Ok(StoreOutput::Found(bytes)) => format!("found {} bytes", bytes.len()),
-        Ok(StoreOutput::Listed(keys)) => format!("listed {} keys, last {:?}", keys.len(), keys.last()),
+        Ok(StoreOutput::Listed { keys, more }) => {
+            format!("listed {} keys, last {:?}{}", keys.len(), keys.last(), if *more { ", more follow" } else { "" })
+        }
         other => format!("{other:?}"),
     }
 }
