@@ -134,6 +134,15 @@ pub struct RunStats {
     pub unknown_outcomes: u64,
     /// Cluster: writes that landed after their node was told the outcome is unknown.
     pub late_landings: u64,
+    /// Cluster: writes that landed and were answered with an error of unknown outcome
+    /// (a 5xx after the write, as S3 may answer).
+    pub errors_after_landing: u64,
+    /// Cluster: listing pages cut short (or empty) though more keys followed.
+    pub short_pages: u64,
+    /// Cluster: keys outside the layout planted in the store before the run.
+    pub foreign_keys: u64,
+    /// Cluster: nodes whose clock was set off the others' (an offset and a drift).
+    pub skewed_clocks: u64,
     /// Cluster: cuts of a node from the store.
     pub cuts: u64,
     /// Cluster: node crashes.

@@ -115,10 +115,18 @@ fn a_cluster_seed_replays_with_the_same_trace_hash_and_differs_by_node_count() {
 fn fault_kinds_name_every_counter() {
     let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
     let kinds = fault_kinds(&r);
-    assert_eq!(kinds.len(), 27);
+    assert_eq!(kinds.len(), 31);
     let names: Vec<&str> = kinds.iter().map(|(name, _)| *name).collect();
-    for disk in ["writes cut short by a full disk", "file system turned read-only", "calls refused read-only"] {
-        assert!(names.contains(&disk), "{disk} is missing from {names:?}");
+    for kind in [
+        "writes cut short by a full disk",
+        "file system turned read-only",
+        "calls refused read-only",
+        "store errors after the write landed",
+        "listing pages cut short though more followed",
+        "keys outside the layout planted",
+        "nodes with a skewed clock",
+    ] {
+        assert!(names.contains(&kind), "{kind} is missing from {names:?}");
     }
 }
 

@@ -744,7 +744,20 @@ impl Node {
             return if page.more { self.list_journal_after(page.next()) } else { self.end_round() };
         }
         if seqs.iter().zip(position + 1..).any(|(seq, expected)| *seq != expected) {
-            // A gap: the entries after the position were compacted (rule C).
+            let next = position.saturating_add(1);
+            let covered = page.after.as_ref().is_none_or(|after| *after <= journal_key(position));
+            if !covered {
+                // The walk passed the next entry's key on an earlier page that did not
+                // hold it (keys outside the layout led it there): that entry may have
+                // landed since, behind the walk. It is read: found, it is folded and the
+                // walk starts again from it; missing, it was compacted.
+                if let Some(round) = self.round.as_mut() {
+                    round.reads.insert(next, None);
+                }
+                return self.issue(StoreOp::Get { key: journal_key(next) }, Purpose::FenceGet(next));
+            }
+            // A gap on a page that began at the position: the entries after it were
+            // compacted (rule C).
             return self.search_snapshots(true);
         }
         for seq in seqs {
@@ -2821,6 +2834,39 @@ mod tests {
         net.run();
         assert!(matches!(net.reply(gone), Err(BrokerError::TopicNotFound { .. })), "{:?}", net.reply(gone));
         assert_eq!(net.store.keys().filter(|k| k.contains(".")).count(), 4, "foreign keys are left alone");
+    }
+
+    /// A walk of the journal that keys outside the layout lead past the next entry's
+    /// key, before that entry lands, takes the entries after it for what they are: it
+    /// reads the missed entry rather than taking the gap for compaction (the node broke
+    /// down so in the simulator, with pages cut short).
+    #[test]
+    fn an_entry_that_lands_behind_the_walk_is_no_gap() {
+        let mut net = Net::new(2);
+        net.submit(0, create("t"));
+        net.run();
+        net.submit(1, Command::ListTopics);
+        net.run();
+        net.plant_foreign(format!("{}.a", journal_key(2)));
+        let seen = net.submit(1, describe("t"));
+        // The fence's first page: the foreign key past entry 2's key, more said to follow.
+        assert!(is_list("j/")(&net.pending[0].2));
+        net.step_with(|store, op| match store.apply(op) {
+            StoreOutput::Listed { keys, .. } => Ok(StoreOutput::Listed { keys, more: true }),
+            other => Ok(other),
+        });
+        // Meanwhile entries 2 and 3 land.
+        net.submit(0, delete("t"));
+        net.run_node(0);
+        net.submit(0, create("u"));
+        net.run_node(0);
+        net.run();
+        // Before or after the delete (they are concurrent), but never unavailable.
+        let answer = net.reply(seen);
+        assert!(matches!(answer, Ok(Reply::Described(_)) | Err(BrokerError::TopicNotFound { .. })), "{answer:?}");
+        let later = net.submit(1, describe("u"));
+        net.run();
+        assert!(matches!(net.reply(later), Ok(Reply::Described(_))), "the node reads on: {:?}", net.reply(later));
     }
 
     /// Keys outside the layout that fill a page of a partition's listing are walked

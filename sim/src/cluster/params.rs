@@ -16,8 +16,22 @@ pub struct ClusterParams {
     /// Probability that the store fails an operation: nothing happens.
     pub error: f64,
     /// Probability that an operation times out: the node hears nothing for
-    /// `timeout_us`, then an unknown outcome; a write may land at once, later or never.
+    /// `timeout_us`, then an unknown outcome; a write may land at once, later (even
+    /// long after the timeout) or never.
     pub timeout: f64,
+    /// Probability that a write lands and is answered with an error of unknown outcome
+    /// at once (S3's 5xx after the write).
+    pub error_after_write: f64,
+    /// Probability that a listing's page is cut short, to any number of its keys (none
+    /// included), though more follow: S3 may return fewer keys than asked.
+    pub short_pages: f64,
+    /// Keys outside the layout are planted under every prefix before the run: the
+    /// protocol must walk past them, never delete them, and give no answer by them.
+    pub foreign_keys: bool,
+    /// The most a node's clock is set off the simulation's, in microseconds, either way.
+    pub clock_offset_us: u64,
+    /// The most a node's clock runs fast or slow, in parts per million.
+    pub clock_drift_ppm: u64,
     /// How long a node waits for an answer before it calls the outcome unknown.
     pub timeout_us: u64,
     /// Mean time between cuts of one node from the store, in microseconds (0: none).
@@ -78,6 +92,11 @@ impl ClusterParams {
             list_limit: *r.pick(&[2, 10, 1_000]).unwrap_or(&1_000),
             compact_after_entries: *r.pick(&[0, 3, 20, 200]).unwrap_or(&0),
             request_timeout_ms: *r.pick(&[0, 10_000, 30_000]).unwrap_or(&0),
+            error_after_write: rate(&mut r, 0.05),
+            short_pages: rate(&mut r, 0.5),
+            foreign_keys: faults && r.chance(0.5),
+            clock_offset_us: if faults && r.chance(0.5) { r.between(1, 10_000_000) } else { 0 },
+            clock_drift_ppm: if faults && r.chance(0.5) { r.between(1, 20_000) } else { 0 },
         })
     }
 
@@ -101,13 +120,20 @@ impl ClusterParams {
             list_limit: 1_000,
             compact_after_entries: 0,
             request_timeout_ms: 0,
+            error_after_write: 0.0,
+            short_pages: 0.0,
+            foreign_keys: false,
+            clock_offset_us: 0,
+            clock_drift_ppm: 0,
         }
     }
 
     /// Whether the store or the nodes misbehave at all.
     pub fn has_faults(&self) -> bool {
-        self.slow + self.error + self.timeout + self.targeted_crash > 0.0
+        self.slow + self.error + self.timeout + self.targeted_crash + self.error_after_write + self.short_pages > 0.0
             || self.cut_every_us > 0
             || self.crash_every_us > 0
+            || self.foreign_keys
+            || self.clock_offset_us + self.clock_drift_ppm > 0
     }
 }

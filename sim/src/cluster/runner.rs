@@ -22,7 +22,9 @@ use crate::swarm::SwarmParams;
 use crate::trace::{render_command, render_reply, Trace};
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
-use broker_core::cluster::keys::parse_segment_key;
+use broker_core::cluster::keys::{
+    journal_key, parse_segment_key, partition_prefix, segment_key, snapshot_key, topic_prefix,
+};
 use broker_core::cluster::node::{Node, NodeEffect, NodeOptions, StoreOpId};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use broker_core::{BrokerError, Command, Config, Reply, RequestId, Time, TopicId};
@@ -36,6 +38,9 @@ mod final_checks;
 /// it has to list and read, four one-way trips at the seed's longest latency and one
 /// timeout.
 pub const HEAL_BOUND_MS: u64 = 30_000;
+
+/// The most keys one page of an S3 listing holds, whatever the request asks.
+const S3_PAGE_CAP: usize = 1_000;
 
 /// What a cluster run measured, in simulated time (for the benchmark).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,6 +66,9 @@ enum Fate {
     Normal,
     /// Refused: nothing happens.
     Fail,
+    /// A write carried out, then answered with an error of unknown outcome at once
+    /// (S3's 5xx after the write); a read is refused.
+    FailAfterWrite,
     /// No answer in time; a write lands at once, after this many microseconds, or never.
     Timeout(Option<u64>),
 }
@@ -112,9 +120,41 @@ struct HealCheck {
     tail: u64,
 }
 
+/// A node's own clock: the simulation's, set off by `offset_us` and running fast (or
+/// slow) by `drift_ppm`, as the clocks of real machines are. Every time a node is
+/// given, and every deadline it asks for, is on its clock.
+#[derive(Clone, Copy, Debug, Default)]
+struct Clock {
+    offset_us: i64,
+    drift_ppm: i64,
+}
+
+impl Clock {
+    /// The node's time when the simulation's is `t` (never before zero).
+    fn local(&self, t: Time) -> Time {
+        let t = i128::from(t.0);
+        let local = t + i128::from(self.offset_us) + t * i128::from(self.drift_ppm) / 1_000_000;
+        Time(local.clamp(0, i128::from(u64::MAX)) as u64)
+    }
+
+    /// The first instant of the simulation at which the node's clock reads `local` or
+    /// later.
+    fn global(&self, local: Time) -> Time {
+        let rate = 1_000_000 + i128::from(self.drift_ppm);
+        let guess = (i128::from(local.0) - i128::from(self.offset_us)) * 1_000_000 / rate;
+        let mut t = Time(guess.clamp(0, i128::from(u64::MAX)) as u64);
+        while self.local(t) < local {
+            t = t.plus_micros(1);
+        }
+        t
+    }
+}
+
 /// One node's place in the cluster.
 struct Slot {
     node: Option<Node>,
+    /// Its clock, which a restart keeps (the same machine).
+    clock: Clock,
     /// Bumped at each crash and restart: events of an earlier life are dropped.
     life: u32,
     /// Cut off from the store until then.
@@ -183,6 +223,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
         slots: (0..nodes)
             .map(|_| Slot {
                 node: None,
+                clock: Clock::default(),
                 life: 0,
                 cut_until: None,
                 cut_at: Time::ZERO,
@@ -207,6 +248,8 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
         params,
         cp,
     };
+    sim.skew_clocks();
+    sim.plant_foreign_keys();
     for n in 0..nodes {
         sim.start(n);
     }
@@ -301,7 +344,7 @@ impl Sim {
         }
         let options = self.options(n);
         let mut node = Node::new(options);
-        node.handle_timeout(self.now);
+        node.handle_timeout(self.slots[n].clock.local(self.now));
         let slot = &mut self.slots[n];
         slot.life += 1;
         slot.node = Some(node);
@@ -429,8 +472,9 @@ impl Sim {
                 let result =
                     if self.cut_off(node) { Err(StoreError::Unknown("cut off from the store".into())) } else { result };
                 self.trace.record(self.now, "answer", format!("node {node} #{} {}", id.0, render_result(&result)));
+                let local = self.slots[node].clock.local(self.now);
                 if let Some(n) = self.slots[node].node.as_mut() {
-                    n.handle_store(self.now, id, result);
+                    n.handle_store(local, id, result);
                 }
                 self.drain(node);
             }
@@ -438,16 +482,17 @@ impl Sim {
                 if self.slots[node].life != life {
                     return;
                 }
+                let local = self.slots[node].clock.local(self.now);
                 if let Some(n) = self.slots[node].node.as_mut() {
-                    if n.poll_timeout().is_some_and(|due| due <= self.now) {
-                        n.handle_timeout(self.now);
+                    if n.poll_timeout().is_some_and(|due| due <= local) {
+                        n.handle_timeout(local);
                     }
                 }
                 // A node that leaves a deadline due once woken at it would spin in a real
                 // runtime: it is flagged, and not woken at that deadline again (that would
                 // repeat this instant forever).
                 let slot = &mut self.slots[node];
-                if slot.node.as_ref().and_then(Node::poll_timeout).is_none_or(|due| due > self.now) {
+                if slot.node.as_ref().and_then(Node::poll_timeout).is_none_or(|due| due > local) {
                     slot.wakes.remove(&at);
                 } else {
                     self.flag(
@@ -585,10 +630,23 @@ impl Sim {
             return;
         }
         let result = match fate {
-            Fate::Normal => Ok(self.store.apply(self.now, &op, &mut self.violations)),
+            Fate::Normal => match self.store.apply(self.now, &op, &mut self.violations) {
+                StoreOutput::Listed { keys, more } => Ok(self.page(keys, more)),
+                output => Ok(output),
+            },
             Fate::Fail => {
                 self.stats.store_errors += 1;
                 Err(StoreError::Failed("503 Service Unavailable".into()))
+            }
+            Fate::FailAfterWrite if matches!(op, StoreOp::Get { .. } | StoreOp::List { .. }) => {
+                self.stats.store_errors += 1;
+                Err(StoreError::Failed("500 Internal Server Error".into()))
+            }
+            Fate::FailAfterWrite => {
+                self.store.apply(self.now, &op, &mut self.violations);
+                self.stats.errors_after_landing += 1;
+                self.stats.unknown_outcomes += 1;
+                Err(StoreError::Unknown("500 Internal Server Error, after the write".into()))
             }
             Fate::Timeout(landing) => {
                 self.stats.unknown_outcomes += 1;
@@ -604,6 +662,69 @@ impl Sim {
             }
         };
         self.schedule(self.now.plus_micros(back), Ev::Answer { node, life, id, result });
+    }
+
+    /// A listing's page as the store gives it back: at most 1,000 keys (S3's cap,
+    /// whatever the limit asked), and, with the seed's chance, cut to any number of its
+    /// keys (none included) with more said to follow.
+    fn page(&mut self, mut keys: Vec<String>, mut more: bool) -> StoreOutput {
+        if keys.len() > S3_PAGE_CAP {
+            keys.truncate(S3_PAGE_CAP);
+            more = true;
+        }
+        if self.chaos && self.script.is_none() && self.rng.chance(self.cp.short_pages) {
+            let keep = self.rng.below(keys.len() as u64 + 1) as usize;
+            if keep < keys.len() || !more {
+                self.stats.short_pages += 1;
+            }
+            keys.truncate(keep);
+            more = true;
+        }
+        StoreOutput::Listed { keys, more }
+    }
+
+    /// Sets each node's clock off the simulation's, as the seed says.
+    fn skew_clocks(&mut self) {
+        let (offset, drift) = (self.cp.clock_offset_us, self.cp.clock_drift_ppm);
+        if offset == 0 && drift == 0 {
+            return;
+        }
+        for n in 0..self.slots.len() {
+            let off = self.rng.below(2 * offset + 1) as i64 - offset as i64;
+            let ppm = self.rng.below(2 * drift + 1) as i64 - drift as i64;
+            self.slots[n].clock = Clock { offset_us: off, drift_ppm: ppm };
+            self.stats.skewed_clocks += 1;
+        }
+    }
+
+    /// Keys outside the layout under every prefix the protocol lists (the journal, the
+    /// snapshots, the data, and each of the first incarnations and their partitions),
+    /// sorting before, between and after its own keys. Nothing may delete them, and no
+    /// answer may change because of them.
+    fn plant_foreign_keys(&mut self) {
+        if !self.cp.foreign_keys {
+            return;
+        }
+        let mut keys = vec!["j/".to_string(), "j/~".into(), "s/!".into(), "s/~".into(), "d/!".into(), "d/~".into()];
+        for seq in 0..12 {
+            keys.push(format!("{}.tmp", journal_key(seq)));
+            keys.push(format!("{}.tmp", snapshot_key(seq)));
+            let topic = TopicId(seq);
+            keys.push(format!("{}!", topic_prefix(topic)));
+            keys.push(format!("{}~", topic_prefix(topic)));
+            for partition in 0..3 {
+                let p = partition_prefix(topic, partition);
+                keys.extend([
+                    format!("{p}!a"),
+                    format!("{}.part", segment_key(topic, partition, seq)),
+                    format!("{p}~"),
+                ]);
+            }
+        }
+        for key in keys {
+            self.store.plant_foreign(key);
+            self.stats.foreign_keys += 1;
+        }
     }
 
     /// One way between a node and the store.
@@ -625,12 +746,18 @@ impl Sim {
         if self.rng.chance(self.cp.error) {
             return Fate::Fail;
         }
+        if self.rng.chance(self.cp.error_after_write) {
+            return Fate::FailAfterWrite;
+        }
         if self.rng.chance(self.cp.timeout) {
             let write = !matches!(op, StoreOp::Get { .. } | StoreOp::List { .. });
-            let landing = match self.rng.below(3) {
+            let timeout = self.cp.timeout_us;
+            let landing = match self.rng.below(4) {
                 _ if !write => None,
                 0 => Some(0),
-                1 => Some(self.rng.between(1, 2 * self.cp.timeout_us)),
+                1 => Some(self.rng.between(1, 2 * timeout)),
+                // Long after the timeout: the node has retried, or given up, meanwhile.
+                2 => Some(self.rng.between(2 * timeout, 50 * timeout)),
                 _ => None,
             };
             return Fate::Timeout(landing);
@@ -661,7 +788,7 @@ impl Sim {
             }
         }
         let slot = &mut self.slots[n];
-        if let Some(at) = slot.node.as_ref().and_then(Node::poll_timeout) {
+        if let Some(at) = slot.node.as_ref().and_then(Node::poll_timeout).map(|due| slot.clock.global(due)) {
             if slot.wakes.insert(at) {
                 let life = slot.life;
                 self.schedule(at, Ev::Timeout { node: n, life, at });
@@ -709,8 +836,9 @@ impl Sim {
         self.trace.record(self.now, "command", format!("req{} c{c} node {n} {}", request.0, render_command(&command)));
         self.history.invoked(self.now, request, n, Rc::new(command.clone()));
         self.slots[n].requests.insert(request, c);
+        let local = self.slots[n].clock.local(self.now);
         if let Some(node) = self.slots[n].node.as_mut() {
-            node.handle_command(self.now, request, command);
+            node.handle_command(local, request, command);
         }
         self.drain(n);
     }

@@ -17,7 +17,7 @@ use broker_core::cluster::memstore::MemStore;
 use broker_core::cluster::segment;
 use broker_core::cluster::store::{StoreOp, StoreOutput};
 use broker_core::{Time, TopicId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// When an incarnation's entries landed.
 #[derive(Clone, Debug)]
@@ -63,12 +63,19 @@ pub struct SimStore {
     pub stale_landings: u64,
     /// Every tombstone, in the order they landed, with when.
     pub tombstones: Vec<(TopicId, Time)>,
+    /// Keys outside the layout planted before the run: never to be deleted.
+    pub foreign: BTreeSet<String>,
 }
 
 impl SimStore {
     /// Carries out `op` at `now`, judging what it changes.
     pub fn apply(&mut self, now: Time, op: &StoreOp, out: &mut Vec<Violation>) -> StoreOutput {
         let mut flag = |checker, detail| out.push(Violation { checker, at: now, detail });
+        if let StoreOp::Delete { key } = op {
+            if self.foreign.contains(key) {
+                flag(Checker::NoPrematureRemoval, format!("{key}, a key outside the layout, deleted"));
+            }
+        }
         if let StoreOp::Delete { key } = op {
             if let Some((topic, _, _)) = parse_segment_key(key) {
                 let tombstoned = self.lives.get(&topic).is_some_and(|l| l.deleted.is_some());
@@ -153,6 +160,12 @@ impl SimStore {
             }
             EntryKind::Removed { .. } => {}
         }
+    }
+
+    /// Creates `key`, a key outside the layout, as another program might.
+    pub fn plant_foreign(&mut self, key: String) {
+        self.objects.apply(&StoreOp::Create { key: key.clone(), bytes: b"not the protocol's".to_vec() });
+        self.foreign.insert(key);
     }
 
     /// The incarnations of `name`, oldest first.
