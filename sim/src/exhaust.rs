@@ -46,7 +46,11 @@ fn delete(name: &str) -> Command {
 }
 
 fn fetch(name: &str) -> Command {
-    Command::Fetch { topic: name.into(), partition: 0, offset: 0, max_records: 10, max_bytes: None }
+    fetch_at(name, 0, 0)
+}
+
+fn fetch_at(name: &str, partition: u32, offset: u64) -> Command {
+    Command::Fetch { topic: name.into(), partition, offset, max_records: 10, max_bytes: None }
 }
 
 /// The fixed workloads: create, produce, delete and re-create; a delete while a fetch is
@@ -88,15 +92,24 @@ pub fn workloads() -> Vec<Script> {
     ]
 }
 
-/// The fixed cluster workloads. Node 0 creates `t0`, node 1 produces to it; node 0
-/// deletes it while node 1 produces to it and fetches it; node 1 creates it again and
-/// produces to it, and both list and fetch. Then the same with compaction after every
-/// two journal entries.
+/// The fixed cluster workloads. Node 0 creates `t0` (no grace delay: removal starts at
+/// once), node 1 produces to it; node 0 deletes it while node 1 produces to both its
+/// partitions and fetches it; node 1 creates it again and produces to it, and both list
+/// and fetch. Then the same with compaction after every two journal entries.
 pub fn cluster_workloads() -> Vec<ClusterScript> {
     let groups = vec![
         vec![(0, create("t0", 2))],
         vec![(1, produce("t0", &[("a", Some("k1")), ("b", None)]))],
-        vec![(0, delete("t0")), (1, produce("t0", &[("c", None)])), (1, fetch("t0"))],
+        vec![(1, produce("t0", &[("a2", Some("k1"))]))],
+        // The produce spans both partitions (k1 hashes to 1, k3 to 0), so that it may
+        // write one and meet the other removed; the second fetch asks past partition 1's
+        // first segment, which a half-done removal may have left alone.
+        vec![
+            (0, delete("t0")),
+            (1, produce("t0", &[("c", Some("k3")), ("e", Some("k1"))])),
+            (1, fetch("t0")),
+            (1, fetch_at("t0", 1, 1)),
+        ],
         vec![(1, create("t0", 1))],
         vec![(0, produce("t0", &[("d", None)]))],
         vec![(0, Command::ListTopics), (1, fetch("t0"))],

@@ -143,6 +143,8 @@ pub struct RunStats {
     pub foreign_keys: u64,
     /// Cluster: nodes whose clock was set off the others' (an offset and a drift).
     pub skewed_clocks: u64,
+    /// Cluster: store operations held back so that later ones overtake them (`exhaust`).
+    pub held_back: u64,
     /// Cluster: cuts of a node from the store.
     pub cuts: u64,
     /// Cluster: node crashes.

@@ -617,6 +617,13 @@ impl Sim {
             Some(StoreFault::TimeoutLandsLate) => Fate::Timeout(Some(self.cp.timeout_us + 2 * self.cp.latency_us.1)),
             Some(StoreFault::TimeoutLandsLast) => Fate::Timeout(Some(LANDS_LAST_US)),
             Some(StoreFault::Fail) => Fate::Fail,
+            Some(fault @ StoreFault::Overtaken { by_us }) => {
+                let detail = format!("node {node} #{} {} (held back, injected {fault:?})", id.0, render_op(&op));
+                self.trace.record(self.now, "store", detail);
+                self.stats.held_back += 1;
+                let at = self.now.plus_micros(by_us);
+                return self.schedule(at, Ev::Arrive { node, life, id, op, fate: Fate::Normal });
+            }
         };
         let fault = injected.map(|f| format!(", injected {f:?}")).unwrap_or_default();
         self.trace.record(self.now, "store", format!("node {node} #{} {} ({fate:?}{fault})", id.0, render_op(&op)));

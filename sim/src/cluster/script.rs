@@ -73,14 +73,23 @@ pub enum StoreFault {
     TimeoutLandsLast,
     /// The store fails it: nothing happens.
     Fail,
+    /// It reaches the store `by_us` microseconds later than it would, and is carried
+    /// out then: the operations issued meanwhile, by either node, overtake it. So the
+    /// schedule of concurrent operations is explored, not one order.
+    Overtaken {
+        /// How much later it arrives.
+        by_us: u64,
+    },
 }
 
 /// How long after it arrived a write of [`StoreFault::TimeoutLandsLast`] lands.
 pub const LANDS_LAST_US: u64 = 1_000_000;
 
 impl StoreFault {
-    /// Every fault.
-    pub const ALL: [StoreFault; 7] = [
+    /// Every fault. An operation is overtaken by those issued within three round
+    /// trips, within thirty, and within three hundred (a whole request of the other
+    /// node, fences and all).
+    pub const ALL: [StoreFault; 10] = [
         StoreFault::CrashAfter,
         StoreFault::CrashBefore,
         StoreFault::TimeoutLanded,
@@ -88,12 +97,19 @@ impl StoreFault {
         StoreFault::TimeoutLandsLate,
         StoreFault::TimeoutLandsLast,
         StoreFault::Fail,
+        StoreFault::Overtaken { by_us: 6 * SCRIPT_LATENCY_US },
+        StoreFault::Overtaken { by_us: 60 * SCRIPT_LATENCY_US },
+        StoreFault::Overtaken { by_us: 600 * SCRIPT_LATENCY_US },
     ];
 
     /// Whether the fault makes a state of its own for a write (`write`) or a read: a
     /// read has nothing to land, and crashing before it or after it is the same.
     pub fn applies(self, write: bool) -> bool {
-        write || matches!(self, StoreFault::CrashAfter | StoreFault::TimeoutLost | StoreFault::Fail)
+        write
+            || matches!(
+                self,
+                StoreFault::CrashAfter | StoreFault::TimeoutLost | StoreFault::Fail | StoreFault::Overtaken { .. }
+            )
     }
 }
 
