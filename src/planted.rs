@@ -85,11 +85,25 @@ pub enum Bug {
     /// Cluster: a node never reads the journal's tail on its own, only when a command
     /// needs a fence.
     ClusterNoTailing,
+    /// Cluster: a produce that meets its topic's removal (a segment gone) answers
+    /// not-found even after it issued a segment's create, which may have landed before
+    /// the tombstone and been read.
+    ClusterProduceNotFoundAfterWrite,
+    /// Cluster: a fetch whose listing finds its offset past the partition's end answers
+    /// out of range at once, without the second fence (the listing may have met a
+    /// removal under way, below acknowledged offsets).
+    ClusterUnfencedOutOfRange,
+    /// Cluster: a delete of a name that has an incarnation being deleted is acknowledged
+    /// as that one's, even while a newer incarnation of the name is live.
+    ClusterDeleteAcksDeleting,
+    /// Cluster: a create or delete whose journal append is under way at its deadline is
+    /// answered unavailable ("nothing was written") instead of with an unknown outcome.
+    ClusterUnavailableAppend,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 27] = [
+    pub const ALL: [Bug; 31] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -117,6 +131,10 @@ impl Bug {
         Bug::ClusterDoubleCompletion,
         Bug::ClusterUnconditionalAppend,
         Bug::ClusterNoTailing,
+        Bug::ClusterProduceNotFoundAfterWrite,
+        Bug::ClusterUnfencedOutOfRange,
+        Bug::ClusterDeleteAcksDeleting,
+        Bug::ClusterUnavailableAppend,
     ];
 
     /// The bug's command-line name.
@@ -149,6 +167,10 @@ impl Bug {
             Bug::ClusterDoubleCompletion => "cluster-double-completion",
             Bug::ClusterUnconditionalAppend => "cluster-unconditional-append",
             Bug::ClusterNoTailing => "cluster-no-tailing",
+            Bug::ClusterProduceNotFoundAfterWrite => "cluster-produce-not-found-after-write",
+            Bug::ClusterUnfencedOutOfRange => "cluster-unfenced-out-of-range",
+            Bug::ClusterDeleteAcksDeleting => "cluster-delete-acks-deleting",
+            Bug::ClusterUnavailableAppend => "cluster-unavailable-append",
         }
     }
 

@@ -680,6 +680,13 @@ impl Node {
             self.appends.remove(i);
             return self.reply(request, Err(nothing_done()));
         }
+        let appending =
+            self.appending.as_ref().is_some_and(|a| matches!(a.from, Appendable::Client(r, _) if r == request));
+        if appending && self.planted(Bug::ClusterUnavailableAppend) {
+            self.reply(request, Err(nothing_done()));
+            self.expired.insert(request);
+            return;
+        }
         // A produce writing its segments or waiting for its second fence, or a create or
         // delete being appended: the write goes on and may take effect.
         let why = format!(
@@ -1024,6 +1031,10 @@ impl Node {
                     // The listing may have met a removal under way (segments past `end`
                     // already deleted): answered only if a second fence shows it live.
                     let reply = Err(BrokerError::OffsetOutOfRange { offset, high_watermark: end });
+                    if self.planted(Bug::ClusterUnfencedOutOfRange) {
+                        self.work.remove(&request);
+                        return self.reply(request, reply);
+                    }
                     if self.planted(Bug::ClusterSkipFence) {
                         return self.fetched(request, reply);
                     }
@@ -1159,8 +1170,9 @@ impl Node {
     /// A produce that has issued a segment's create already may have had it land before
     /// the tombstone, and read: its outcome is unknown.
     fn data_not_found(&mut self, request: RequestId) {
+        let planted = self.planted(Bug::ClusterProduceNotFoundAfterWrite);
         let reply = match self.work.remove(&request) {
-            Some(Work::Produce { name, topic, parts, .. }) if parts.values().any(|p| p.base.is_some()) => {
+            Some(Work::Produce { name, topic, parts, .. }) if parts.values().any(|p| p.base.is_some()) && !planted => {
                 BrokerError::OutcomeUnknown(format!(
                     "topic {name:?} ({topic}) was deleted while the produce was in flight: some of its records may \
                      have been written, and read, before the deletion"
@@ -1615,7 +1627,16 @@ impl Node {
                     }
                 }
                 Command::DeleteTopic { name } => match self.catalog.validate_delete(name) {
-                    Ok(DeleteOf::Live(topic)) => EntryKind::Delete { name: name.clone(), topic },
+                    Ok(DeleteOf::Live(topic)) => {
+                        if self.planted(Bug::ClusterDeleteAcksDeleting) {
+                            let deleting = self.catalog.deleting().filter(|(_, t)| t.name == *name).map(|(id, _)| id);
+                            if let Some(old) = deleting.last() {
+                                self.reply(request, Ok(Reply::DeleteAccepted { topic: old }));
+                                continue;
+                            }
+                        }
+                        EntryKind::Delete { name: name.clone(), topic }
+                    }
                     Ok(DeleteOf::AlreadyDeleted(topic)) => {
                         self.reply(request, Ok(Reply::DeleteAccepted { topic }));
                         continue;
