@@ -55,11 +55,16 @@ pub enum Checker {
     /// Cluster: a node that can reach the store again (or restarted) has read every
     /// journal entry that existed then within a bounded simulated time.
     HealsInBound,
+    /// Cluster: a command answered with a definite failure had no effect: no record of
+    /// a produce answered with any error but an unknown outcome is in a segment the
+    /// store held, and no journal entry that only creates or deletes answered
+    /// unavailable could have written landed.
+    FailedWritesNoEffect,
 }
 
 impl Checker {
     /// Every checker.
-    pub const ALL: [Checker; 19] = [
+    pub const ALL: [Checker; 20] = [
         Checker::NoOrphans,
         Checker::Durability,
         Checker::NoResurrection,
@@ -79,6 +84,7 @@ impl Checker {
         Checker::AckedReadableEverywhere,
         Checker::OneCompletion,
         Checker::HealsInBound,
+        Checker::FailedWritesNoEffect,
     ];
 
     /// The checker's name, as the summary prints it.
@@ -103,6 +109,7 @@ impl Checker {
             Checker::AckedReadableEverywhere => "acked-readable-everywhere",
             Checker::OneCompletion => "one-completion",
             Checker::HealsInBound => "heals-in-bound",
+            Checker::FailedWritesNoEffect => "failed-writes-no-effect",
         }
     }
 }

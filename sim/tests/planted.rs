@@ -249,8 +249,52 @@ fn cluster_no_tailing_is_caught() {
     fired_by(Bug::ClusterNoTailing, Checker::HealsInBound);
 }
 
+/// Runs seeds until `checker` fires with `bug` with a violation that says `what`;
+/// replays that seed, and runs it without the bug, which must break nothing.
+fn fired_saying(bug: Bug, checker: Checker, what: &str) {
+    let found = (0..max_seeds(bug)).find_map(|seed| {
+        let r = run(&options(bug, seed));
+        r.violations.iter().find(|v| v.checker == checker && v.detail.contains(what)).map(|v| (seed, v.clone()))
+    });
+    let Some((seed, v)) = found else {
+        panic!("planted bug {bug} never made {checker} say {what:?} in {} seeds", max_seeds(bug));
+    };
+    let again = run(&options(bug, seed));
+    assert!(again.violations.contains(&v), "{bug}: replay of seed {seed} differs");
+    let without = run(&RunOptions { bug: None, ..options(bug, seed) });
+    assert!(without.violations.is_empty(), "seed {seed} breaks invariants without {bug}: {:?}", without.violations);
+}
+
+/// A produce that issued a segment's create, then met its topic's removal, and answers
+/// not-found: the segment landed before the tombstone, so the failed produce wrote.
+#[test]
+fn cluster_produce_not_found_after_write_is_caught() {
+    fired_saying(Bug::ClusterProduceNotFoundAfterWrite, Checker::FailedWritesNoEffect, "failed (topic");
+}
+
+/// A fetch whose listing met a removal under way answers out of range without a second
+/// fence: below offsets acknowledged before it was invoked.
+#[test]
+fn cluster_unfenced_out_of_range_is_caught() {
+    fired_saying(Bug::ClusterUnfencedOutOfRange, Checker::LinearizableLifecycle, "acknowledged before the call");
+}
+
+/// A delete acknowledged as an incarnation being deleted while a newer one of the name
+/// is live: no linearization point gives that answer.
+#[test]
+fn cluster_delete_acks_deleting_is_caught() {
+    fired_saying(Bug::ClusterDeleteAcksDeleting, Checker::LinearizableLifecycle, "was live all along");
+}
+
+/// A create or delete answered unavailable ("nothing was written") while its append was
+/// under way: the entry lands.
+#[test]
+fn cluster_unavailable_append_is_caught() {
+    fired_saying(Bug::ClusterUnavailableAppend, Checker::FailedWritesNoEffect, "answered unavailable");
+}
+
 /// For each checker, a planted bug that makes it fire (the tests above show each).
-const WITNESSES: [(Checker, Bug); 19] = [
+const WITNESSES: [(Checker, Bug); 20] = [
     (Checker::NoOrphans, Bug::SkipResumeDeletions),
     (Checker::Durability, Bug::RetryFailedFsync),
     (Checker::NoResurrection, Bug::ReloadClearsDeleting),
@@ -270,6 +314,7 @@ const WITNESSES: [(Checker, Bug); 19] = [
     (Checker::AckedReadableEverywhere, Bug::ClusterReconcileUnknownIds),
     (Checker::OneCompletion, Bug::ClusterDoubleCompletion),
     (Checker::HealsInBound, Bug::ClusterNoTailing),
+    (Checker::FailedWritesNoEffect, Bug::ClusterProduceNotFoundAfterWrite),
 ];
 
 /// Each checker is the one that catches at least one planted bug: none is decorative.
