@@ -169,12 +169,22 @@ fn cluster_store_faults_catch_an_unconditional_append() {
 
 /// Every planted cluster bug breaks some state of the cluster workloads (four of them,
 /// as of this writing, only with a fault injected: the unconditional append, skipping
-/// the fence, the reconciler that deletes unknown ids, and no tailing).
+/// the fence, the reconciler that deletes unknown ids, and no tailing), but those whose
+/// failure needs what the two fixed workloads lack, which the seeded runs bring about
+/// (`sim/tests/planted.rs`): a produce over two partitions meeting a removal, a fetch
+/// past a partition's end while it is removed, a delete while one incarnation of the
+/// name is being deleted and another live, a request deadline passing during an append.
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn cluster_store_faults_catch_every_cluster_bug() {
     use broker_core::planted::Bug;
-    for bug in Bug::ALL.into_iter().filter(|b| b.name().starts_with("cluster-")) {
+    let seeded_only = [
+        Bug::ClusterProduceNotFoundAfterWrite,
+        Bug::ClusterUnfencedOutOfRange,
+        Bug::ClusterDeleteAcksDeleting,
+        Bug::ClusterUnavailableAppend,
+    ];
+    for bug in Bug::ALL.into_iter().filter(|b| b.name().starts_with("cluster-") && !seeded_only.contains(b)) {
         let report = explore_cluster(Some(bug), &mut |_| {});
         assert!(!report.violations.is_empty(), "{bug} breaks no state of the cluster workloads");
     }
