@@ -93,22 +93,25 @@ pub fn workloads() -> Vec<Script> {
 }
 
 /// The fixed cluster workloads. Node 0 creates `t0` (no grace delay: removal starts at
-/// once), node 1 produces to it; node 0 deletes it while node 1 produces to both its
-/// partitions and fetches it; node 1 creates it again and produces to it, and both list
-/// and fetch. Then the same with compaction after every two journal entries.
+/// once) and writes both partitions, then a second segment of partition 1; node 1 writes
+/// a third, learning that partition's end but not partition 0's. Then node 1 produces
+/// to both partitions (one at its known end, the other listed and read: the read may
+/// meet the removal after the write landed) and fetches partition 0 from the start and
+/// partition 1 past its first two segments (a removal half done may have left only the
+/// first), while node 0 deletes `t0`. Node 1 creates it again and produces to it, and
+/// both list and fetch. Then the same with compaction after every two journal entries.
+/// (`k1` hashes to partition 1, `k3` to partition 0.)
 pub fn cluster_workloads() -> Vec<ClusterScript> {
     let groups = vec![
         vec![(0, create("t0", 2))],
-        vec![(1, produce("t0", &[("a", Some("k1")), ("b", None)]))],
-        vec![(1, produce("t0", &[("a2", Some("k1"))]))],
-        // The produce spans both partitions (k1 hashes to 1, k3 to 0), so that it may
-        // write one and meet the other removed; the second fetch asks past partition 1's
-        // first segment, which a half-done removal may have left alone.
+        vec![(0, produce("t0", &[("a", Some("k1")), ("b", Some("k3"))]))],
+        vec![(0, produce("t0", &[("a2", Some("k1"))]))],
+        vec![(1, produce("t0", &[("a3", Some("k1"))]))],
         vec![
-            (0, delete("t0")),
             (1, produce("t0", &[("c", Some("k3")), ("e", Some("k1"))])),
             (1, fetch("t0")),
-            (1, fetch_at("t0", 1, 1)),
+            (1, fetch_at("t0", 1, 2)),
+            (0, delete("t0")),
         ],
         vec![(1, create("t0", 1))],
         vec![(0, produce("t0", &[("d", None)]))],
