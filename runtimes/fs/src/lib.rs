@@ -7,7 +7,8 @@
 //!   pass at the broker's deadlines, and keeps background deletion running.
 //! - [`datadir`]: the data directory: creating and locking it, and telling the
 //!   broker's files from anything else in it.
-//! - [`serve`]: the JSON-lines protocol of `broker-fs serve`, with keys and values as
+//! - [`serve`]: the JSON-lines protocol of `broker-fs serve`, its lines read within the
+//!   bounds of [`request_lines`], with keys and values as
 //!   [`jsonbytes`] writes and reads them.
 //! - [`kafka`]: the Kafka listener of `broker-fs serve --kafka ADDR`, for standard Kafka
 //!   clients.
@@ -24,6 +25,7 @@ pub mod jsonbytes;
 pub mod kafka;
 mod pool;
 pub mod realfs;
+pub mod request_lines;
 pub mod serve;
 
 pub use datadir::LOCK_FILE;

@@ -369,8 +369,8 @@ fn serve_command(
         None => None,
     };
     let limits = broker_fs::kafka::Limits { write_timeout, ..broker_fs::kafka::Limits::from(&options.config) };
+    let mut serve_options = serve::ServeOptions::for_config(&options.config);
     let driver = Driver::<serve::Input>::open(data_dir, options)?;
-    let mut serve_options = serve::ServeOptions::default();
     let kafka = match listener {
         Some(listener) => {
             let address = listener.local_addr()?;

@@ -10,7 +10,9 @@
 //! - `{"id": ID, "status": true}`: live topics and pending deletions, at once.
 //!
 //! `ID` is any JSON value the client likes; it is echoed, never interpreted. Requests
-//! run concurrently: replies come in the order they complete, one line each:
+//! run concurrently: replies come in the order they complete, one line each (every
+//! non-empty line gets one, whatever its bytes: see [`crate::request_lines`] for the
+//! longest line taken and how far `serve` reads ahead of its replies):
 //!
 //! - `{"id": ID, "ok": REPLY}`, the core's [`Reply`] in its serde form, except that
 //!   fetched keys and values are strings or `{"base64": "..."}` as above;
@@ -28,6 +30,7 @@
 
 use crate::driver::{Driver, DriverEvent};
 use crate::jsonbytes;
+use crate::request_lines::{self, ReadAhead, ReadLine};
 use broker_core::{BrokerError, Command, DeletionStatus, HaltReason, Reply, RequestId, TopicDescription};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,10 +41,14 @@ use std::io::{BufRead, Write};
 /// commands of the Kafka listener.
 #[derive(Debug)]
 pub enum Input {
-    /// One request line.
-    Line(String),
-    /// End of input (or a read error).
+    /// One request line, as read (not checked to be UTF-8).
+    Line(Vec<u8>),
+    /// A request line longer than the limit, of this many bytes, skipped.
+    TooLong(u64),
+    /// End of input.
     End,
+    /// Reading the input failed: the same as its end, with a warning.
+    ReadFailed(std::io::Error),
     /// A command from the Kafka listener, answered through the channel.
     Call(Command, tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>),
     /// Stop serving (a signal): answer what is in flight, then end.
@@ -49,19 +56,44 @@ pub enum Input {
 }
 
 /// How `serve` runs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ServeOptions {
     /// Keep serving after the end of standard input (the Kafka listener serves on);
     /// then only [`Input::Stop`] ends `serve`.
     pub outlive_input: bool,
     /// Event lines written right after `{"event": "ready"}`.
     pub ready_events: Vec<Value>,
+    /// The longest request line taken (see [`request_lines::max_line_bytes`]).
+    pub max_line_bytes: usize,
+    /// The most request lines read and not yet answered.
+    pub read_ahead_lines: usize,
+    /// The most bytes of request lines read and not yet answered.
+    pub read_ahead_bytes: usize,
+}
+
+impl ServeOptions {
+    /// The defaults, with the longest line set by the core's batch limit in `config`.
+    pub fn for_config(config: &broker_core::Config) -> ServeOptions {
+        ServeOptions {
+            outlive_input: false,
+            ready_events: Vec::new(),
+            max_line_bytes: request_lines::max_line_bytes(config.batch_bytes_limit()),
+            read_ahead_lines: request_lines::READ_AHEAD_LINES,
+            read_ahead_bytes: request_lines::READ_AHEAD_BYTES,
+        }
+    }
+}
+
+impl Default for ServeOptions {
+    fn default() -> ServeOptions {
+        ServeOptions::for_config(&broker_core::Config::default())
+    }
 }
 
 /// Who waits for the reply to a submitted command.
 enum Waiter {
-    /// A JSON-lines request, by its id.
-    Line(Value),
+    /// A JSON-lines request, by its id, and the length of its line (see [`ReadAhead`]).
+    Line(Value, usize),
     /// A Kafka request.
     Kafka(tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>),
 }
@@ -214,34 +246,59 @@ pub enum Outcome {
 /// Serves JSON-lines requests from `input` until its end (or, with
 /// [`ServeOptions::outlive_input`], until [`Input::Stop`]), and commands sent as
 /// [`Input::Call`]; writes replies to `output` and notices (warnings) to `log`. `input`
-/// is read on its own thread.
+/// is read on its own thread, within the bounds of [`request_lines`].
 pub fn serve(
-    mut driver: Driver<Input>,
+    driver: Driver<Input>,
     input: impl BufRead + Send + 'static,
     output: &mut impl Write,
     log: &mut impl Write,
     options: ServeOptions,
 ) -> Outcome {
-    let mailbox = driver.mailbox();
+    let read_ahead = ReadAhead::new(options.read_ahead_lines, options.read_ahead_bytes);
+    let reader = read_ahead.clone();
+    let (mailbox, max_line) = (driver.mailbox(), options.max_line_bytes);
     // Reading blocks, so it has a thread of its own; it feeds lines into the loop.
     let spawned = std::thread::Builder::new().name("broker-fs-stdin".into()).spawn(move || {
-        for line in input.lines() {
-            match line {
-                Ok(l) => {
-                    if !mailbox.send(Input::Line(l)) {
-                        return;
-                    }
+        let mut input = input;
+        while reader.wait_for_room() {
+            let message = match request_lines::read_line(&mut input, max_line) {
+                Ok(ReadLine::Line(line)) => {
+                    reader.read(line.len());
+                    Input::Line(line)
                 }
-                Err(_) => break,
+                Ok(ReadLine::TooLong { bytes }) => {
+                    reader.read(0);
+                    Input::TooLong(bytes)
+                }
+                Ok(ReadLine::End) => Input::End,
+                Err(e) => Input::ReadFailed(e),
+            };
+            let last = matches!(message, Input::End | Input::ReadFailed(_));
+            if !mailbox.send(message) || last {
+                return;
             }
         }
-        mailbox.send(Input::End);
     });
     if let Err(e) = spawned {
         return Outcome::OutputClosed(e);
     }
+    let outcome = answer(driver, output, log, options, &read_ahead);
+    // Lets the reading thread go if it waits for room.
+    read_ahead.close();
+    outcome
+}
+
+/// The loop of [`serve`]: answers lines, calls and replies until the end.
+fn answer(
+    mut driver: Driver<Input>,
+    output: &mut impl Write,
+    log: &mut impl Write,
+    options: ServeOptions,
+    read_ahead: &ReadAhead,
+) -> Outcome {
     let mut in_flight: BTreeMap<RequestId, Waiter> = BTreeMap::new();
     let mut ended = false;
+    let max_line = options.max_line_bytes;
     let result = (|| -> std::io::Result<Outcome> {
         emit_notices(&mut driver, log);
         write_line(output, &serde_json::json!({ "event": "ready" }))?;
@@ -261,6 +318,20 @@ pub fn serve(
             match event {
                 None => {}
                 Some(DriverEvent::Message(Input::End)) => ended |= !options.outlive_input,
+                Some(DriverEvent::Message(Input::ReadFailed(e))) => {
+                    let _ =
+                        writeln!(log, "warning: reading standard input failed ({e}): no more request lines are read");
+                    ended |= !options.outlive_input;
+                }
+                Some(DriverEvent::Message(Input::TooLong(bytes))) => {
+                    let msg = format!(
+                        "request line of {bytes} bytes is longer than the {max_line} bytes serve takes (a produce \
+                         of the largest batch the broker accepts, every byte escaped): skipped to its newline; \
+                         split the records over several produces, or send binary values as {{\"base64\": ...}}"
+                    );
+                    write_line(output, &serde_json::json!({ "id": null, "error": msg, "kind": null }))?;
+                    read_ahead.answered(0);
+                }
                 Some(DriverEvent::Message(Input::Stop)) => ended = true,
                 Some(DriverEvent::Message(Input::Call(command, reply))) => {
                     if ended {
@@ -271,14 +342,35 @@ pub fn serve(
                     in_flight.insert(request, Waiter::Kafka(reply));
                 }
                 Some(DriverEvent::Message(Input::Line(line))) => {
+                    let size = line.len();
+                    let line = match String::from_utf8(line) {
+                        Ok(line) => line,
+                        Err(e) => {
+                            let id = serde_json::from_str::<Value>(&String::from_utf8_lossy(e.as_bytes()))
+                                .ok()
+                                .and_then(|v| v.get("id").cloned())
+                                .unwrap_or(Value::Null);
+                            let at = e.utf8_error().valid_up_to();
+                            let msg = format!(
+                                "invalid request line: not UTF-8 (byte {at} is 0x{:02X}): JSON text is UTF-8; send \
+                                 bytes that are not as {{\"base64\": ...}}",
+                                e.as_bytes()[at]
+                            );
+                            write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
+                            read_ahead.answered(size);
+                            continue;
+                        }
+                    };
                     if line.trim().is_empty() {
+                        read_ahead.answered(size);
                         continue;
                     }
                     match serde_json::from_str::<Request>(&line) {
                         Ok(Request { id, command: Some(command), status: None }) => match command_from_json(command) {
                             Ok(command) => {
                                 let request = driver.submit(command);
-                                in_flight.insert(request, Waiter::Line(id));
+                                in_flight.insert(request, Waiter::Line(id, size));
+                                continue;
                             }
                             Err(e) => {
                                 let msg = format!("invalid command: {e}");
@@ -302,13 +394,18 @@ pub fn serve(
                             write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
                         }
                     }
+                    // Answered at once (a command waits for its reply).
+                    read_ahead.answered(size);
                 }
                 Some(DriverEvent::Reply { request, reply }) => match in_flight.remove(&request) {
                     Some(Waiter::Kafka(tx)) => {
                         // The connection may be gone; its reply is then dropped.
                         let _ = tx.send(reply);
                     }
-                    Some(Waiter::Line(id)) => write_line(output, &reply_json(id, &reply))?,
+                    Some(Waiter::Line(id, size)) => {
+                        write_line(output, &reply_json(id, &reply))?;
+                        read_ahead.answered(size);
+                    }
                     None => write_line(output, &reply_json(Value::Null, &reply))?,
                 },
                 Some(DriverEvent::Halted(reason)) => return halt(output, reason),

@@ -1,0 +1,159 @@
+//! `serve` under clients that do not behave: one that never reads its replies, one
+//! that sends a line of 600 MB, one that sends bytes that are not UTF-8. Memory stays
+//! within the bounds `broker_fs::request_lines` states, and every line is answered.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use common::{TempDir, BIN};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const MIB: u64 = 1 << 20;
+
+/// A field of `/proc/PID/status` in bytes (`VmRSS`: resident now; `VmHWM`: its peak).
+fn memory(child: &Child, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_else(|| panic!("no {field}"));
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+fn spawn_serve(dir: &std::path::Path) -> Child {
+    Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn broker-fs serve")
+}
+
+/// Reads every reply line until the end of output.
+fn replies(child: &mut Child) -> Vec<Value> {
+    let out = BufReader::new(child.stdout.take().unwrap());
+    out.lines().map(|l| serde_json::from_str(&l.unwrap()).unwrap()).filter(|v: &Value| v["event"].is_null()).collect()
+}
+
+/// Before: the stdin thread read into an unbounded queue while the loop was blocked
+/// writing a reply nobody read, and memory grew by the gigabyte. Now reading stops
+/// once 1,024 lines are unanswered, the pipe pushes back on the client, and every line
+/// is answered once the client reads.
+#[test]
+fn a_client_that_never_reads_its_replies_is_held_back_and_memory_stays_bounded() {
+    let tmp = TempDir::new("serve-no-reader");
+    let mut child = spawn_serve(tmp.path());
+    let mut stdin = child.stdin.take().unwrap();
+    // 100,000 status requests of 1 KiB each, 100 MiB in all, sent without reading.
+    let line = {
+        let mut l = b"{\"id\": 0, \"status\": true}".to_vec();
+        l.resize(1023, b' ');
+        l.push(b'\n');
+        l
+    };
+    const LINES: u64 = 100_000;
+    let sent = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let sent = sent.clone();
+        std::thread::spawn(move || {
+            for _ in 0..LINES {
+                if stdin.write_all(&line).is_err() {
+                    return;
+                }
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    // Wait until the client is held back: nothing more sent for a second.
+    let start = Instant::now();
+    let mut last = (sent.load(Ordering::Relaxed), Instant::now());
+    while last.1.elapsed() < Duration::from_secs(1) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the client was never held back: {} lines sent", last.0);
+        std::thread::sleep(Duration::from_millis(50));
+        let now = sent.load(Ordering::Relaxed);
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+    }
+    let held_at = last.0;
+    let peak = memory(&child, "VmHWM");
+    assert!(held_at < LINES, "all {LINES} lines went in without any reply read");
+    // 1,024 lines read ahead plus what the two pipes hold (64 KiB each) and the
+    // reader's buffer: a few thousand lines of 1 KiB.
+    assert!(held_at < 4_000, "{held_at} lines taken without a reply read");
+    assert!(peak < 64 * MIB, "peak resident memory {} MiB with no reply read", peak / MIB);
+    eprintln!("held back after {held_at} lines; peak resident memory {} MiB", peak / MIB);
+
+    // Once the client reads, everything is answered.
+    let answers = replies(&mut child);
+    writer.join().unwrap();
+    assert_eq!(answers.len() as u64, LINES, "one reply per line");
+    assert!(answers.iter().all(|a| a["status"].is_object()), "{:?}", answers.iter().find(|a| !a["status"].is_object()));
+    assert!(child.wait().unwrap().success());
+}
+
+/// Before: a line of 600 MB without a newline was buffered whole. Now it is skipped
+/// past the limit, answered with an error naming the limit, and the next line served.
+#[test]
+fn a_line_of_600_mb_is_refused_naming_the_limit_and_the_next_line_is_served() {
+    let tmp = TempDir::new("serve-huge-line");
+    let mut child = spawn_serve(tmp.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let pid = child.id();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(b"{\"id\": 1, \"status\": true}\n").unwrap();
+        let chunk = vec![b'x'; MIB as usize];
+        for _ in 0..600 {
+            stdin.write_all(&chunk).unwrap();
+        }
+        stdin.write_all(b"\n{\"id\": 3, \"status\": true}\n").unwrap();
+    });
+    let answers = replies(&mut child);
+    writer.join().unwrap();
+    let peak = {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status.lines().find(|l| l.starts_with("VmHWM")).map(str::to_owned)
+    };
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[0]["id"], 1);
+    assert!(answers[0]["status"].is_object());
+    let error = answers[1]["error"].as_str().unwrap();
+    assert!(error.contains("629145600 bytes is longer than the"), "names the line's length: {error}");
+    assert!(error.contains("split the records"), "says what to do: {error}");
+    assert_eq!(answers[2]["id"], 3, "the next line is served");
+    assert!(answers[2]["status"].is_object());
+    // Peak memory, read while the process still lived (it may have gone since).
+    if let Some(peak) = peak {
+        let kib: u64 = peak.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let limit = broker_fs::request_lines::max_line_bytes(broker_core::Config::default().batch_bytes_limit());
+        assert!(kib * 1024 < limit as u64 + 96 * MIB, "peak resident memory {} MiB", kib * 1024 / MIB);
+    }
+    assert!(child.wait().unwrap().success());
+}
+
+/// Before: after a line holding the byte 0xFF, that line and every later one went
+/// unanswered and `serve` exited 0. Now the bad line gets an error and serving goes on.
+#[test]
+fn a_line_that_is_not_utf8_is_answered_with_an_error_and_serving_goes_on() {
+    let tmp = TempDir::new("serve-not-utf8");
+    let mut child = spawn_serve(tmp.path());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"id\": 1, \"status\": true}\n{\"id\": 2, \"status\": \"\xff\"}\n{\"id\": 3, \"status\": true}\n")
+        .unwrap();
+    drop(stdin);
+    let answers = replies(&mut child);
+    assert_eq!(answers.len(), 3, "three lines, three answers: {answers:?}");
+    assert!(answers[0]["status"].is_object() && answers[0]["id"] == 1);
+    assert_eq!(answers[1]["id"], 2, "the id is read past the bad byte: {}", answers[1]);
+    let error = answers[1]["error"].as_str().unwrap();
+    assert!(error.contains("not UTF-8") && error.contains("0xFF"), "{error}");
+    assert!(answers[2]["status"].is_object() && answers[2]["id"] == 3);
+    assert!(child.wait().unwrap().success());
+}
