@@ -1,9 +1,13 @@
 //! The data directory: creating it, locking it (exclusively to write, shared to read),
 //! and telling the broker's files from anything else in it.
 //!
-//! The lock is an advisory `flock` on `LOCK`, held for the driver's lifetime, so two
-//! processes never write one directory; readers share it and exclude only a writer. The
-//! lock file names the holder's pid, for the message of the next process that tries.
+//! The lock is an advisory `flock` held for the driver's lifetime, so two processes
+//! never write one directory; readers share it and exclude only a writer. It is taken
+//! on the directory itself, which an operator does not delete while it is in use (a
+//! lock on a file alone is lost to the next process when the file is removed or
+//! replaced, and after a kill -9 a leftover `LOCK` looks stale), and on `LOCK` too, so
+//! that older versions, which lock only `LOCK`, are excluded as well. `LOCK` names the
+//! holder's pid, for the message of the next process that tries and for `status`.
 
 use crate::driver::{DriverError, Notice};
 use crate::realfs::{is_symlink, no_follow, sync_directory};
@@ -17,8 +21,36 @@ use std::path::Path;
 /// The name of the lock file at the top of the data directory.
 pub const LOCK_FILE: &str = "LOCK";
 
-/// Creates the data directory if needed and takes its lock.
-pub(crate) fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
+/// The locks on a data directory, held together (released when dropped).
+#[derive(Debug)]
+pub(crate) struct DirLock {
+    _dir: Option<File>,
+    _file: Option<File>,
+}
+
+/// Locks the directory itself, exclusively or shared. `Ok(None)` where its file system
+/// cannot lock a directory (some network file systems): `LOCK` alone must do, which
+/// the notice says.
+fn lock_directory(dir: &Path, exclusive: bool, notices: &mut Vec<Notice>) -> Result<Option<File>, DriverError> {
+    let err = |detail: String| DriverError::Directory { dir: dir.to_path_buf(), detail };
+    let handle = File::open(dir).map_err(|e| err(format!("cannot open it to lock it: {e}")))?;
+    let locked = if exclusive { handle.try_lock() } else { handle.try_lock_shared() };
+    match locked {
+        Ok(()) => Ok(Some(handle)),
+        Err(TryLockError::WouldBlock) => Err(DriverError::Locked {
+            dir: dir.to_path_buf(),
+            lock: dir.join(LOCK_FILE),
+            holder: lock_holder(&dir.join(LOCK_FILE)),
+        }),
+        Err(TryLockError::Error(e)) => {
+            notices.push(Notice::DirectoryNotLockable { detail: e.to_string() });
+            Ok(None)
+        }
+    }
+}
+
+/// Creates the data directory if needed and takes its locks, exclusively.
+pub(crate) fn prepare_directory(dir: &Path, notices: &mut Vec<Notice>) -> Result<DirLock, DriverError> {
     let err = |detail: String| DriverError::Directory { dir: dir.to_path_buf(), detail };
     if !dir.is_dir() {
         std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create it: {e}")))?;
@@ -27,6 +59,7 @@ pub(crate) fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
             sync_directory(parent).map_err(|e| err(format!("cannot sync its parent: {e}")))?;
         }
     }
+    let dir_lock = lock_directory(dir, true, notices)?;
     let lock_path = dir.join(LOCK_FILE);
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
@@ -60,37 +93,56 @@ pub(crate) fn prepare_directory(dir: &Path) -> Result<File, DriverError> {
     }
     // For the error message of the next process that tries; not needed for safety.
     let _ = lock.set_len(0).and_then(|()| writeln!(lock, "{}", std::process::id()));
-    Ok(lock)
+    Ok(DirLock { _dir: dir_lock, _file: Some(lock) })
 }
 
-/// " (pid N)" when the lock file names the process holding it, for error messages.
+/// The pid that `LOCK` names, if it names one.
+pub fn lock_file_pid(dir: &Path) -> Option<u32> {
+    std::fs::read_to_string(dir.join(LOCK_FILE)).ok().and_then(|s| s.trim().parse::<u32>().ok())
+}
+
+/// Whether process `pid` runs on this machine (`None` where that cannot be told).
+pub fn pid_running(pid: u32) -> Option<bool> {
+    let proc = Path::new("/proc");
+    proc.join("self").exists().then(|| proc.join(pid.to_string()).exists())
+}
+
+/// Who holds the lock, as far as `LOCK` tells, for error messages: " (pid N)" and
+/// whether it runs, or why `LOCK` cannot tell.
 fn lock_holder(lock_path: &Path) -> String {
-    std::fs::read_to_string(lock_path)
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .map(|pid| format!(" (pid {pid})"))
-        .unwrap_or_default()
+    if !lock_path.exists() {
+        return format!(" (its {LOCK_FILE} file was removed while the directory was in use, so it names no pid)");
+    }
+    let Some(pid) = lock_path.parent().and_then(lock_file_pid) else { return String::new() };
+    match pid_running(pid) {
+        Some(true) => format!(" (pid {pid}, running)"),
+        None => format!(" (pid {pid})"),
+        Some(false) => {
+            format!(" ({LOCK_FILE} names pid {pid}, which is not running: the holder did not write its pid)")
+        }
+    }
 }
 
 /// Takes a shared lock on an existing data directory without writing anything (the
 /// directory may be read-only or its disk full): readers exclude a writer, not each other.
-pub(crate) fn lock_for_reading(dir: &Path) -> Result<Option<File>, DriverError> {
+pub(crate) fn lock_for_reading(dir: &Path, notices: &mut Vec<Notice>) -> Result<DirLock, DriverError> {
     let err = |detail: String| DriverError::Directory { dir: dir.to_path_buf(), detail };
     if !dir.is_dir() {
         return Err(err("no such data directory (a read-only command creates nothing)".into()));
     }
+    let dir_lock = lock_directory(dir, false, notices)?;
     let lock_path = dir.join(LOCK_FILE);
     let mut options = OpenOptions::new();
     options.read(true);
     no_follow(&mut options);
     let lock = match options.open(&lock_path) {
         Ok(lock) => lock,
-        // Never written to by a broker that could lock it: nothing to exclude.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // No older version can hold it: the directory's own lock is enough.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(DirLock { _dir: dir_lock, _file: None }),
         Err(e) => return Err(err(format!("cannot open the lock file {}: {e}", lock_path.display()))),
     };
     match lock.try_lock_shared() {
-        Ok(()) => Ok(Some(lock)),
+        Ok(()) => Ok(DirLock { _dir: dir_lock, _file: Some(lock) }),
         Err(TryLockError::WouldBlock) => {
             let holder = lock_holder(&lock_path);
             Err(DriverError::Locked { dir: dir.to_path_buf(), lock: lock_path, holder })

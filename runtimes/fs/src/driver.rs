@@ -13,7 +13,7 @@
 //! retries anything, and reports [`DriverEvent::Halted`]. The only way on is to drop
 //! the driver and open a new one, which recovers from what is durable.
 
-use crate::datadir::{lock_for_reading, prepare_directory, scan_directory};
+use crate::datadir::{lock_for_reading, prepare_directory, scan_directory, DirLock};
 use crate::pool::Pool;
 use crate::realfs::RealFs;
 use broker_core::{
@@ -21,7 +21,6 @@ use broker_core::{
     StorageOp, Time, TopicDescription,
 };
 use std::collections::{BTreeMap, VecDeque};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -141,6 +140,12 @@ pub enum DriverError {
 pub enum Notice {
     /// A notice of the broker core (a torn journal tail, a stray log removed, a retry...).
     Broker(broker_core::Notice),
+    /// The data directory's file system cannot lock a directory: only `LOCK` keeps a
+    /// second writer out, and removing it while a broker runs lets one in.
+    DirectoryNotLockable {
+        /// The error of the lock.
+        detail: String,
+    },
     /// A file or directory that is none of the broker's; left alone.
     UnknownEntry {
         /// Its name in the data directory.
@@ -155,7 +160,7 @@ impl Notice {
     pub fn is_warning(&self) -> bool {
         match self {
             Notice::Broker(n) => n.is_warning(),
-            Notice::UnknownEntry { .. } => true,
+            Notice::UnknownEntry { .. } | Notice::DirectoryNotLockable { .. } => true,
         }
     }
 }
@@ -164,6 +169,12 @@ impl std::fmt::Display for Notice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Notice::Broker(n) => n.fmt(f),
+            Notice::DirectoryNotLockable { detail } => write!(
+                f,
+                "the data directory itself cannot be locked ({detail}): only its {} file keeps a second \
+                 writer out, so never remove it while a broker-fs process runs",
+                crate::LOCK_FILE
+            ),
             Notice::UnknownEntry { name, is_dir } => {
                 let kind = if *is_dir { "directory" } else { "file" };
                 write!(f, "unknown entry, left alone: {kind} {name}")
@@ -242,10 +253,10 @@ pub struct Driver<M = ()> {
     held: VecDeque<M>,
     /// The wall-clock time at `start`: the origin of the broker's clock.
     origin: Time,
-    /// The data directory's lock, held for the driver's lifetime (it goes with the driver,
-    /// and with the process): exclusive for a writing start, shared for a read-only one
-    /// (`None` where a read-only directory has no lock file).
-    _lock: Option<File>,
+    /// The data directory's locks, held for the driver's lifetime (they go with the
+    /// driver, and with the process): exclusive for a writing start, shared for a
+    /// read-only one.
+    _lock: DirLock,
 }
 
 impl<M: Send + 'static> Driver<M> {
@@ -256,8 +267,10 @@ impl<M: Send + 'static> Driver<M> {
     pub fn open(dir: impl AsRef<Path>, options: DriverOptions) -> Result<Driver<M>, DriverError> {
         let dir = dir.as_ref().to_path_buf();
         let read_only = options.config.read_only;
-        let lock = if read_only { lock_for_reading(&dir)? } else { Some(prepare_directory(&dir)?) };
-        let mut notices = scan_directory(&dir)?;
+        let mut notices = Vec::new();
+        let lock =
+            if read_only { lock_for_reading(&dir, &mut notices)? } else { prepare_directory(&dir, &mut notices)? };
+        notices.append(&mut scan_directory(&dir)?);
         let fs = RealFs::new(&dir);
         let (sender, events) = mpsc::channel();
         let pool = Pool::start(&fs, options.log_workers, read_only, sender.clone(), completion::<M>)

@@ -557,9 +557,17 @@ fn command(
             let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
             let damaged: Vec<DamagedJson> = d.broker().damaged_records().iter().map(DamagedJson::from).collect();
             let notices = d.take_notices();
+            // Status holds the lock shared, so no writer holds it now; what LOCK says is
+            // for the operator who wonders whether a leftover pid is stale.
+            let pid = broker_fs::datadir::lock_file_pid(data_dir);
+            let pid_running = pid.and_then(broker_fs::datadir::pid_running);
             if json {
                 let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
-                emit(out, &json!({ "topics": topics, "pending": pending, "damaged": damaged, "notices": notices }))?;
+                let lock = json!({ "pid": pid, "pid_running": pid_running });
+                emit(
+                    out,
+                    &json!({ "topics": topics, "pending": pending, "damaged": damaged, "lock": lock, "notices": notices }),
+                )?;
             } else {
                 writeln!(out, "topics: {} live", topics.len())?;
                 for r in &damaged {
@@ -578,6 +586,15 @@ fn command(
                 for n in &notices {
                     writeln!(out, "{n}")?;
                 }
+                let named = match (pid, pid_running) {
+                    (None, _) => String::new(),
+                    (Some(pid), Some(false)) => {
+                        format!("; LOCK names pid {pid}, the last writer, not running (nothing to do)")
+                    }
+                    (Some(pid), Some(true)) => format!("; LOCK names pid {pid}, running, not writing"),
+                    (Some(pid), None) => format!("; LOCK names pid {pid}"),
+                };
+                writeln!(out, "lock: free{named}")?;
             }
             return Ok(());
         }

@@ -249,6 +249,50 @@ fn a_second_process_is_refused_with_a_lock_error() {
     cli_ok(&d, &["list"]);
 }
 
+/// Hole: the lock was held on LOCK's inode alone, so `rm LOCK` (which operators do
+/// after a kill -9 leaves a pid that looks stale) let a second writer in beside a
+/// running `serve`, and a read-only command on a directory without LOCK took no lock.
+#[test]
+fn removing_lock_under_a_running_serve_lets_no_second_writer_in() {
+    let tmp = TempDir::new("lock-removed");
+    let d = tmp.path().join("data");
+    let mut server = Server::start(&d, &tmp.path().join("serve.stderr"));
+    std::fs::remove_file(d.join("LOCK")).unwrap();
+    for args in [&["create", "t", "--partitions", "1"][..], &["recover"], &["list"], &["status"]] {
+        let out = cli(&d, args, "");
+        assert_eq!(out.status.code(), Some(4), "{args:?} must be refused: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("locked by another broker-fs process") && err.contains("was removed"), "{err}");
+    }
+    // A second serve too, and the first still serves.
+    let out = cli(&d, &["serve"], "{\"id\": 1, \"status\": true}\n");
+    assert_eq!(out.status.code(), Some(4), "a second serve: {}", stderr(&out));
+    assert!(server.status()["topics"].is_array());
+    server.kill();
+    // With the holder gone, LOCK is made again and names the new writer.
+    cli_ok(&d, &["create", "t", "--partitions", "1"]);
+    assert!(d.join("LOCK").exists());
+}
+
+/// After a kill -9, LOCK still names the dead process: `status` says it is not running
+/// and that nothing needs doing.
+#[test]
+fn status_says_whether_the_pid_in_lock_is_running() {
+    let tmp = TempDir::new("lock-status");
+    let d = tmp.path().join("data");
+    let server = Server::start(&d, &tmp.path().join("serve.stderr"));
+    let out = cli(&d, &["status"], "");
+    assert_eq!(out.status.code(), Some(4));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("(pid {}, running)", server.pid())), "{err}");
+    let pid = server.pid();
+    server.kill();
+    let status = &lines_json(&cli_ok(&d, &["status", "--json"]))[0];
+    assert_eq!(status["lock"], json!({ "pid": pid, "pid_running": false }));
+    let text = cli_ok(&d, &["status"]);
+    assert!(text.contains(&format!("lock: free; LOCK names pid {pid}, the last writer, not running")), "{text}");
+}
+
 #[test]
 fn serve_answers_json_lines_and_exits_non_zero_on_a_halt() {
     let tmp = TempDir::new("serve-halt");

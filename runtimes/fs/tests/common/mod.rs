@@ -169,6 +169,11 @@ impl Server {
         self.wait(id)["status"].clone()
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `kill -9`; returns every reply the process wrote before it died, by id.
     pub fn kill(mut self) -> std::collections::BTreeMap<u64, Value> {
         self.child.kill().unwrap();
