@@ -101,6 +101,7 @@ impl Broker {
                     removing: Default::default(),
                     backing_off: Default::default(),
                     remove_after,
+                    removal_due: None,
                 });
             }
             self.deleting_names.entry(name).or_default().insert(id);

@@ -63,6 +63,7 @@ impl Broker {
         // never more than the whole delay, should the clock have gone back.
         let left_us = d.remove_after.as_micros().saturating_sub(now.as_micros());
         let left_ms = left_us.div_ceil(1000).min(grace);
+        d.removal_due = Some(now.plus_millis(left_ms));
         if left_ms > 0 {
             d.stage = DeletionStage::Grace;
             self.timer_in(left_ms, TimerPurpose::Grace(id));
@@ -187,5 +188,36 @@ impl Broker {
         if let Some(d) = self.deleting_owner(log) {
             d.backing_off.remove(&log.partition);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Command, Config, MemFs, SyncDriver, Time, TopicSettings};
+
+    /// After the clock is set back, the broker waits at most the whole grace delay, and
+    /// `removal_due` (from which runtimes say what is left) says so, for a writing
+    /// start and for a read-only one alike; the durable deadline itself does not move.
+    #[test]
+    fn removal_is_due_within_the_whole_grace_delay_after_the_clock_went_back() {
+        let grace_ms = 10_000;
+        let at = |s: u64| Time::from_millis(s * 1000);
+        let mut d = SyncDriver::start_at(Config::default(), MemFs::new(), at(1_000));
+        let settings = TopicSettings { deletion_grace_ms: grace_ms };
+        d.request(Command::CreateTopic { name: "a".into(), partitions: 1, settings }).unwrap();
+        d.request(Command::DeleteTopic { name: "a".into() }).unwrap();
+        let before = d.broker().pending_deletions()[0].clone();
+        assert_eq!((before.remove_after, before.removal_due), (at(1_010), at(1_010)));
+
+        // The clock is set back by 900 s before the next start.
+        let disk = d.crash();
+        let d = SyncDriver::start_at(Config::default(), disk.clone(), at(100));
+        let after = d.broker().pending_deletions()[0].clone();
+        assert_eq!(after.remove_after, at(1_010), "the durable deadline is kept");
+        assert_eq!(after.removal_due, at(110), "but removal waits at most the whole delay");
+
+        let read_only = Config { read_only: true, ..Config::default() };
+        let d = SyncDriver::start_at(read_only, disk, at(100));
+        assert_eq!(d.broker().pending_deletions()[0].removal_due, at(110));
     }
 }

@@ -66,6 +66,11 @@ pub struct DeletionStatus {
     pub tombstone_durable: bool,
     /// When its grace delay ends, in the runtime's clock (durable with the tombstone).
     pub remove_after: Time,
+    /// When removal begins: `remove_after`, but never more than the whole grace delay
+    /// after this broker started waiting (or, where it has not, after now), should the
+    /// clock have gone back since the delete. What is left of the grace delay is this
+    /// less the runtime's clock.
+    pub removal_due: Time,
     /// Whether its logs are being removed (its grace delay is over).
     pub removing: bool,
 }
@@ -382,6 +387,7 @@ impl Broker {
             .values()
             .filter_map(|t| {
                 let d = t.deletion.as_ref()?;
+                let whole_delay = self.now.plus_millis(t.meta.settings.deletion_grace_ms);
                 Some(DeletionStatus {
                     topic: t.meta.id,
                     name: t.meta.name.clone(),
@@ -389,6 +395,7 @@ impl Broker {
                     removed: d.removed.len() as u32,
                     tombstone_durable: self.journal.is_durable(d.tombstone_seq),
                     remove_after: d.remove_after,
+                    removal_due: d.removal_due.unwrap_or(d.remove_after.min(whole_delay)),
                     removing: d.stage == state::DeletionStage::Removing,
                 })
             })

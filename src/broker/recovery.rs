@@ -193,6 +193,7 @@ impl Broker {
                     removing: BTreeSet::new(),
                     backing_off: BTreeSet::new(),
                     remove_after: mt.remove_after,
+                    removal_due: None,
                 });
                 self.deleting_names.entry(name).or_default().insert(id);
             } else {

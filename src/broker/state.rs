@@ -71,6 +71,9 @@ pub(crate) struct Deletion {
     pub backing_off: BTreeSet<u32>,
     /// When the grace delay ends (journaled with the tombstone, so restarts keep it).
     pub remove_after: crate::time::Time,
+    /// When this broker begins removal, once it has armed its grace timer: at
+    /// `remove_after`, or sooner where the clock went back since the delete.
+    pub removal_due: Option<crate::time::Time>,
 }
 
 /// One topic incarnation, live or being deleted.

@@ -495,9 +495,14 @@ impl<M: Send + 'static> Driver<M> {
         self.broker.sweeping_strays()
     }
 
-    /// The broker's clock: wall-clock microseconds since the Unix epoch at the start,
-    /// then advanced by the monotonic clock (so it never goes back within a process).
-    /// Deadlines the core journals, such as the end of a grace delay, hold across starts.
+    /// The broker's clock now: wall-clock microseconds since the Unix epoch at the
+    /// start, then advanced by the monotonic clock (so it never goes back within a
+    /// process). Deadlines the core journals, such as the end of a grace delay, hold
+    /// across starts.
+    pub fn clock(&self) -> Time {
+        self.now()
+    }
+
     fn now(&self) -> Time {
         self.origin.plus_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
     }

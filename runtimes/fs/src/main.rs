@@ -553,7 +553,8 @@ fn command(
             }
         }
         Cmd::Status => {
-            let pending: Vec<PendingJson> = d.pending_deletions().iter().map(PendingJson::from).collect();
+            let pending: Vec<PendingJson> =
+                d.pending_deletions().iter().map(|p| PendingJson::new(p, d.clock())).collect();
             let topics: Vec<TopicJson> = d.live_topics().iter().map(TopicJson::from).collect();
             let damaged: Vec<DamagedJson> = d.broker().damaged_records().iter().map(DamagedJson::from).collect();
             let notices = d.take_notices();
@@ -599,7 +600,8 @@ fn command(
             return Ok(());
         }
         Cmd::Recover => {
-            let resumed: Vec<PendingJson> = d.pending_deletions().iter().map(PendingJson::from).collect();
+            let resumed: Vec<PendingJson> =
+                d.pending_deletions().iter().map(|p| PendingJson::new(p, d.clock())).collect();
             if !resumed.is_empty() && !json {
                 eprintln!("waiting for {} pending deletion(s) to finish...", resumed.len());
             }

@@ -200,12 +200,15 @@ pub struct PendingJson {
     /// When its grace delay ends, in milliseconds since the Unix epoch (durable with
     /// the tombstone: restarts do not start it again).
     pub remove_after_unix_ms: u64,
-    /// How much of its grace delay is left now, in milliseconds (0: removal may run).
+    /// How much of its grace delay is left now, in milliseconds (0: removal may run):
+    /// never more than the whole delay, as the broker waits no longer should the clock
+    /// have gone back since the delete.
     pub grace_left_ms: u64,
 }
 
-impl From<&DeletionStatus> for PendingJson {
-    fn from(d: &DeletionStatus) -> PendingJson {
+impl PendingJson {
+    /// `d` as of `now`, in the broker's clock ([`Driver::clock`]).
+    pub fn new(d: &DeletionStatus, now: broker_core::Time) -> PendingJson {
         PendingJson {
             name: d.name.clone(),
             id: d.topic.0,
@@ -213,11 +216,7 @@ impl From<&DeletionStatus> for PendingJson {
             removed: d.removed,
             tombstone_durable: d.tombstone_durable,
             remove_after_unix_ms: d.remove_after.as_micros() / 1000,
-            grace_left_ms: d
-                .remove_after
-                .as_micros()
-                .saturating_sub(crate::driver::wall_clock().as_micros())
-                .div_ceil(1000),
+            grace_left_ms: d.removal_due.as_micros().saturating_sub(now.as_micros()).div_ceil(1000),
         }
     }
 }
@@ -226,7 +225,7 @@ impl From<&DeletionStatus> for PendingJson {
 pub fn status_of<M: Send + 'static>(driver: &Driver<M>) -> Status {
     Status {
         topics: driver.live_topics().iter().map(TopicJson::from).collect(),
-        pending: driver.pending_deletions().iter().map(PendingJson::from).collect(),
+        pending: driver.pending_deletions().iter().map(|d| PendingJson::new(d, driver.clock())).collect(),
         damaged: driver.broker().damaged_records().iter().map(DamagedJson::from).collect(),
     }
 }
