@@ -32,6 +32,61 @@ pub fn from_json(v: &Value) -> Result<Vec<u8>, String> {
     }
 }
 
+/// Bytes read from JSON in any form [`from_json`] takes, straight from the text: no
+/// [`Value`] is built on the way, whose array of numbers would take 32 bytes per byte.
+#[derive(Debug, PartialEq, Eq)]
+pub struct JsonBytes(pub Vec<u8>);
+
+impl<'de> serde::Deserialize<'de> for JsonBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<JsonBytes, D::Error> {
+        deserializer.deserialize_any(JsonBytesVisitor)
+    }
+}
+
+struct JsonBytesVisitor;
+
+impl<'de> serde::de::Visitor<'de> for JsonBytesVisitor {
+    type Value = JsonBytes;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string, {\"base64\": \"...\"} or an array of bytes")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<JsonBytes, E> {
+        Ok(JsonBytes(s.as_bytes().to_vec()))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<JsonBytes, A::Error> {
+        let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+        while let Some(n) = seq
+            .next_element::<u64>()
+            .map_err(|_| serde::de::Error::custom("an array of bytes must hold numbers 0..=255 only"))?
+        {
+            bytes.push(
+                u8::try_from(n)
+                    .map_err(|_| serde::de::Error::custom("an array of bytes must hold numbers 0..=255 only"))?,
+            );
+        }
+        Ok(JsonBytes(bytes))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<JsonBytes, A::Error> {
+        let bad = || serde::de::Error::custom("expected {\"base64\": \"...\"}, an object with that one key");
+        match map.next_key::<String>()?.as_deref() {
+            Some("base64") => {}
+            _ => return Err(bad()),
+        }
+        let coded: Value = map.next_value()?;
+        if map.next_key::<String>()?.is_some() {
+            return Err(bad());
+        }
+        match coded {
+            Value::String(s) => decode_base64(&s).map(JsonBytes).map_err(serde::de::Error::custom),
+            other => Err(serde::de::Error::custom(format!("\"base64\" must be a string, not {other}"))),
+        }
+    }
+}
+
 /// Standard base64 with padding.
 pub fn encode_base64(bytes: &[u8]) -> String {
     STANDARD.encode(bytes)
@@ -74,6 +129,14 @@ mod tests {
         }
         for v in [json!(7), json!([256]), json!({ "base64": 1 }), json!({ "hex": "00" }), json!(null)] {
             assert!(from_json(&v).is_err(), "{v}");
+            assert!(serde_json::from_value::<JsonBytes>(v.clone()).is_err(), "{v}");
+        }
+        for v in [json!("hé"), json!({ "base64": "aMOp" }), json!([104, 195, 169])] {
+            let text = v.to_string();
+            assert_eq!(serde_json::from_str::<JsonBytes>(&text).unwrap().0, "hé".as_bytes(), "{text}");
+        }
+        for bad in [r#"{"base64": "aMOp", "x": 1}"#, "[-1]", "[1.5]", r#""\ud800""#] {
+            assert!(serde_json::from_str::<JsonBytes>(bad).is_err(), "{bad}");
         }
     }
 }

@@ -29,10 +29,14 @@
 //! of input, `serve` waits for the replies still owed, then ends.
 
 use crate::driver::{Driver, DriverEvent};
-use crate::jsonbytes;
+use crate::jsonbytes::{self, JsonBytes};
 use crate::request_lines::{self, ReadAhead, ReadLine};
-use broker_core::{BrokerError, Command, DeletionStatus, HaltReason, Reply, RequestId, TopicDescription};
+use broker_core::{
+    BrokerError, Command, DeletionStatus, HaltReason, ProduceRecord, Reply, RequestId, TopicDescription,
+};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -98,17 +102,91 @@ enum Waiter {
     Kafka(tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>),
 }
 
-/// One request line.
+/// One request line, read without building a [`Value`] of the whole (which would take
+/// many times the line's size): the command is parsed from its text, the id kept as text
+/// until it is checked for size.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Request {
-    #[serde(default)]
-    id: Value,
+struct Request<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
     /// The core's `Command`, with keys and values in any form [`jsonbytes`] reads.
+    #[serde(default, borrow)]
+    command: Option<&'a RawValue>,
     #[serde(default)]
-    command: Option<Value>,
-    #[serde(default)]
-    status: Option<Value>,
+    status: Option<IgnoredAny>,
+}
+
+/// The id of a line that is not a valid request, if one can be read.
+#[derive(Debug, Deserialize)]
+struct IdOnly<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+}
+
+/// The longest request id taken, as JSON text: ids are echoed, so they are kept.
+pub const MAX_ID_BYTES: usize = 64 << 10;
+
+/// What a request line asks.
+enum Parsed {
+    /// Nothing: an empty line.
+    Blank,
+    /// A command, by the request's id.
+    Command(Value, Command),
+    /// A status request.
+    Status(Value),
+    /// Not a request: the error to answer, with the id if one could be read.
+    Invalid(Value, String),
+}
+
+/// Parses one request line.
+fn parse_line(line: Vec<u8>) -> Parsed {
+    let line = match String::from_utf8(line) {
+        Ok(line) => line,
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let msg = format!(
+                "invalid request line: not UTF-8 (byte {at} is 0x{:02X}): JSON text is UTF-8; send bytes that \
+                 are not as {{\"base64\": ...}}",
+                e.as_bytes()[at]
+            );
+            return Parsed::Invalid(id_of(&String::from_utf8_lossy(e.as_bytes())), msg);
+        }
+    };
+    if line.trim().is_empty() {
+        return Parsed::Blank;
+    }
+    let request = match serde_json::from_str::<Request>(&line) {
+        Ok(request) => request,
+        Err(e) => return Parsed::Invalid(id_of(&line), format!("invalid request line: {e}")),
+    };
+    let id = match request.id.map(RawValue::get) {
+        None => Value::Null,
+        Some(text) if text.len() > MAX_ID_BYTES => {
+            let msg = format!("the request's id is {} bytes of JSON, more than the {MAX_ID_BYTES} taken", text.len());
+            return Parsed::Invalid(Value::Null, msg);
+        }
+        Some(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+    };
+    match (request.command, request.status) {
+        (Some(command), None) => match command_from_json(command.get()) {
+            Ok(command) => Parsed::Command(id, command),
+            Err(e) => Parsed::Invalid(id, format!("invalid command: {e}")),
+        },
+        (None, Some(_)) => Parsed::Status(id),
+        _ => Parsed::Invalid(id, "a request needs exactly one of \"command\" and \"status\"".into()),
+    }
+}
+
+/// The id of a line that is not a valid request, where one can be read and is not too
+/// long to echo.
+fn id_of(line: &str) -> Value {
+    serde_json::from_str::<IdOnly>(line)
+        .ok()
+        .and_then(|r| r.id)
+        .filter(|id| id.get().len() <= MAX_ID_BYTES)
+        .and_then(|id| serde_json::from_str(id.get()).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// A status answer.
@@ -342,58 +420,22 @@ fn answer(
                 }
                 Some(DriverEvent::Message(Input::Line(line))) => {
                     let size = line.len();
-                    let line = match String::from_utf8(line) {
-                        Ok(line) => line,
-                        Err(e) => {
-                            let id = serde_json::from_str::<Value>(&String::from_utf8_lossy(e.as_bytes()))
-                                .ok()
-                                .and_then(|v| v.get("id").cloned())
-                                .unwrap_or(Value::Null);
-                            let at = e.utf8_error().valid_up_to();
-                            let msg = format!(
-                                "invalid request line: not UTF-8 (byte {at} is 0x{:02X}): JSON text is UTF-8; send \
-                                 bytes that are not as {{\"base64\": ...}}",
-                                e.as_bytes()[at]
-                            );
-                            write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
-                            read_ahead.answered(size);
+                    match parse_line(line) {
+                        Parsed::Blank => {}
+                        Parsed::Command(id, command) => {
+                            let request = driver.submit(command);
+                            in_flight.insert(request, Waiter::Line(id, size));
+                            // Counted as answered once its reply is written.
                             continue;
                         }
-                    };
-                    if line.trim().is_empty() {
-                        read_ahead.answered(size);
-                        continue;
-                    }
-                    match serde_json::from_str::<Request>(&line) {
-                        Ok(Request { id, command: Some(command), status: None }) => match command_from_json(command) {
-                            Ok(command) => {
-                                let request = driver.submit(command);
-                                in_flight.insert(request, Waiter::Line(id, size));
-                                continue;
-                            }
-                            Err(e) => {
-                                let msg = format!("invalid command: {e}");
-                                write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
-                            }
-                        },
-                        Ok(Request { id, command: None, status: Some(_) }) => {
+                        Parsed::Status(id) => {
                             let status = serde_json::to_value(status_of(&driver)).unwrap_or(Value::Null);
                             write_line(output, &serde_json::json!({ "id": id, "status": status }))?;
                         }
-                        Ok(Request { id, .. }) => {
-                            let msg = "a request needs exactly one of \"command\" and \"status\"";
-                            write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
-                        }
-                        Err(e) => {
-                            let id = serde_json::from_str::<Value>(&line)
-                                .ok()
-                                .and_then(|v| v.get("id").cloned())
-                                .unwrap_or(Value::Null);
-                            let msg = format!("invalid request line: {e}");
+                        Parsed::Invalid(id, msg) => {
                             write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
                         }
                     }
-                    // Answered at once (a command waits for its reply).
                     read_ahead.answered(size);
                 }
                 Some(DriverEvent::Reply { request, reply }) => match in_flight.remove(&request) {
@@ -447,22 +489,34 @@ pub fn reply_value(reply: &Reply) -> Value {
 }
 
 /// The core's command from its serde form, where the key and value of each produced
-/// record may also come as a string or `{"base64": ...}` (see [`jsonbytes`]).
-pub fn command_from_json(mut command: Value) -> Result<Command, String> {
-    let records = command.get_mut("Produce").and_then(|p| p.get_mut("records")).and_then(Value::as_array_mut);
-    for (i, record) in records.into_iter().flatten().enumerate() {
-        let Some(fields) = record.as_object_mut() else { continue };
-        for name in ["key", "value"] {
-            match fields.get(name) {
-                None | Some(Value::Null) => {}
-                Some(form) => {
-                    let bytes = jsonbytes::from_json(form).map_err(|e| format!("record {i}: {name}: {e}"))?;
-                    fields.insert(name.to_string(), Value::from(bytes));
-                }
-            }
-        }
+/// record may also come as a string or `{"base64": ...}` (see [`jsonbytes`]). A produce
+/// is read straight into bytes: an array of numbers never becomes a [`Value`].
+pub fn command_from_json(text: &str) -> Result<Command, String> {
+    /// A produce, as `Command::Produce` with keys and values in any form.
+    #[derive(Deserialize)]
+    struct ProduceJson {
+        topic: String,
+        #[serde(default)]
+        partition: Option<u32>,
+        records: Vec<RecordJson>,
     }
-    serde_json::from_value(command).map_err(|e| e.to_string())
+    #[derive(Deserialize)]
+    struct RecordJson {
+        #[serde(default)]
+        key: Option<JsonBytes>,
+        value: JsonBytes,
+    }
+    // The variant's name, with its body still as text.
+    let variant = serde_json::from_str::<BTreeMap<String, &RawValue>>(text).ok().filter(|m| m.len() == 1);
+    match variant.as_ref().and_then(|m| m.get("Produce")) {
+        Some(body) => {
+            let p: ProduceJson = serde_json::from_str(body.get()).map_err(|e| format!("Produce: {e}"))?;
+            let records =
+                p.records.into_iter().map(|r| ProduceRecord { key: r.key.map(|k| k.0), value: r.value.0 }).collect();
+            Ok(Command::Produce { topic: p.topic, partition: p.partition, records })
+        }
+        None => serde_json::from_str(text).map_err(|e| e.to_string()),
+    }
 }
 
 fn write_line(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
