@@ -371,11 +371,16 @@ fn setup(runner: &mut dyn Runner) {
 }
 
 fn main() {
-    let n: usize = std::env::var("BENCH_CORE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000).max(16);
+    // BROKER_BENCH_SMOKE: tiny sizes and one run, to show that it runs to the end.
+    let smoke = std::env::var_os("BROKER_BENCH_SMOKE").is_some();
+    let n: usize =
+        std::env::var("BENCH_CORE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(if smoke { 2_000 } else { 200_000 });
+    let n = n.max(16);
     if let Some(which) = std::env::var("BENCH_CORE_PROFILE").ok().and_then(|v| v.parse().ok()) {
         return profile(which, n);
     }
-    let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
+    let reps: usize =
+        std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(if smoke { 1 } else { 5 }).max(1);
     // samples[runner][phase]
     let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); Step::ALL.len()]; 3];
     let mut names = Vec::new();

@@ -51,8 +51,10 @@ fn campaign(seeds: u64, jobs: usize) -> Run {
 }
 
 fn main() {
-    let seeds: u64 = env_or("BENCH_SIM_SEEDS", 1_000);
-    let reps: usize = env_or("BENCH_REPS", 3).max(1);
+    // BROKER_BENCH_SMOKE: tiny sizes and one run, to show that it runs to the end.
+    let smoke = std::env::var_os("BROKER_BENCH_SMOKE").is_some();
+    let seeds: u64 = env_or("BENCH_SIM_SEEDS", if smoke { 20 } else { 1_000 });
+    let reps: usize = env_or("BENCH_REPS", if smoke { 1 } else { 3 }).max(1);
     let jobs = [1usize, 2];
     let mut runs: Vec<Vec<Run>> = jobs.iter().map(|_| Vec::new()).collect();
     for _ in 0..reps {

@@ -107,7 +107,9 @@ fn measure(seeds: u64, nodes: u32, tail_every_ms: u64, bug: Option<Bug>) -> Row 
 }
 
 fn main() {
-    let seeds: u64 = env_or("BENCH_CLUSTER_SEEDS", 100);
+    // BROKER_BENCH_SMOKE: tiny sizes, to show that it runs to the end.
+    let smoke = std::env::var_os("BROKER_BENCH_SMOKE").is_some();
+    let seeds: u64 = env_or("BENCH_CLUSTER_SEEDS", if smoke { 3 } else { 100 });
     println!("cluster: seeds 0..{seeds}, 600 commands each, store 5-20 ms each way, no faults; times in simulated ms");
     println!(
         "{:<28} {:>13} {:>15} {:>13} {:>9} {:>10} {:>10} {:>10} {:>6}",

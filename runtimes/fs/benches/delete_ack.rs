@@ -23,6 +23,7 @@
 
 mod common;
 
+use broker_core::logcodec::batch_bytes;
 use broker_core::{Command, ProduceRecord, Reply, TopicSettings};
 use broker_fs::{Driver, DriverOptions};
 use common::{fmt, median, settle};
@@ -34,23 +35,23 @@ const MAX_RECORD: usize = 256 << 10;
 /// The grace delay of the second broker-side measurement: physical removal does not
 /// start at the acknowledgement, so the acknowledgement is the logical step alone.
 const GRACE_MS: u64 = 10_000;
-/// The most bytes one produce sends to one partition.
-const MAX_PARTITION_BATCH: usize = 4 << 20;
-
-fn list(var: &str, default: &[u64]) -> Vec<u64> {
+fn list(var: &str, full: &[u64], small: &[u64]) -> Vec<u64> {
     match std::env::var(var) {
         Ok(list) => list.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
-        Err(_) => default.to_vec(),
+        Err(_) if common::smoke() => small.to_vec(),
+        Err(_) => full.to_vec(),
     }
 }
 
 fn main() {
-    let mut sizes = list("BROKER_FS_BENCH_MIB", &[1, 64]);
+    // The smoke run's 32 MiB over 16 partitions takes two produces at the batch limit.
+    let mut sizes = list("BROKER_FS_BENCH_MIB", &[1, 64], &[1, 32]);
     if std::env::var_os("BROKER_FS_BENCH_1GIB").is_some() && !sizes.contains(&1024) {
         sizes.push(1024);
     }
-    let partition_counts = list("BROKER_FS_BENCH_PARTITIONS", &[1, 16, 64]);
+    let partition_counts = list("BROKER_FS_BENCH_PARTITIONS", &[1, 16, 64], &[1, 16]);
     let reps: Option<usize> = std::env::var("BROKER_FS_BENCH_REPS").ok().and_then(|v| v.parse().ok());
+    let reps = reps.or(common::smoke().then_some(1));
     let base = std::env::var_os("BROKER_FS_BENCH_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
     let root = base.join(format!("broker-fs-bench-{}", std::process::id()));
 
@@ -158,13 +159,17 @@ fn naive_delete(dir: &Path, partitions: u32, bytes: u64) -> Duration {
 }
 
 /// Creates `name` with `partitions` partitions and produces `bytes` of records, spread
-/// evenly (keyless records go round-robin), a few MiB per partition per produce.
+/// evenly (keyless records go round-robin), as many records per produce as the broker
+/// takes in one (its batch limit in bytes as stored, and in records), as `produce` does.
 fn fill(d: &mut Driver, name: &str, partitions: u32, bytes: u64, grace_ms: u64) {
     let settings = TopicSettings { deletion_grace_ms: grace_ms };
     d.request(Command::CreateTopic { name: name.into(), partitions, settings }).expect("create");
     let record = (bytes as usize / partitions as usize).clamp(1, MAX_RECORD);
-    let per_produce = partitions as usize * (MAX_PARTITION_BATCH / record).max(1);
     let value = vec![0xab_u8; record];
+    let one = ProduceRecord { key: None, value: value.clone() };
+    let (header, config) = (batch_bytes([]), d.broker().config());
+    let fit = (config.batch_bytes_limit() - header) / (batch_bytes([&one]) - header);
+    let per_produce = usize::try_from(fit).unwrap_or(usize::MAX).min(config.max_batch_records).max(1);
     let mut left = (bytes as usize).div_ceil(record);
     while left > 0 {
         let n = left.min(per_produce);

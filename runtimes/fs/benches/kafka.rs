@@ -22,7 +22,7 @@
 
 mod common;
 
-use common::{bench_root, env_or, settle};
+use common::{bench_root, env_or, setting, settle};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ fn main() {
         println!("kafka: skipped: confluent-kafka is not installed (run .ci/kafka-clients)");
         return;
     };
-    let secs: f64 = env_or("BROKER_FS_BENCH_SECS", 6.0);
+    let secs: f64 = setting("BROKER_FS_BENCH_SECS", 6.0, 1.0);
     let value: usize = env_or("BROKER_FS_BENCH_VALUE", 1000);
     let root = bench_root("kafka");
     let data = root.join("data");

@@ -23,7 +23,7 @@ use broker_core::effect::AppendRecord;
 use broker_core::logcodec::encode_records;
 use broker_core::{Command, LogId, ProduceRecord, Reply, TopicSettings};
 use broker_fs::{Driver, DriverOptions};
-use common::env_or;
+use common::setting;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -84,8 +84,8 @@ impl Raw {
 }
 
 fn main() {
-    let secs: f64 = env_or("BROKER_FS_BENCH_SECS", 4.0);
-    let slices: u32 = env_or("BROKER_FS_BENCH_SLICES", 16).max(1);
+    let secs: f64 = setting("BROKER_FS_BENCH_SECS", 4.0, 0.2);
+    let slices: u32 = setting("BROKER_FS_BENCH_SLICES", 16, 2).max(1);
     let slice = Duration::from_secs_f64(secs / f64::from(slices));
     let root = common::bench_root("produce");
     println!(

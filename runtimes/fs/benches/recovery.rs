@@ -25,7 +25,7 @@ mod common;
 use broker_core::journal::JOURNAL_FILE;
 use broker_core::{Command, Config, MemFs, Phase, ProduceRecord, SyncDriver, TopicSettings};
 use broker_fs::{Driver, DriverOptions};
-use common::{env_or, fmt, fmt_bytes, median};
+use common::{fmt, fmt_bytes, median, setting};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -114,11 +114,11 @@ fn recover(dir: &Path, case: &Case) -> (Duration, Duration) {
 }
 
 fn main() {
-    let cycles: u64 = env_or("BROKER_FS_BENCH_CYCLES", 1_000_000);
+    let cycles: u64 = setting("BROKER_FS_BENCH_CYCLES", 1_000_000, 2_000);
     // Every journal commit takes about 4 KiB (two copies a block apart), so a journal
     // never compacted grows about 12 KiB per cycle: this row gets fewer cycles.
-    let uncompacted_cycles: u64 = env_or("BROKER_FS_BENCH_UNCOMPACTED_CYCLES", 20_000);
-    let reps: usize = env_or("BROKER_FS_BENCH_REPS", 5).max(1);
+    let uncompacted_cycles: u64 = setting("BROKER_FS_BENCH_UNCOMPACTED_CYCLES", 20_000, 500);
+    let reps: usize = setting("BROKER_FS_BENCH_REPS", 5, 1).max(1);
     let root = common::bench_root("recovery");
     let uncompacted = Config { compaction_min_records: u64::MAX, compaction_min_bytes: u64::MAX, ..Config::default() };
     println!("generating the directories in memory ({cycles} create/delete cycles)...");

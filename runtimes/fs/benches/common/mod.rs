@@ -10,6 +10,17 @@ pub fn env_or<T: std::str::FromStr>(var: &str, default: T) -> T {
     std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// Whether `BROKER_BENCH_SMOKE` is set: tiny sizes and one run, to show that the
+/// benchmark runs to the end and prints its table (`.ci/bench-smoke`), never how fast.
+pub fn smoke() -> bool {
+    std::env::var_os("BROKER_BENCH_SMOKE").is_some()
+}
+
+/// An environment variable parsed as `T`, or `full` (`small` in a [`smoke`] run).
+pub fn setting<T: std::str::FromStr>(var: &str, full: T, small: T) -> T {
+    env_or(var, if smoke() { small } else { full })
+}
+
 /// A fresh directory for this benchmark under `BROKER_FS_BENCH_DIR` (default: the temp
 /// directory), named after the benchmark and the process.
 pub fn bench_root(name: &str) -> PathBuf {
@@ -37,6 +48,9 @@ pub fn materialize(fs: &MemFs, dir: &Path) {
 /// 300 ms pause where there is no such file). After a big fill the virtual disk keeps
 /// writing for a few seconds after `sync` returns, and an fsync issued meanwhile waits.
 pub fn settle() {
+    if smoke() {
+        return;
+    }
     let _ = std::process::Command::new("sync").status();
     let Some(mut last) = writes_completed() else {
         return std::thread::sleep(Duration::from_millis(300));
