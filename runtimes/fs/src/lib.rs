@@ -21,6 +21,8 @@
 
 pub mod datadir;
 pub mod driver;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod jsonbytes;
 pub mod kafka;
 mod pool;

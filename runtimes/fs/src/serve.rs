@@ -128,7 +128,8 @@ struct IdOnly<'a> {
 pub const MAX_ID_BYTES: usize = 64 << 10;
 
 /// What a request line asks.
-enum Parsed {
+#[derive(Debug)]
+pub enum Parsed {
     /// Nothing: an empty line.
     Blank,
     /// A command, by the request's id.
@@ -139,8 +140,9 @@ enum Parsed {
     Invalid(Value, String),
 }
 
-/// Parses one request line.
-fn parse_line(line: Vec<u8>) -> Parsed {
+/// Parses one request line (any bytes: a line that is not a request is
+/// [`Parsed::Invalid`], with the error its reply gives).
+pub fn parse_line(line: Vec<u8>) -> Parsed {
     let line = match String::from_utf8(line) {
         Ok(line) => line,
         Err(e) => {
