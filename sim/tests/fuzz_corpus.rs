@@ -1,22 +1,45 @@
-//! Runs the cargo-fuzz target `sim_seed` over its checked-in corpus
-//! (`fuzz/corpus/sim_seed/`), so `cargo test` exercises it without nightly.
+//! Runs the cargo-fuzz targets `sim_seed` and `cluster_seed` over their checked-in
+//! corpora (`fuzz/corpus/<target>/`), so `cargo test` exercises them without nightly.
 
-use broker_sim::fuzzing::{fuzz_sim_seed, params_from_bytes};
+use broker_sim::fuzzing::{cluster_params_from_bytes, fuzz_cluster_seed, fuzz_sim_seed, params_from_bytes};
 use std::path::Path;
 
-#[test]
-fn sim_seed_passes_its_corpus() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/sim_seed");
+fn corpus(target: &str) -> Vec<Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()))
         .map(|e| e.expect("corpus entry").path())
         .collect();
     files.sort();
-    assert!(files.len() >= 4, "the corpus has its seeds");
-    for f in files {
-        let data = std::fs::read(&f).expect("read corpus file");
+    assert!(files.len() >= 4, "the corpus of {target} has its seeds");
+    files.iter().map(|f| std::fs::read(f).expect("read corpus file")).collect()
+}
+
+#[test]
+fn sim_seed_passes_its_corpus() {
+    for data in corpus("sim_seed") {
         fuzz_sim_seed(&data);
     }
+}
+
+#[test]
+fn cluster_seed_passes_its_corpus() {
+    for data in corpus("cluster_seed") {
+        fuzz_cluster_seed(&data);
+    }
+}
+
+#[test]
+fn the_bytes_choose_the_cluster() {
+    let (seed, params, calm) = cluster_params_from_bytes(&[9, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 10, 0, 0, 0]);
+    assert_eq!((seed, calm.nodes, params.clients, params.commands), (9, 5, 2, 30));
+    assert!(!calm.has_faults(), "no flags, no faults: {calm:?}");
+    let mut faulty = vec![9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0b111, 0, 0];
+    faulty.extend([255; 20]);
+    let (_, _, c) = cluster_params_from_bytes(&faulty);
+    assert_eq!((c.nodes, c.error, c.short_pages), (2, 0.05, 0.5));
+    assert!(c.foreign_keys && c.crash_every_us > 0 && c.cut_every_us > 0 && c.clock_drift_ppm > 0);
+    assert!(cluster_params_from_bytes(&[]).1.commands >= 20, "an empty input still runs");
 }
 
 #[test]
