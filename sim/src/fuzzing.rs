@@ -85,7 +85,7 @@ pub fn cluster_params_from_bytes(data: &[u8]) -> (u64, SwarmParams, ClusterParam
     let mut p = SwarmParams::draw(seed);
     p.clients = 1 + u32::from(b.u8() % 4);
     p.depth = 1 + u32::from(b.u8() % 3);
-    p.commands = 20 + u32::from(b.u8() % 80);
+    p.commands = 10 + u32::from(b.u8() % 50);
     p.names = 1 + u32::from(b.u8() % 3);
     p.max_partitions = 1 + u32::from(b.u8() % 3);
     let flags = b.u8();
