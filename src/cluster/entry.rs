@@ -8,7 +8,7 @@
 use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
 use crate::error::DecodeError;
-use crate::frame::{encode_frame, frame_at};
+use crate::frame::{encode_frame, frame_at, FRAME_HEADER_LEN};
 use crate::ids::TopicId;
 
 const MAGIC: &[u8; 4] = b"BRKE";
@@ -99,10 +99,17 @@ pub fn encode(seq: u64, entry: &Entry) -> Vec<u8> {
             KIND_REMOVED
         }
     };
-    let mut out = Vec::with_capacity(HEADER + 9 + w.buf.len());
+    frame_object(seq, kind, &w.buf)
+}
+
+/// The bytes of journal entry `seq` around any frame kind and payload, framed as
+/// [`encode`] frames an entry's: the checksum is right whatever the payload holds. For
+/// tests and fuzzers that must reach [`decode`]'s payload parser behind the checksum.
+pub fn frame_object(seq: u64, kind: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + FRAME_HEADER_LEN + payload.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&ENTRY_FORMAT_VERSION.to_le_bytes());
-    encode_frame(&mut out, salt(seq), kind, &w.buf);
+    encode_frame(&mut out, salt(seq), kind, payload);
     out
 }
 
@@ -123,7 +130,7 @@ pub fn decode(seq: u64, bytes: &[u8]) -> Result<Entry, DecodeError> {
     if frame.end() != bytes.len() as u64 {
         return Err(malformed(frame.end(), format!("{} bytes after the entry", bytes.len() as u64 - frame.end())));
     }
-    let mut r = Reader::new(frame.payload, (HEADER + crate::frame::FRAME_HEADER_LEN) as u64);
+    let mut r = Reader::new(frame.payload, (HEADER + FRAME_HEADER_LEN) as u64);
     let writer = EntryWriter { node: r.u32()?, boot: r.u64()?, nonce: r.u64()? };
     let kind = match frame.kind {
         KIND_CREATE => EntryKind::Create {

@@ -50,10 +50,18 @@ pub fn encode(topic: TopicId, partition: u32, base: u64, writer: EntryWriter, re
         w.opt_bytes(r.key.as_deref());
         w.bytes(&r.value);
     }
-    let mut out = Vec::with_capacity(HEADER + FRAME_HEADER_LEN + w.buf.len());
+    frame_object(topic, partition, base, KIND_SEGMENT, &w.buf)
+}
+
+/// The bytes of the segment under `d/{topic}/{partition}/{base}` around any frame kind
+/// and payload, framed as [`encode`] frames a segment's: the checksum is right whatever
+/// the payload holds. For tests and fuzzers that must reach [`decode`]'s payload parser
+/// behind the checksum.
+pub fn frame_object(topic: TopicId, partition: u32, base: u64, kind: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + FRAME_HEADER_LEN + payload.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&SEGMENT_FORMAT_VERSION.to_le_bytes());
-    encode_frame(&mut out, salt(topic, partition, base), KIND_SEGMENT, &w.buf);
+    encode_frame(&mut out, salt(topic, partition, base), kind, payload);
     out
 }
 
@@ -135,10 +143,7 @@ mod tests {
         w.u64(1);
         w.u64(1);
         w.u32(u32::MAX);
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&SEGMENT_FORMAT_VERSION.to_le_bytes());
-        encode_frame(&mut bytes, salt(TopicId(1), 0, 0), KIND_SEGMENT, &w.buf);
-        let e = decode(TopicId(1), 0, 0, &bytes).expect_err("refused");
+        let e = decode(TopicId(1), 0, 0, &frame_object(TopicId(1), 0, 0, KIND_SEGMENT, &w.buf)).expect_err("refused");
         assert!(e.to_string().contains("record count"), "{e}");
     }
 }

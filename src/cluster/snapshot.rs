@@ -73,10 +73,17 @@ pub fn encode(catalog: &Catalog) -> Vec<u8> {
             _ => w.u8(0),
         }
     }
-    let mut out = Vec::with_capacity(HEADER + FRAME_HEADER_LEN + w.buf.len());
+    frame_object(catalog.position(), KIND_SNAPSHOT, &w.buf)
+}
+
+/// The bytes of the snapshot `s/{seq}` around any frame kind and payload, framed as
+/// [`encode`] frames a snapshot's: the checksum is right whatever the payload holds.
+/// For tests and fuzzers that must reach [`decode`]'s payload parser behind the checksum.
+pub fn frame_object(seq: u64, kind: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + FRAME_HEADER_LEN + payload.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
-    encode_frame(&mut out, salt(catalog.position()), KIND_SNAPSHOT, &w.buf);
+    encode_frame(&mut out, salt(seq), kind, payload);
     out
 }
 
@@ -209,12 +216,7 @@ mod tests {
     /// writer with a bug, or a forged object) are refused with a reason, not loaded.
     #[test]
     fn a_valid_frame_with_impossible_contents_is_refused() {
-        let framed = |seq: u64, payload: &[u8]| {
-            let mut bytes = MAGIC.to_vec();
-            bytes.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
-            encode_frame(&mut bytes, salt(seq), KIND_SNAPSHOT, payload);
-            bytes
-        };
+        let framed = |seq: u64, payload: &[u8]| frame_object(seq, KIND_SNAPSHOT, payload);
         let incarnation = |w: &mut Writer, id: u64, name: &str, deleted: Option<u64>| {
             w.u64(id);
             w.bytes(name.as_bytes());
@@ -283,10 +285,7 @@ mod tests {
             let len = (next() % 200) as usize;
             let noise: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             let _ = decode(8, &noise);
-            let mut bytes = MAGIC.to_vec();
-            bytes.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
-            encode_frame(&mut bytes, salt(8), KIND_SNAPSHOT, &noise);
-            let _ = decode(8, &bytes);
+            let _ = decode(8, &frame_object(8, KIND_SNAPSHOT, &noise));
             // A valid frame around a payload mutated in a few bytes.
             let payload_start = HEADER + FRAME_HEADER_LEN;
             let mut payload = good[payload_start..].to_vec();
@@ -294,10 +293,7 @@ mod tests {
                 let i = (next() as usize) % payload.len();
                 payload[i] = next() as u8;
             }
-            let mut bytes = MAGIC.to_vec();
-            bytes.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
-            encode_frame(&mut bytes, salt(8), KIND_SNAPSHOT, &payload);
-            let _ = decode(8, &bytes);
+            let _ = decode(8, &frame_object(8, KIND_SNAPSHOT, &payload));
         }
     }
 }
