@@ -12,10 +12,13 @@
 //! - [`faulty_fs`]: a `MemFs` that fails removals, directory syncs or space on purpose.
 //! - [`fuzzing`]: the cargo-fuzz target bodies and their oracle (`fuzz/` wraps them;
 //!   `tests/fuzz_corpus.rs` of broker-core runs them over the checked-in corpora).
+//! - [`alloc_probe`]: the largest single allocation a piece of code makes, where the
+//!   binary's allocator reports to it (the `cluster_objects` body's allocation check).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod alloc_probe;
 pub mod commands;
 pub mod faulty_fs;
 pub mod fuzzing;
