@@ -4,27 +4,71 @@
 //! The hand-made seeds are written by `write_seed_corpus` (ignored; run it with
 //! `cargo test --test fuzz_corpus -- --ignored write_seed_corpus` after a format change).
 //! Crashes found by fuzzing are added next to them once fixed, named `crash-*`.
+//!
+//! The binary's allocator reports every allocation to `broker_testkit::alloc_probe`, so
+//! the bodies that check how much a decoder allocates (`cluster_objects`) can.
 
+use broker_core::cluster::catalog::Catalog;
+use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
+use broker_core::cluster::{segment, snapshot};
 use broker_core::command::{ProduceRecord, TopicSettings};
 use broker_core::effect::AppendRecord;
+use broker_core::frame::FRAME_HEADER_LEN;
 use broker_core::ids::{LogId, TopicId};
 use broker_core::journal::{
     encode_compacted, encode_header, JournalRecord, MetaState, PendingDeletion, Snapshot, TopicMeta,
 };
 use broker_core::logcodec::{encode_log_header, encode_records};
 use broker_core::Time;
+use broker_testkit::fuzzing::cluster_objects::{run_cluster_objects, Objects, ObjectsInput};
 use broker_testkit::fuzzing::{
-    describe_core_commands, fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode, run_core_commands,
+    describe_core_commands, fuzz_cluster_objects, fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode,
+    run_core_commands,
 };
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
+
+/// The system allocator, telling `broker_testkit::alloc_probe` the size of each
+/// allocation before it serves it.
+struct Reporting;
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged;
+// `record` neither allocates nor panics.
+unsafe impl GlobalAlloc for Reporting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        broker_testkit::alloc_probe::record(layout.size());
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        broker_testkit::alloc_probe::record(layout.size());
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        broker_testkit::alloc_probe::record(new_size);
+        System.realloc(ptr, layout, new_size)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Reporting = Reporting;
 
 /// A fuzz target's body.
 type Body = fn(&[u8]);
 
 /// Every target with a corpus in this crate, and its body. The simulator's `sim_seed`
 /// target runs over its corpus in broker-sim's own tests.
-const TARGETS: &[(&str, Body)] =
-    &[("journal_decode", fuzz_journal_decode), ("log_decode", fuzz_log_decode), ("core_commands", fuzz_core_commands)];
+const TARGETS: &[(&str, Body)] = &[
+    ("journal_decode", fuzz_journal_decode),
+    ("log_decode", fuzz_log_decode),
+    ("core_commands", fuzz_core_commands),
+    ("cluster_objects", fuzz_cluster_objects),
+];
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz").join("corpus").join(target)
@@ -378,6 +422,104 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// Bytes of a cluster object before its frame's payload: magic, format version, frame header.
+const OBJECT_PAYLOAD_START: usize = 4 + 2 + FRAME_HEADER_LEN;
+
+/// The entry, segment and snapshot codecs' kind bytes for the frames of the seeds that
+/// are payloads (`src/cluster/entry.rs` etc.).
+const KIND_CREATE: u8 = 1;
+const KIND_DELETE: u8 = 2;
+const KIND_REMOVED: u8 = 3;
+const KIND_SEGMENT: u8 = 1;
+const KIND_SNAPSHOT: u8 = 1;
+
+fn writer(node: u32, nonce: u64) -> EntryWriter {
+    EntryWriter { node, boot: 0x0b00_7000 + u64::from(node), nonce }
+}
+
+/// Live, being deleted and removed incarnations, a name used again, and an entry the
+/// catalog ignored: `gone` removed as 2, `orders` deleted as 1 (tombstone 5) and live
+/// again as 6, `pending` live as 7 (created again at 8: ignored); position 8.
+fn seed_catalog() -> Catalog {
+    let create = |name: &str, partitions: u32, grace: u64| EntryKind::Create {
+        name: name.into(),
+        partitions,
+        settings: TopicSettings { deletion_grace_ms: grace },
+    };
+    let mut c = Catalog::default();
+    for (i, kind) in [
+        create("orders", 12, 5_000),
+        create("gone", 1, 0),
+        EntryKind::Delete { name: "gone".into(), topic: TopicId(2) },
+        EntryKind::Removed { topic: TopicId(2) },
+        EntryKind::Delete { name: "orders".into(), topic: TopicId(1) },
+        create("orders", 3, 0),
+        create("pending", 4, 60_000),
+        create("pending", 2, 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        c.fold(&Entry { writer: writer(i as u32 % 3, i as u64), kind });
+    }
+    assert_eq!(c.live("orders").map(|(id, _)| id), Some(TopicId(6)));
+    assert_eq!(c.deleting().map(|(id, _)| id).collect::<Vec<_>>(), [TopicId(1)]);
+    c
+}
+
+fn cluster_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let input = |objects, frame_kind, seq, partition, base, bytes: Vec<u8>| {
+        ObjectsInput { objects, frame_kind, seq, partition, base, bytes }.to_bytes()
+    };
+    let payload = |object: &[u8]| object[OBJECT_PAYLOAD_START..].to_vec();
+    let grace = TopicSettings { deletion_grace_ms: 500 };
+    let entries = [
+        (
+            "entry-create",
+            "framed-entry-create",
+            KIND_CREATE,
+            EntryKind::Create { name: "orders".into(), partitions: 3, settings: grace },
+        ),
+        (
+            "entry-delete",
+            "framed-entry-delete",
+            KIND_DELETE,
+            EntryKind::Delete { name: "orders".into(), topic: TopicId(1) },
+        ),
+        ("entry-removed", "framed-entry-removed", KIND_REMOVED, EntryKind::Removed { topic: TopicId(2) }),
+    ];
+    let mut seeds = Vec::new();
+    for (name, framed, kind, entry_kind) in entries {
+        let seq = 7;
+        let object = entry::encode(seq, &Entry { writer: writer(1, 42), kind: entry_kind });
+        seeds.push((name, input(Objects::Entry, None, seq, 0, 0, object.clone())));
+        seeds.push((framed, input(Objects::Entry, Some(kind), seq, 0, 0, payload(&object))));
+    }
+    let records = vec![
+        ProduceRecord { key: Some(b"k1".to_vec()), value: b"v1".to_vec() },
+        ProduceRecord { key: None, value: vec![] },
+        ProduceRecord { key: Some(vec![]), value: vec![0xab; 40] },
+    ];
+    let (topic, partition, base) = (5, 1, 40);
+    let segment = segment::encode(TopicId(topic), partition, base, writer(2, 9), &records);
+    seeds.push(("segment", input(Objects::Segment, None, topic, partition, base, segment.clone())));
+    seeds.push((
+        "framed-segment",
+        input(Objects::Segment, Some(KIND_SEGMENT), topic, partition, base, payload(&segment)),
+    ));
+    // The segment's payload framed as each object: only the segment parses.
+    seeds.push(("framed-each", input(Objects::Each, Some(1), topic, partition, base, payload(&segment))));
+    let catalog = seed_catalog();
+    let object = snapshot::encode(&catalog);
+    seeds.push(("snapshot", input(Objects::Snapshot, None, catalog.position(), 0, 0, object.clone())));
+    seeds.push((
+        "framed-snapshot",
+        input(Objects::Snapshot, Some(KIND_SNAPSHOT), catalog.position(), 0, 0, payload(&object)),
+    ));
+    seeds.push(("empty-snapshot", input(Objects::Snapshot, None, 0, 0, 0, snapshot::encode(&Catalog::default()))));
+    seeds
+}
+
 /// Prints the steps of a `core_commands` input: `CORE_INPUT=path cargo test --test
 /// fuzz_corpus -- --ignored --nocapture describe_core_input`.
 #[test]
@@ -395,9 +537,12 @@ fn describe_core_input() {
 #[test]
 #[ignore = "writes into fuzz/corpus; run by hand after a format change"]
 fn write_seed_corpus() {
-    for (target, seeds) in
-        [("journal_decode", journal_seeds()), ("log_decode", log_seeds()), ("core_commands", core_seeds())]
-    {
+    for (target, seeds) in [
+        ("journal_decode", journal_seeds()),
+        ("log_decode", log_seeds()),
+        ("core_commands", core_seeds()),
+        ("cluster_objects", cluster_seeds()),
+    ] {
         let dir = corpus_dir(target);
         std::fs::create_dir_all(&dir).expect("corpus dir");
         for (name, bytes) in seeds {
@@ -430,5 +575,22 @@ fn seeds_still_decode_as_intended() {
             other => panic!("no expectation for seed {other}"),
         };
         assert_eq!((run.created, run.deleted, run.acked_records, run.halts.len()), expect, "{name}: {run:#?}");
+    }
+    for (name, input) in cluster_seeds() {
+        let run = run_cluster_objects(&input);
+        let decoded = |d: Option<bool>| d.map_or("-", |ok| if ok { "ok" } else { "error" });
+        let got = [
+            decoded(run.entry.as_ref().map(Result::is_ok)),
+            decoded(run.segment.as_ref().map(Result::is_ok)),
+            decoded(run.snapshot.as_ref().map(Result::is_ok)),
+        ];
+        let expect = match name {
+            n if n.contains("entry") => ["ok", "-", "-"],
+            "segment" | "framed-segment" => ["-", "ok", "-"],
+            n if n.contains("snapshot") => ["-", "-", "ok"],
+            "framed-each" => ["error", "ok", "error"],
+            other => panic!("no expectation for seed {other}"),
+        };
+        assert_eq!(got, expect, "{name}: {run:#?}");
     }
 }

@@ -11,9 +11,14 @@
 //! | `journal_decode` | [`fuzz_journal_decode`] |
 //! | `log_decode` | [`fuzz_log_decode`] |
 //! | `core_commands` | [`fuzz_core_commands`] |
+//! | `cluster_objects` | [`fuzz_cluster_objects`] (in [`cluster_objects`]) |
 //!
 //! The simulator's target (`sim_seed`) belongs to `broker-sim`, which depends on this
 //! crate; it follows the same shape: a plain `pub fn(&[u8])` with a corpus directory.
+
+pub mod cluster_objects;
+
+pub use cluster_objects::fuzz_cluster_objects;
 
 use crate::hand::Hand;
 use crate::ledger::Ledger;
