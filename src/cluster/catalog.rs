@@ -137,7 +137,10 @@ impl Catalog {
                 }
                 (Some(at), Some(_)) => {
                     if at <= id.0 || at > position {
-                        return Err(format!("incarnation {id} deleted at {at}, outside {}..={position}", id.0 + 1));
+                        // No `id + 1` here: incarnation u64::MAX has no seq after it.
+                        return Err(format!(
+                            "incarnation {id} deleted at {at}: a tombstone follows its create, at most at {position}"
+                        ));
                     }
                     if !seqs.insert(at) {
                         return Err(format!("seq {at} is used twice"));

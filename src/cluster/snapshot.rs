@@ -270,6 +270,26 @@ mod tests {
         assert!(e.to_string().contains("tombstone flag 2"), "{e}");
     }
 
+    /// A snapshot as of entry u64::MAX whose incarnation u64::MAX has a tombstone (which
+    /// no seq after it can be) is refused; naming the seqs a tombstone may take once
+    /// overflowed (fuzz input `crash-tombstone-of-incarnation-u64-max`).
+    #[test]
+    fn a_tombstone_of_the_last_possible_incarnation_is_refused() {
+        let mut w = Writer::default();
+        w.u64(u64::MAX);
+        w.u32(1);
+        w.u64(u64::MAX);
+        w.bytes(b"a");
+        w.u32(1);
+        w.u64(0);
+        write_writer(&mut w, &writer(1, 1));
+        w.u8(1);
+        w.u64(5);
+        write_writer(&mut w, &writer(1, 2));
+        let e = decode(u64::MAX, &frame_object(u64::MAX, KIND_SNAPSHOT, &w.buf)).expect_err("refused");
+        assert!(e.to_string().contains("deleted at 5"), "{e}");
+    }
+
     /// Arbitrary bytes, and arbitrary payloads in a valid frame, never panic.
     #[test]
     fn any_bytes_decode_to_a_catalog_or_an_error() {
