@@ -241,6 +241,9 @@ mod tests {
             ("outside", vec![(9, "a", None)], 1),
             ("outside", vec![(0, "a", None)], 1),
             ("live as", vec![(1, "a", None), (2, "a", None)], 2),
+            // Folding ignores a create of a live name: 3 could not be created while 1 lived.
+            ("live as", vec![(1, "a", Some(4)), (3, "a", None)], 2),
+            ("live as", vec![(1, "a", Some(5)), (3, "a", Some(4))], 2),
             ("deleted at", vec![(2, "a", Some(2))], 1),
             ("deleted at", vec![(2, "a", Some(6))], 1),
             ("used twice", vec![(1, "a", Some(2)), (2, "b", None)], 2),
