@@ -37,8 +37,9 @@ pub struct Incarnation {
 pub enum Folded {
     /// The entry took effect.
     Applied,
-    /// The entry contradicts the catalog before it and changed nothing (a create of a
-    /// live name, a delete of an incarnation not live, a second `Removed`).
+    /// The entry contradicts the catalog before it and changed nothing but the position
+    /// (a create of a live name, a delete of an incarnation not live, a second
+    /// `Removed`), or came after entry `u64::MAX` and changed nothing at all.
     Ignored(String),
 }
 
@@ -71,9 +72,12 @@ impl Catalog {
     }
 
     /// Folds `entry` as the next entry, seq `position() + 1` (the caller reads the
-    /// journal in order).
+    /// journal in order). At position `u64::MAX` no seq is next: the entry is ignored and
+    /// the catalog, position included, stays as it was.
     pub fn fold(&mut self, entry: &Entry) -> Folded {
-        let seq = self.position.saturating_add(1);
+        let Some(seq) = self.position.checked_add(1) else {
+            return Folded::Ignored(format!("no entry can follow entry {}", self.position));
+        };
         self.position = seq;
         match &entry.kind {
             EntryKind::Create { name, partitions, settings } => {
@@ -313,6 +317,19 @@ mod tests {
         let overlap = BTreeMap::from([(TopicId(1), a(Some(4))), (TopicId(3), a(None))]);
         let e = Catalog::restore(4, overlap).expect_err("two lives of one name overlap");
         assert!(e.contains("live as t1 when t3 is created"), "{e}");
+    }
+
+    /// No seq follows u64::MAX: an entry folded there is ignored and changes nothing.
+    /// Folding once took seq u64::MAX again, putting a create over incarnation u64::MAX
+    /// while its name stayed live (fuzz input `crash-fold-after-the-last-seq`).
+    #[test]
+    fn nothing_folds_after_the_last_seq() {
+        let (c, _) = folded(vec![create("a", 1)]);
+        let a = c.incarnation(TopicId(1)).unwrap().clone();
+        let mut c = Catalog::restore(u64::MAX, BTreeMap::from([(TopicId(u64::MAX), a)])).unwrap();
+        let before = c.clone();
+        assert!(matches!(c.fold(&entry(1, 0, create("b", 1))), Folded::Ignored(_)));
+        assert_eq!(c, before);
     }
 
     #[test]

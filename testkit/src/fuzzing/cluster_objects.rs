@@ -363,7 +363,8 @@ fn replay(topics: &BTreeMap<TopicId, Incarnation>, position: u64) -> Catalog {
 }
 
 /// Folding a create, the delete of a live incarnation and the removal of one being
-/// deleted after `c` gives catalogs that [`check_catalog`] accepts.
+/// deleted after `c` gives catalogs that [`check_catalog`] accepts, each a seq further;
+/// after entry `u64::MAX`, where no seq is next, each is ignored and changes nothing.
 fn check_folds_after(c: &Catalog) {
     let writer = EntryWriter { node: 9, boot: 9, nonce: 9 };
     let mut kinds =
@@ -376,9 +377,19 @@ fn check_folds_after(c: &Catalog) {
     }
     let mut folded = c.clone();
     for kind in kinds {
+        let before = folded.clone();
         let create_of_live = matches!(&kind, EntryKind::Create { name, .. } if folded.live(name).is_some());
         let result = folded.fold(&Entry { writer, kind });
-        assert_eq!(result == Folded::Applied, !create_of_live, "{result:?}");
+        match before.position().checked_add(1) {
+            Some(next) => {
+                assert_eq!(result == Folded::Applied, !create_of_live, "{result:?}");
+                assert_eq!(folded.position(), next);
+            }
+            None => {
+                assert!(matches!(result, Folded::Ignored(_)), "an entry after u64::MAX: {result:?}");
+                assert_eq!(folded, before, "an entry after u64::MAX changes nothing");
+            }
+        }
         check_catalog(&folded);
     }
 }
