@@ -1423,8 +1423,8 @@ impl Node {
         let Some(round) = self.round.as_mut() else { return };
         round.search = None;
         let mut reads = std::mem::take(&mut round.reads);
-        loop {
-            let next = self.catalog.position() + 1;
+        // After entry u64::MAX (a snapshot as of it), there is no next entry to fold.
+        while let Some(next) = self.catalog.position().checked_add(1) {
             reads.retain(|seq, _| *seq >= next);
             match reads.remove(&next) {
                 Some(Some(entry)) => self.fold(&entry),
@@ -1665,10 +1665,15 @@ impl Node {
     }
 
     fn append(&mut self, from: Appendable, kind: EntryKind) {
+        let Some(seq) = self.catalog.position().checked_add(1) else {
+            // Only a forged store holds entry u64::MAX (or a snapshot as of it).
+            self.appends.push_front(from);
+            let last = self.catalog.position();
+            return self.break_down(format!("the journal holds entry {last}, and no entry can follow it"));
+        };
         let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
         self.next_nonce += 1;
         let entry = Entry { writer, kind };
-        let seq = self.catalog.position() + 1;
         let op = StoreOp::Create { key: journal_key(seq), bytes: entry::encode(seq, &entry) };
         self.appending = Some(Append { from, seq, entry, found_ours: None });
         self.issue(op, Purpose::Append);
@@ -2133,6 +2138,30 @@ mod tests {
             net.run();
             assert!(matches!(net.reply(r), Err(BrokerError::Unavailable(w)) if w.contains(why)), "{:?}", net.reply(r));
         }
+    }
+
+    /// A snapshot as of entry u64::MAX, which only a forged store holds, is loaded: reads
+    /// are served, and an append, which no entry can follow, makes the node refuse to
+    /// serve. Computing the next seq after loading it once overflowed.
+    #[test]
+    fn a_snapshot_as_of_the_last_seq_is_served_and_nothing_is_appended_after_it() {
+        let mut net = Net::new(1);
+        let last = Catalog::restore(u64::MAX, BTreeMap::new()).unwrap();
+        net.store.apply(&StoreOp::Create { key: snapshot_key(u64::MAX), bytes: snapshot::encode(&last) });
+        // Entry 2 without entry 1: a gap, so the node looks for a snapshot past it.
+        let e = Entry {
+            writer: EntryWriter { node: 7, boot: 7, nonce: 7 },
+            kind: EntryKind::Removed { topic: TopicId(9) },
+        };
+        net.store.apply(&StoreOp::Create { key: journal_key(2), bytes: entry::encode(2, &e) });
+        let r = net.submit(0, Command::ListTopics);
+        net.run();
+        assert_eq!(net.reply(r), &Ok(Reply::Topics(vec![])));
+        assert_eq!(net.nodes[0].catalog().position(), u64::MAX);
+        let r = net.submit(0, create("t"));
+        net.run();
+        let refused = matches!(net.reply(r), Err(BrokerError::Unavailable(w)) if w.contains("no entry can follow"));
+        assert!(refused, "{:?}", net.reply(r));
     }
 
     /// Every node removes a deleted incarnation's segments once its grace delay ends,
