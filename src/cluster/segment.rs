@@ -92,6 +92,11 @@ pub fn decode(topic: TopicId, partition: u32, base: u64, bytes: &[u8]) -> Result
     if count == 0 || count as usize > (frame.payload.len() - PAYLOAD_HEADER) / 5 {
         return Err(r.malformed(format!("record count {count}")));
     }
+    // Every record has an offset, and so does the end after the last one (readers
+    // compute it), as a log batch's span must.
+    if base.checked_add(u64::from(count)).is_none() {
+        return Err(r.malformed(format!("{count} records from offset {base} run past the last offset")));
+    }
     let mut records = Vec::with_capacity(count as usize);
     for _ in 0..count {
         records.push(ProduceRecord { key: r.opt_bytes()?, value: r.bytes()? });
@@ -134,6 +139,18 @@ mod tests {
         for cut in 0..bytes.len() {
             assert!(decode(TopicId(7), 3, 100, &bytes[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    /// Records whose end would pass the last offset are refused: a node computes
+    /// `base + n` (fuzz input `crash-segment-ending-past-the-last-offset`).
+    #[test]
+    fn a_segment_ending_past_the_last_offset_is_refused() {
+        let last = u64::MAX - 2;
+        let bytes = encode(TopicId(7), 3, last, WRITER, &records()[..2]);
+        assert_eq!(decode(TopicId(7), 3, last, &bytes).map(|s| s.records.len()), Ok(2), "ends at u64::MAX");
+        let bytes = encode(TopicId(7), 3, last, WRITER, &records());
+        let e = decode(TopicId(7), 3, last, &bytes).expect_err("ends past u64::MAX");
+        assert!(e.to_string().contains("run past the last offset"), "{e}");
     }
 
     #[test]

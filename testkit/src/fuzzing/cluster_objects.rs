@@ -150,7 +150,8 @@ pub struct ObjectsRun {
 ///   the binary's allocator reports to [`crate::alloc_probe`]; under cargo-fuzz,
 ///   libFuzzer's `-malloc_limit_mb` is the check);
 /// - a decoded value re-encodes to exactly the input object (each layout admits one
-///   encoding of a value) and decodes again to the same value;
+///   encoding of a value) and decodes again to the same value; a segment's records
+///   `[base, base + n)` end at an offset a `u64` holds (the nodes compute that end);
 /// - a snapshot's catalog is one folding could leave: its position is the seq, it
 ///   restores to itself, it keeps the rules of `Catalog::restore` (checked here
 ///   independently: ids within `1..=position`, a tombstone's seq and writer together,
@@ -182,6 +183,8 @@ pub fn run_cluster_objects(data: &[u8]) -> ObjectsRun {
         let decoded = measured("segment", &bytes, || segment::decode(topic, partition, base, &bytes));
         if let Ok(s) = &decoded {
             assert!(!s.records.is_empty(), "a segment holds at least one record");
+            let end = base.checked_add(s.records.len() as u64);
+            assert!(end.is_some(), "a segment's records [{base}, {base} + {}) end within u64", s.records.len());
             let again = segment::encode(topic, partition, base, s.writer, &s.records);
             assert_eq!(segment::decode(topic, partition, base, &again).as_ref(), Ok(s), "a segment round trips");
             assert_eq!(again, bytes, "a segment re-encodes to its bytes");
