@@ -1094,9 +1094,15 @@ impl Node {
     }
 
     fn write_part(&mut self, request: RequestId, partition: u32, base: u64) {
-        let Some(Work::Produce { topic, parts, .. }) = self.work.get_mut(&request) else { return };
+        let Some(Work::Produce { name, topic, parts, .. }) = self.work.get_mut(&request) else { return };
         let topic = *topic;
         let Some(part) = parts.get_mut(&partition) else { return };
+        if base.checked_add(part.records.len() as u64).is_none() {
+            // As on one node; only a forged store has a segment ending this far.
+            let e = BrokerError::Storage(format!("partition {partition} of {name:?} has run out of offsets"));
+            self.work.remove(&request);
+            return self.reply(request, Err(e));
+        }
         part.base = Some(base);
         let bytes = segment::encode(topic, partition, base, part.writer, &part.records);
         let op = StoreOp::Create { key: segment_key(topic, partition, base), bytes };
@@ -2162,6 +2168,26 @@ mod tests {
         net.run();
         let refused = matches!(net.reply(r), Err(BrokerError::Unavailable(w)) if w.contains("no entry can follow"));
         assert!(refused, "{:?}", net.reply(r));
+    }
+
+    /// A partition whose last segment ends at offset u64::MAX (only a forged store
+    /// holds one) has run out of offsets: a produce to it is refused, as on one node.
+    /// Computing the end of the segment it would write once overflowed.
+    #[test]
+    fn a_produce_to_a_partition_out_of_offsets_is_refused() {
+        let mut net = Net::new(1);
+        net.submit(0, create("t"));
+        net.run();
+        let last = u64::MAX - 1;
+        let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
+        let records = [ProduceRecord { key: None, value: b"last".to_vec() }];
+        let bytes = segment::encode(TopicId(1), 0, last, writer, &records);
+        net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 0, last), bytes });
+        let r = net.submit(0, produce("t", Some(0), &["v"]));
+        net.run();
+        let refused = matches!(net.reply(r), Err(BrokerError::Storage(w)) if w.contains("run out of offsets"));
+        assert!(refused, "{:?}", net.reply(r));
+        assert_eq!(net.segments(), 1, "nothing written");
     }
 
     /// Every node removes a deleted incarnation's segments once its grace delay ends,
