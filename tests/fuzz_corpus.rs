@@ -507,6 +507,13 @@ fn cluster_seeds() -> Vec<(&'static str, Vec<u8>)> {
         "framed-segment",
         input(Objects::Segment, Some(KIND_SEGMENT), topic, partition, base, payload(&segment)),
     ));
+    // A record count far past what the payload holds: refused before allocating by it.
+    let mut past = payload(&segment);
+    past[20..24].copy_from_slice(&1_000_000u32.to_le_bytes());
+    seeds.push((
+        "framed-segment-count-past-its-bytes",
+        input(Objects::Segment, Some(KIND_SEGMENT), topic, partition, base, past),
+    ));
     // The segment's payload framed as each object: only the segment parses.
     seeds.push(("framed-each", input(Objects::Each, Some(1), topic, partition, base, payload(&segment))));
     let catalog = seed_catalog();
@@ -587,6 +594,7 @@ fn seeds_still_decode_as_intended() {
         let expect = match name {
             n if n.contains("entry") => ["ok", "-", "-"],
             "segment" | "framed-segment" => ["-", "ok", "-"],
+            "framed-segment-count-past-its-bytes" => ["-", "error", "-"],
             n if n.contains("snapshot") => ["-", "-", "ok"],
             "framed-each" => ["error", "ok", "error"],
             other => panic!("no expectation for seed {other}"),
