@@ -23,7 +23,7 @@ use broker_core::Time;
 use broker_testkit::fuzzing::cluster_objects::{run_cluster_objects, Objects, ObjectsInput};
 use broker_testkit::fuzzing::{
     describe_core_commands, fuzz_cluster_objects, fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode,
-    run_core_commands,
+    run_core_commands, run_corpus,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
@@ -76,20 +76,8 @@ fn corpus_dir(target: &str) -> PathBuf {
 
 #[test]
 fn every_target_passes_its_corpus() {
-    for (target, body) in TARGETS {
-        let dir = corpus_dir(target);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()))
-            .map(|e| e.expect("corpus entry").path())
-            .filter(|p| p.is_file())
-            .collect();
-        files.sort();
-        assert!(files.len() >= 3, "corpus {} holds only {} seeds", dir.display(), files.len());
-        for file in files {
-            let data = std::fs::read(&file).expect("read seed");
-            let outcome = std::panic::catch_unwind(|| body(&data));
-            assert!(outcome.is_ok(), "target {target} fails on {}", file.display());
-        }
+    for &(target, body) in TARGETS {
+        run_corpus(target, body, 3);
     }
 }
 

@@ -2,31 +2,16 @@
 //! corpora (`fuzz/corpus/<target>/`), so `cargo test` exercises them without nightly.
 
 use broker_sim::fuzzing::{cluster_params_from_bytes, fuzz_cluster_seed, fuzz_sim_seed, params_from_bytes};
-use std::path::Path;
-
-fn corpus(target: &str) -> Vec<Vec<u8>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()))
-        .map(|e| e.expect("corpus entry").path())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 4, "the corpus of {target} has its seeds");
-    files.iter().map(|f| std::fs::read(f).expect("read corpus file")).collect()
-}
+use broker_testkit::fuzzing::run_corpus;
 
 #[test]
 fn sim_seed_passes_its_corpus() {
-    for data in corpus("sim_seed") {
-        fuzz_sim_seed(&data);
-    }
+    run_corpus("sim_seed", fuzz_sim_seed, 4);
 }
 
 #[test]
 fn cluster_seed_passes_its_corpus() {
-    for data in corpus("cluster_seed") {
-        fuzz_cluster_seed(&data);
-    }
+    run_corpus("cluster_seed", fuzz_cluster_seed, 4);
 }
 
 #[test]

@@ -41,6 +41,29 @@ use broker_core::partitioner::partition_for_key;
 use std::collections::{BTreeMap, BTreeSet};
 
 // ---------------------------------------------------------------------------------------
+// Corpora
+// ---------------------------------------------------------------------------------------
+
+/// Runs `body` over every file of the checked-in corpus of cargo-fuzz target `target`
+/// (`fuzz/corpus/<target>/` at the repository root), in name order, and fails naming
+/// the first file it fails on. The corpus must hold at least `min_seeds` files.
+pub fn run_corpus(target: &str, body: fn(&[u8]), min_seeds: usize) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()))
+        .map(|e| e.expect("corpus entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(files.len() >= min_seeds, "corpus {} holds only {} seeds", dir.display(), files.len());
+    for file in files {
+        let data = std::fs::read(&file).expect("read seed");
+        let outcome = std::panic::catch_unwind(|| body(&data));
+        assert!(outcome.is_ok(), "target {target} fails on {}", file.display());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // journal_decode
 // ---------------------------------------------------------------------------------------
 
