@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
 
-/// A field of `/proc/PID/status` in bytes (`VmRSS`: resident now; `VmHWM`: its peak).
-fn memory(child: &Child, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-    let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_else(|| panic!("no {field}"));
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024
+/// The peak resident memory of process `pid` in bytes (`VmHWM` of `/proc/PID/status`);
+/// `None` once the process is gone.
+fn peak_memory(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn spawn_serve(dir: &std::path::Path) -> Child {
@@ -82,7 +83,7 @@ fn a_client_that_never_reads_its_replies_is_held_back_and_memory_stays_bounded()
         }
     }
     let held_at = last.0;
-    let peak = memory(&child, "VmHWM");
+    let peak = peak_memory(child.id()).expect("serve is running");
     assert!(held_at < LINES, "all {LINES} lines went in without any reply read");
     // 1,024 lines read ahead plus what the two pipes hold (64 KiB each) and the
     // reader's buffer: a few thousand lines of 1 KiB.
@@ -116,10 +117,8 @@ fn a_line_of_600_mb_is_refused_naming_the_limit_and_the_next_line_is_served() {
     });
     let answers = replies(&mut child);
     writer.join().unwrap();
-    let peak = {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        status.lines().find(|l| l.starts_with("VmHWM")).map(str::to_owned)
-    };
+    // Read while the process may still live (it may have gone since).
+    let peak = peak_memory(pid);
     assert_eq!(answers.len(), 3, "{answers:?}");
     assert_eq!(answers[0]["id"], 1);
     assert!(answers[0]["status"].is_object());
@@ -128,11 +127,9 @@ fn a_line_of_600_mb_is_refused_naming_the_limit_and_the_next_line_is_served() {
     assert!(error.contains("split the records"), "says what to do: {error}");
     assert_eq!(answers[2]["id"], 3, "the next line is served");
     assert!(answers[2]["status"].is_object());
-    // Peak memory, read while the process still lived (it may have gone since).
     if let Some(peak) = peak {
-        let kib: u64 = peak.split_whitespace().nth(1).unwrap().parse().unwrap();
         let limit = broker_fs::request_lines::max_line_bytes(broker_core::Config::default().batch_bytes_limit());
-        assert!(kib * 1024 < limit as u64 + 96 * MIB, "peak resident memory {} MiB", kib * 1024 / MIB);
+        assert!(peak < limit as u64 + 96 * MIB, "peak resident memory {} MiB", peak / MIB);
     }
     assert!(child.wait().unwrap().success());
 }
@@ -183,7 +180,7 @@ fn a_produce_of_arrays_of_numbers_is_read_without_a_tree_of_its_json() {
             answers.push(v);
         }
     }
-    let peak = memory(&child, "VmHWM");
+    let peak = peak_memory(child.id()).expect("serve is running");
     drop(stdin);
     assert!(child.wait().unwrap().success());
     let produced = answers.iter().find(|a| a["id"] == 1).unwrap_or_else(|| panic!("{answers:?}"));
