@@ -374,8 +374,7 @@ fn serve_command(
     let kafka = match listener {
         Some(listener) => {
             let address = listener.local_addr()?;
-            let core = broker_fs::kafka::Core::new(driver.mailbox());
-            let kafka = broker_fs::kafka::Kafka::start(listener, core, limits)?;
+            let kafka = broker_fs::kafka::Kafka::start(listener, driver.mailbox(), limits)?;
             serve_options.outlive_input = true;
             serve_options.ready_events.push(json!({ "event": "kafka-listening", "address": address.to_string() }));
             Some(kafka)

@@ -26,10 +26,11 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::decode_request_header_from_buffer;
 use kafka_protocol::ResponseError;
+use std::fmt::Display;
 use std::io::ErrorKind;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 /// The largest request accepted, in bytes (Kafka's own default is 100 MiB; a produce here
@@ -49,12 +50,31 @@ pub const SMALL_BYTES: usize = 16 << 10;
 const MAX_CONNECTIONS: usize = 1024;
 /// Responses are written this many bytes at a time, each within the write timeout.
 const WRITE_CHUNK: usize = 256 << 10;
+/// A request's buffer starts at most this large, and grows as its bytes arrive.
+const READ_CHUNK: usize = 64 << 10;
 
 /// Memory held by a request and its response, in KiB: from its connection's share and,
 /// past [`SMALL_BYTES`], from the listener's budget. Freed when dropped.
 struct Held {
     _own: Option<OwnedSemaphorePermit>,
     _shared: Option<OwnedSemaphorePermit>,
+}
+
+/// The memory all connections of one listener share: [`BUDGET_BYTES`], counted in KiB.
+#[derive(Clone)]
+pub struct Budget(Arc<Semaphore>);
+
+impl Budget {
+    /// A listener's whole budget, none of it taken.
+    pub fn new() -> Budget {
+        Budget(Arc::new(Semaphore::new(BUDGET_BYTES / 1024)))
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::new()
+    }
 }
 
 /// A connection's share of memory, and the listener's budget.
@@ -77,7 +97,7 @@ impl Shares {
 
 /// Accepts connections until the runtime stops.
 pub async fn accept(listener: TcpListener, ctx: Context) {
-    let budget = Arc::new(Semaphore::new(BUDGET_BYTES / 1024));
+    let budget = Budget::new();
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -113,10 +133,17 @@ struct Queued {
     _held: Held,
 }
 
-/// Serves one connection until the client closes it, sends what cannot be served, or
-/// stops reading its responses; the reason for closing it is logged before it is closed.
-async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Context, budget: Arc<Semaphore>) {
-    let (mut reader, mut writer) = stream.into_split();
+/// Serves one connection (a TCP stream, or any byte stream both ways: the
+/// `kafka_connection` fuzz target's are in memory) until the client closes it, sends
+/// what cannot be served, or stops reading its responses; the reason for closing it is
+/// logged, with `peer`, before it is closed.
+pub async fn serve_connection<S>(stream: S, peer: impl Display, ctx: Context, budget: Budget)
+where
+    S: AsyncRead + AsyncWrite + Send,
+{
+    let peer = peer.to_string();
+    let peer = peer.as_str();
+    let (mut reader, mut writer) = tokio::io::split(stream);
     let (queue, mut answers) = mpsc::channel::<Queued>(MAX_IN_FLIGHT);
     let write_timeout = ctx.limits.write_timeout;
     let writing = async move {
@@ -158,7 +185,7 @@ async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Co
         let _ = writer.shutdown().await;
         Ok(())
     };
-    let shares = Shares { own: Arc::new(Semaphore::new(CONNECTION_BYTES / 1024)), shared: budget };
+    let shares = Shares { own: Arc::new(Semaphore::new(CONNECTION_BYTES / 1024)), shared: budget.0 };
     let reading = async {
         if let Err(reason) = read_requests(&mut reader, &ctx, &shares, &queue).await {
             // Logged before the responses owed are written and the socket closed.
@@ -183,7 +210,7 @@ async fn serve_connection(stream: TcpStream, peer: std::net::SocketAddr, ctx: Co
 }
 
 async fn read_requests(
-    reader: &mut tokio::net::tcp::OwnedReadHalf,
+    reader: &mut (impl AsyncRead + Unpin),
     ctx: &Context,
     shares: &Shares,
     queue: &mpsc::Sender<Queued>,
@@ -204,9 +231,12 @@ async fn read_requests(
             return Err(format!("a frame of {size} bytes is too short for a request header"));
         }
         let request_held = shares.take(size).await;
-        let mut body = vec![0; size];
-        if let Err(e) = reader.read_exact(&mut body).await {
-            return Err(format!("the connection ended inside a request of {size} bytes ({e})"));
+        // Grown as the bytes arrive, so that a size no bytes follow allocates nothing.
+        let mut body = Vec::with_capacity(size.min(READ_CHUNK));
+        match (&mut *reader).take(size as u64).read_to_end(&mut body).await {
+            Ok(n) if n == size => {}
+            Ok(n) => return Err(format!("the connection ended inside a request of {size} bytes, after {n}")),
+            Err(e) => return Err(format!("the connection failed inside a request of {size} bytes ({e})")),
         }
         let (key, version) = (i16::from_be_bytes([body[0], body[1]]), i16::from_be_bytes([body[2], body[3]]));
         let correlation_id = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);

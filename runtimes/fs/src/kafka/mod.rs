@@ -38,6 +38,7 @@ use crate::driver::Mailbox;
 use crate::serve::Input;
 use broker_core::{BrokerError, Command, Config, Reply};
 use std::net::TcpListener;
+use std::sync::Arc;
 use tokio::sync::oneshot;
 
 /// How long a client may read none of a response before it is cut off, by default.
@@ -60,26 +61,41 @@ impl From<&Config> for Limits {
     }
 }
 
-/// Sends commands to the thread that runs the broker.
+/// What the listener needs of a broker: a way to pass it commands, answered in the
+/// order they were passed. `serve`'s broker thread is one (through its [`Mailbox`]);
+/// the `kafka_connection` fuzz target's in-memory broker is another.
+pub trait Broker: Send + Sync + 'static {
+    /// Passes `command` to the broker, which answers through `reply`; false if the
+    /// broker is gone (nothing was passed).
+    fn submit(&self, command: Command, reply: oneshot::Sender<Result<Reply, BrokerError>>) -> bool;
+}
+
+impl Broker for Mailbox<Input> {
+    fn submit(&self, command: Command, reply: oneshot::Sender<Result<Reply, BrokerError>>) -> bool {
+        self.send(Input::Call(command, reply))
+    }
+}
+
+/// Sends commands to the broker.
 #[derive(Clone)]
 pub struct Core {
-    mailbox: Mailbox<Input>,
+    broker: Arc<dyn Broker>,
 }
 
 /// The reply to a submitted command, to wait for.
 pub struct Answer(Option<oneshot::Receiver<Result<Reply, BrokerError>>>);
 
 impl Core {
-    /// A handle on the broker behind `mailbox`.
-    pub fn new(mailbox: Mailbox<Input>) -> Core {
-        Core { mailbox }
+    /// A handle on `broker`.
+    pub fn new(broker: impl Broker) -> Core {
+        Core { broker: Arc::new(broker) }
     }
 
     /// Submits `command` now (commands reach the broker in the order they are
     /// submitted); its reply comes through the [`Answer`].
     pub fn submit(&self, command: Command) -> Answer {
         let (tx, rx) = oneshot::channel();
-        Answer(self.mailbox.send(Input::Call(command, tx)).then_some(rx))
+        Answer(self.broker.submit(command, tx).then_some(rx))
     }
 }
 
@@ -102,9 +118,9 @@ pub struct Kafka {
 
 impl Kafka {
     /// Serves Kafka clients on `listener` (already bound, so a bind error is reported
-    /// before recovery) with the broker behind `core`; SIGINT and SIGTERM send
+    /// before recovery) with the broker behind `mailbox`; SIGINT and SIGTERM send
     /// [`Input::Stop`] to the broker's thread.
-    pub fn start(listener: TcpListener, core: Core, limits: Limits) -> std::io::Result<Kafka> {
+    pub fn start(listener: TcpListener, mailbox: Mailbox<Input>, limits: Limits) -> std::io::Result<Kafka> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("broker-fs-kafka")
@@ -114,8 +130,7 @@ impl Kafka {
         listener.set_nonblocking(true)?;
         let local = listener.local_addr()?;
         let listener = runtime.block_on(async { tokio::net::TcpListener::from_std(listener) })?;
-        let mailbox = core.mailbox.clone();
-        let ctx = handlers::Context { core, limits, local };
+        let ctx = handlers::Context { core: Core::new(mailbox.clone()), limits, local };
         runtime.spawn(listener::accept(listener, ctx));
         let stop = runtime.block_on(async { stop_signals() })?;
         runtime.spawn(async move {
