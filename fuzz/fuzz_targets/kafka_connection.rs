@@ -1,0 +1,4 @@
+//! cargo-fuzz target `kafka_connection`: see `broker_fs::fuzzing::fuzz_kafka_connection`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| broker_fs::fuzzing::fuzz_kafka_connection(data));
