@@ -17,6 +17,7 @@
 //! crate; it follows the same shape: a plain `pub fn(&[u8])` with a corpus directory.
 
 pub mod cluster_objects;
+mod node_fed;
 
 pub use cluster_objects::fuzz_cluster_objects;
 

@@ -98,7 +98,7 @@ impl ObjectsInput {
         out
     }
 
-    fn decodes(&self, objects: Objects) -> bool {
+    pub(super) fn decodes(&self, objects: Objects) -> bool {
         self.objects == objects || self.objects == Objects::Each
     }
 
@@ -202,6 +202,7 @@ pub fn run_cluster_objects(data: &[u8]) -> ObjectsRun {
         }
         run.snapshot = Some(decoded);
     }
+    super::node_fed::check_node_fed(&input);
     run
 }
 
