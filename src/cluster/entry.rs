@@ -135,7 +135,7 @@ pub fn decode(seq: u64, bytes: &[u8]) -> Result<Entry, DecodeError> {
     let kind = match frame.kind {
         KIND_CREATE => EntryKind::Create {
             name: r.string()?,
-            partitions: r.u32()?,
+            partitions: r.partitions()?,
             settings: TopicSettings { deletion_grace_ms: r.u64()? },
         },
         KIND_DELETE => EntryKind::Delete { name: r.string()?, topic: TopicId(r.u64()?) },
@@ -173,6 +173,23 @@ mod tests {
         for (i, e) in entries().into_iter().enumerate() {
             let seq = 10 + i as u64;
             assert_eq!(decode(seq, &encode(seq, &e)), Ok(e));
+        }
+    }
+
+    /// A create of more partitions than any topic has is corrupt, as in the one-broker
+    /// journal: a node describing it once allocated a high watermark for each of 4
+    /// billion partitions (fuzz input `crash-create-of-4-billion-partitions`).
+    #[test]
+    fn a_create_of_more_partitions_than_any_topic_has_is_refused() {
+        let create = |partitions| Entry {
+            writer: EntryWriter { node: 1, boot: 1, nonce: 1 },
+            kind: EntryKind::Create { name: "t".into(), partitions, settings: TopicSettings::default() },
+        };
+        let most = crate::journal::MAX_PARTITIONS_EVER;
+        assert_eq!(decode(1, &encode(1, &create(most))), Ok(create(most)));
+        for partitions in [most + 1, u32::MAX] {
+            let e = decode(1, &encode(1, &create(partitions))).expect_err("too many partitions");
+            assert!(e.to_string().contains("partitions, more than any topic has"), "{e}");
         }
     }
 

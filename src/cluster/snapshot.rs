@@ -127,7 +127,7 @@ pub fn decode(seq: u64, bytes: &[u8]) -> Result<Catalog, DecodeError> {
         }
         last = Some(id);
         let name = r.string()?;
-        let partitions = r.u32()?;
+        let partitions = r.partitions()?;
         let settings = TopicSettings { deletion_grace_ms: r.u64()? };
         let created_by = read_writer(&mut r)?;
         let (deleted_at, deleted_by) = match r.u8()? {
@@ -248,6 +248,17 @@ mod tests {
             ("deleted at", vec![(2, "a", Some(6))], 1),
             ("used twice", vec![(1, "a", Some(2)), (2, "b", None)], 2),
         ];
+        let mut w = Writer::default();
+        w.u64(5);
+        w.u32(1);
+        w.u64(1);
+        w.bytes(b"a");
+        w.u32(crate::journal::MAX_PARTITIONS_EVER + 1);
+        w.u64(0);
+        write_writer(&mut w, &writer(1, 1));
+        w.u8(0);
+        let e = decode(5, &framed(5, &w.buf)).expect_err("partitions");
+        assert!(e.to_string().contains("partitions, more than any topic has"), "{e}");
         for (why, incarnations, count) in cases {
             let mut w = Writer::default();
             w.u64(5);
