@@ -5,11 +5,6 @@
 //! | cargo-fuzz target | body |
 //! |---|---|
 //! | `json_lines` | [`fuzz_json_lines`] |
-//! | `kafka_connection` | [`fuzz_kafka_connection`] |
-
-mod kafka_connection;
-
-pub use kafka_connection::{fuzz_kafka_connection, run_kafka_connection, ConnectionRun, PlantedBug};
 
 use crate::request_lines::{read_line, ReadLine};
 use crate::serve::{command_from_json, parse_line, reply_json, Parsed};

@@ -10,12 +10,11 @@
 //! - [`serve`]: the JSON-lines protocol of `broker-fs serve`, its lines read within the
 //!   bounds of [`request_lines`], with keys and values as
 //!   [`jsonbytes`] writes and reads them.
-//! - [`kafka`]: the Kafka listener of `broker-fs serve --kafka ADDR`, for standard Kafka
-//!   clients.
 //!
 //! The storage executor (the fsync discipline) and the journal and log codecs come
-//! from the core; this crate adds only the real file system, the driver loop, the CLI
-//! and the Kafka listener. See the README for a session with the CLI.
+//! from the core, and the Kafka listener of `serve --kafka` from `broker-kafka`; this
+//! crate adds the real file system, the driver loop, the CLI and the JSON-lines
+//! protocol. See the README for a session with the CLI.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -24,7 +23,6 @@ pub mod driver;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod jsonbytes;
-pub mod kafka;
 mod pool;
 pub mod realfs;
 pub mod request_lines;

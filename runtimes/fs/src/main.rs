@@ -104,7 +104,7 @@ enum Cmd {
         kafka: Option<String>,
         /// Cut off a Kafka client that reads none of a response for this long, in
         /// milliseconds (what it held is freed for the other clients).
-        #[arg(long, value_name = "MS", default_value_t = broker_fs::kafka::WRITE_TIMEOUT_MS, requires = "kafka")]
+        #[arg(long, value_name = "MS", default_value_t = broker_kafka::WRITE_TIMEOUT_MS, requires = "kafka")]
         kafka_write_timeout_ms: u64,
     },
 }
@@ -368,13 +368,16 @@ fn serve_command(
         ),
         None => None,
     };
-    let limits = broker_fs::kafka::Limits { write_timeout, ..broker_fs::kafka::Limits::from(&options.config) };
+    let limits = broker_kafka::Limits { write_timeout, ..broker_kafka::Limits::from(&options.config) };
     let mut serve_options = serve::ServeOptions::for_config(&options.config);
     let driver = Driver::<serve::Input>::open(data_dir, options)?;
     let kafka = match listener {
         Some(listener) => {
             let address = listener.local_addr()?;
-            let kafka = broker_fs::kafka::Kafka::start(listener, driver.mailbox(), limits)?;
+            let stop = driver.mailbox();
+            let kafka = broker_kafka::Kafka::start(listener, driver.mailbox(), limits, move || {
+                stop.send(serve::Input::Stop);
+            })?;
             serve_options.outlive_input = true;
             serve_options.ready_events.push(json!({ "event": "kafka-listening", "address": address.to_string() }));
             Some(kafka)

@@ -59,6 +59,13 @@ pub enum Input {
     Stop,
 }
 
+/// The Kafka listener's commands reach the broker's loop as [`Input::Call`].
+impl broker_kafka::Broker for crate::driver::Mailbox<Input> {
+    fn submit(&self, command: Command, reply: tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>) -> bool {
+        self.send(Input::Call(command, reply))
+    }
+}
+
 /// How `serve` runs.
 #[derive(Debug)]
 pub struct ServeOptions {

@@ -3,15 +3,10 @@
 //! exercises them without nightly or cargo-fuzz. Crashes found by fuzzing are added to
 //! the corpus once fixed, named `crash-*`; `seed-*` files are written by hand.
 
-use broker_fs::fuzzing::{fuzz_json_lines, fuzz_kafka_connection};
+use broker_fs::fuzzing::fuzz_json_lines;
 use broker_testkit::fuzzing::run_corpus;
 
 #[test]
 fn json_lines_passes_its_corpus() {
     run_corpus("json_lines", fuzz_json_lines, 3);
-}
-
-#[test]
-fn kafka_connection_passes_its_corpus() {
-    run_corpus("kafka_connection", fuzz_kafka_connection, 3);
 }

@@ -1,10 +1,10 @@
 //! Produce: each partition's records checked, split into stored records and appended.
 
 use super::{text, Context, Outcome, Pending};
-use crate::kafka::apis::Response;
-use crate::kafka::batches;
-use crate::kafka::errors::code;
-use crate::kafka::Answer;
+use crate::apis::Response;
+use crate::batches;
+use crate::errors::code;
+use crate::Answer;
 use broker_core::logcodec::batch_bytes;
 use broker_core::{Command, ProduceRecord, Reply};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};

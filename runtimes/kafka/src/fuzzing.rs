@@ -1,10 +1,10 @@
 //! Target `kafka_connection`: arbitrary bytes as what Kafka clients send on their
 //! connections, against the listener over an in-memory broker.
 
-use crate::kafka::apis::{self, Response};
-use crate::kafka::handlers::Context;
-use crate::kafka::listener::{serve_connection, Budget};
-use crate::kafka::{guard, Broker, Core, Limits};
+use crate::apis::{self, Response};
+use crate::handlers::Context;
+use crate::listener::{serve_connection, Budget};
+use crate::{guard, Broker, Core, Limits};
 use broker_core::{BrokerError, Command, Config, MemFs, RecordPosition, Reply, SyncDriver, TopicId};
 use bytes::Bytes;
 use kafka_protocol::messages::*;

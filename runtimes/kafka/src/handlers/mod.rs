@@ -5,18 +5,23 @@
 //! read (so a connection's commands reach the core in the order it sent them), and
 //! returns a future that waits for their replies and builds the response.
 
+mod api_versions;
+mod create_topics;
+mod delete_topics;
 mod fetch;
+mod list_offsets;
 mod metadata;
-mod offsets;
+mod offset_for_leader_epoch;
 mod produce;
-mod topics;
 
+pub use create_topics::{GRACE_CONFIG, INTERNAL_TOPICS};
 pub use fetch::{fetch_reservation, FETCH_RESPONSE_MAX};
-pub use topics::GRACE_CONFIG;
 
-use super::apis::{api_versions, Request, Response};
+use super::apis::{Request, Response};
+use super::Answer;
 use super::{Core, Limits};
-use broker_core::TopicId;
+use broker_core::{Command, TopicId};
+use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError as E;
 use std::future::Future;
@@ -95,13 +100,24 @@ fn ready(response: Response) -> Pending {
 /// Handles one decoded request of version `v`.
 pub fn handle(ctx: &Context, v: i16, request: Request) -> Pending {
     match request {
-        Request::ApiVersions(_) => ready(Response::ApiVersions(api_versions(0))),
+        Request::ApiVersions(_) => api_versions::api_versions(),
         Request::Metadata(r) => metadata::metadata(ctx, v, r),
         Request::Produce(r) => produce::produce(ctx, r),
         Request::Fetch(r) => fetch::fetch(ctx, r),
-        Request::ListOffsets(r) => offsets::list_offsets(ctx, v, r),
-        Request::CreateTopics(r) => topics::create_topics(ctx, r),
-        Request::DeleteTopics(r) => topics::delete_topics(ctx, r),
-        Request::OffsetForLeaderEpoch(r) => offsets::offsets_for_epochs(ctx, r),
+        Request::ListOffsets(r) => list_offsets::list_offsets(ctx, v, r),
+        Request::CreateTopics(r) => create_topics::create_topics(ctx, r),
+        Request::DeleteTopics(r) => delete_topics::delete_topics(ctx, r),
+        Request::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::offsets_for_epochs(ctx, r),
     }
+}
+
+/// Each topic of a request with a DescribeTopic submitted for it, in order.
+pub(super) fn described<T>(ctx: &Context, topics: Vec<T>, name: impl Fn(&T) -> &TopicName) -> Vec<(T, Answer)> {
+    topics
+        .into_iter()
+        .map(|t| {
+            let answer = ctx.core.submit(Command::DescribeTopic { name: name(&t).0.to_string() });
+            (t, answer)
+        })
+        .collect()
 }

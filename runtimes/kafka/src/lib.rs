@@ -1,4 +1,4 @@
-//! The Kafka listener of `broker-fs serve --kafka ADDR`: Kafka clients create, produce
+//! broker-core's Kafka front end, which `broker-fs serve --kafka ADDR` runs: Kafka clients create, produce
 //! to, fetch from, list and delete topics of broker-core.
 //!
 //! - **APIs**: ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
@@ -24,18 +24,23 @@
 //!   Kafka's Java client and kafka-python choose `murmur2(key) % partitions`, the core's
 //!   own [`broker_core::partitioner`]; librdkafka does with `partitioner=murmur2_random`.
 //!
-//! The listener runs on a tokio runtime of its own; every request becomes commands sent
-//! to the thread that runs the broker, as the JSON-lines requests of `serve` do.
+//! The listener runs on a tokio runtime of its own and serves any broker behind the
+//! [`Broker`] trait: every request becomes commands passed to it, answered in the order
+//! they were passed. `broker-fs serve --kafka` passes them to the thread that runs its
+//! broker, beside (not through) the JSON-lines requests of standard input.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod apis;
 pub mod batches;
 pub mod errors;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod guard;
 pub mod handlers;
 pub mod listener;
 
-use crate::driver::Mailbox;
-use crate::serve::Input;
 use broker_core::{BrokerError, Command, Config, Reply};
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -62,18 +67,12 @@ impl From<&Config> for Limits {
 }
 
 /// What the listener needs of a broker: a way to pass it commands, answered in the
-/// order they were passed. `serve`'s broker thread is one (through its [`Mailbox`]);
-/// the `kafka_connection` fuzz target's in-memory broker is another.
+/// order they were passed. `broker-fs serve`'s broker thread is one (through its
+/// mailbox); the `kafka_connection` fuzz target's in-memory broker is another.
 pub trait Broker: Send + Sync + 'static {
     /// Passes `command` to the broker, which answers through `reply`; false if the
     /// broker is gone (nothing was passed).
     fn submit(&self, command: Command, reply: oneshot::Sender<Result<Reply, BrokerError>>) -> bool;
-}
-
-impl Broker for Mailbox<Input> {
-    fn submit(&self, command: Command, reply: oneshot::Sender<Result<Reply, BrokerError>>) -> bool {
-        self.send(Input::Call(command, reply))
-    }
 }
 
 /// Sends commands to the broker.
@@ -117,25 +116,30 @@ pub struct Kafka {
 }
 
 impl Kafka {
-    /// Serves Kafka clients on `listener` (already bound, so a bind error is reported
-    /// before recovery) with the broker behind `mailbox`; SIGINT and SIGTERM send
-    /// [`Input::Stop`] to the broker's thread.
-    pub fn start(listener: TcpListener, mailbox: Mailbox<Input>, limits: Limits) -> std::io::Result<Kafka> {
+    /// Serves Kafka clients on `listener` (already bound, so that a bind error can be
+    /// reported before the broker recovers) with `broker`; the first SIGINT or SIGTERM
+    /// calls `on_signal` (which stops the broker, as its owner sees fit).
+    pub fn start(
+        listener: TcpListener,
+        broker: impl Broker,
+        limits: Limits,
+        on_signal: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<Kafka> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name("broker-fs-kafka")
+            .thread_name("broker-kafka")
             .enable_io()
             .enable_time()
             .build()?;
         listener.set_nonblocking(true)?;
         let local = listener.local_addr()?;
         let listener = runtime.block_on(async { tokio::net::TcpListener::from_std(listener) })?;
-        let ctx = handlers::Context { core: Core::new(mailbox.clone()), limits, local };
+        let ctx = handlers::Context { core: Core::new(broker), limits, local };
         runtime.spawn(listener::accept(listener, ctx));
         let stop = runtime.block_on(async { stop_signals() })?;
         runtime.spawn(async move {
             stop.await;
-            mailbox.send(Input::Stop);
+            on_signal();
         });
         Ok(Kafka { runtime })
     }

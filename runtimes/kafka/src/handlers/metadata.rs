@@ -1,8 +1,8 @@
 //! Metadata: the one broker, and the live topics asked for (never created by asking).
 
 use super::{leader_epoch, text, topic_uuid, Context, Outcome, Pending, CLUSTER_ID, NODE};
-use crate::kafka::apis::Response;
-use crate::kafka::errors::code;
+use crate::apis::Response;
+use crate::errors::code;
 use broker_core::{Command, Reply, TopicDescription};
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,

@@ -9,7 +9,7 @@
 //! string or byte field that runs past the end. It allocates nothing.
 //!
 //! The schemas are Apache Kafka's (`clients/src/main/resources/common/message/*.json`),
-//! for the versions [`crate::kafka::apis::SUPPORTED`] lists; a walk and the crate's
+//! for the versions [`crate::apis::SUPPORTED`] lists; a walk and the crate's
 //! decoder disagreeing is caught by the tests, which encode each request at each version
 //! with the crate's own encoder and walk it.
 
@@ -350,14 +350,14 @@ mod tests {
             (ApiKey::OffsetForLeaderEpoch, Box::new(move |v| encoded(&epochs, v))),
         ];
         for (api, encode) in cases {
-            let range = crate::kafka::apis::supported(api).unwrap();
+            let range = crate::apis::supported(api).unwrap();
             let mut walked = 0;
             for v in range.0..=range.1 {
                 let Some(body) = encode(v) else { continue };
                 check(api, v, &body).unwrap_or_else(|e| panic!("{api:?} v{v}: {e}"));
                 // The crate's own decoder reads the whole body.
                 let mut buf = bytes::Bytes::from(body.clone());
-                crate::kafka::apis::decode_body(api, v, &mut buf).unwrap_or_else(|e| panic!("{api:?} v{v}: {e}"));
+                crate::apis::decode_body(api, v, &mut buf).unwrap_or_else(|e| panic!("{api:?} v{v}: {e}"));
                 assert!(buf.is_empty(), "{api:?} v{v}: {} bytes left after decoding", buf.len());
                 // Cut anywhere, the walk fails or stays inside the bytes, and never panics.
                 for cut in 0..body.len() {
@@ -417,7 +417,7 @@ mod tests {
                 }
                 if check(*api, *v, &b).is_ok() {
                     passed += 1;
-                    let _ = crate::kafka::apis::decode_body(*api, *v, &mut bytes::Bytes::from(b));
+                    let _ = crate::apis::decode_body(*api, *v, &mut bytes::Bytes::from(b));
                 }
             }
         }

@@ -2,10 +2,10 @@
 //! asks for more than there is.
 
 use super::{epoch_mismatch, leader_epoch, ready, Context, Outcome, Pending};
-use crate::kafka::apis::Response;
-use crate::kafka::batches;
-use crate::kafka::errors::code;
-use crate::kafka::{Answer, Core};
+use crate::apis::Response;
+use crate::batches;
+use crate::errors::code;
+use crate::{Answer, Core};
 use broker_core::{Command, Reply, TopicDescription};
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};

@@ -1,16 +1,13 @@
-//! CreateTopics and DeleteTopics.
+//! CreateTopics: a topic's partitions and its one config, the deletion grace delay.
 
 use super::{text, topic_uuid, Context, Outcome, Pending};
-use crate::kafka::apis::Response;
-use crate::kafka::errors::code;
-use crate::kafka::Answer;
+use crate::apis::Response;
+use crate::errors::code;
+use crate::Answer;
 use broker_core::{BrokerError, Command, Reply, TopicSettings};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
-use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
-use kafka_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
-};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, TopicName};
 use kafka_protocol::ResponseError as E;
 use std::collections::BTreeMap;
 
@@ -172,47 +169,4 @@ fn asked(t: &CreatableTopic) -> Result<Asked, (i16, String)> {
         return Err((E::InvalidPartitions.code(), format!("partition count {partitions}")));
     };
     Ok(Asked { partitions, settings: TopicSettings { deletion_grace_ms: grace_ms }, given: !t.configs.is_empty() })
-}
-
-/// DeleteTopics. A name given twice is answered once, `INVALID_REQUEST`, and not
-/// deleted, as Kafka answers it; the other names are deleted.
-pub(super) fn delete_topics(ctx: &Context, r: DeleteTopicsRequest) -> Pending {
-    let mut named: BTreeMap<TopicName, usize> = BTreeMap::new();
-    for name in &r.topic_names {
-        *named.entry(name.clone()).or_default() += 1;
-    }
-    let mut deleting: Vec<(TopicName, Option<Answer>)> = Vec::new();
-    for name in r.topic_names {
-        match named.get_mut(&name) {
-            // A duplicate, after its first mention: answered there.
-            Some(0) => {}
-            Some(n) if *n > 1 => {
-                *n = 0;
-                deleting.push((name, None));
-            }
-            _ => {
-                let answer = ctx.core.submit(Command::DeleteTopic { name: name.0.to_string() });
-                deleting.push((name, Some(answer)));
-            }
-        }
-    }
-    Box::pin(async move {
-        let mut results = Vec::new();
-        for (name, answer) in deleting {
-            let result = DeletableTopicResult::default().with_name(Some(name));
-            let Some(answer) = answer else {
-                let message = "Duplicate topic name: each name is deleted once a request; none of its mentions was";
-                results.push(result.with_error_code(E::InvalidRequest.code()).with_error_message(Some(text(message))));
-                continue;
-            };
-            results.push(match answer.get().await {
-                Ok(Reply::DeleteAccepted { topic }) => result.with_topic_id(topic_uuid(topic)),
-                Ok(other) => result
-                    .with_error_code(E::UnknownServerError.code())
-                    .with_error_message(Some(text(format!("unexpected reply {other:?}")))),
-                Err(e) => result.with_error_code(code(&e)).with_error_message(Some(text(e.to_string()))),
-            });
-        }
-        Outcome::Respond(Response::DeleteTopics(DeleteTopicsResponse::default().with_responses(results)))
-    })
 }

@@ -49,7 +49,7 @@ pub enum Request {
 }
 
 /// Decodes the body of a request of a served API at a served version (after
-/// [`crate::kafka::guard::check`] passed).
+/// [`crate::guard::check`] passed).
 pub fn decode_body(api: ApiKey, v: i16, buf: &mut Bytes) -> Result<Request, String> {
     Ok(match api {
         ApiKey::ApiVersions => Request::ApiVersions(ApiVersionsRequest::decode(buf, v).map_err(|e| e.to_string())?),
