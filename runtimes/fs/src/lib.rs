@@ -7,6 +7,8 @@
 //!   pass at the broker's deadlines, and keeps background deletion running.
 //! - [`datadir`]: the data directory: creating and locking it, and telling the
 //!   broker's files from anything else in it.
+//! - [`broker_loop`]: the loop of `broker-fs serve`, which runs the broker for its two
+//!   peers: the JSON-lines requests of standard input and the Kafka listener.
 //! - [`serve`]: the JSON-lines protocol of `broker-fs serve`, its lines read within the
 //!   bounds of [`request_lines`], with keys and values as
 //!   [`jsonbytes`] writes and reads them.
@@ -18,6 +20,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod broker_loop;
 pub mod datadir;
 pub mod driver;
 #[cfg(feature = "fuzzing")]

@@ -370,13 +370,13 @@ fn serve_command(
     };
     let limits = broker_kafka::Limits { write_timeout, ..broker_kafka::Limits::from(&options.config) };
     let mut serve_options = serve::ServeOptions::for_config(&options.config);
-    let driver = Driver::<serve::Input>::open(data_dir, options)?;
+    let driver = Driver::<broker_fs::broker_loop::Input>::open(data_dir, options)?;
     let kafka = match listener {
         Some(listener) => {
             let address = listener.local_addr()?;
             let stop = driver.mailbox();
             let kafka = broker_kafka::Kafka::start(listener, driver.mailbox(), limits, move || {
-                stop.send(serve::Input::Stop);
+                stop.send(broker_fs::broker_loop::Input::Stop);
             })?;
             serve_options.outlive_input = true;
             serve_options.ready_events.push(json!({ "event": "kafka-listening", "address": address.to_string() }));

@@ -28,43 +28,17 @@
 //! nothing is retried in the halted process, so a failed fsync is never retried. At end
 //! of input, `serve` waits for the replies still owed, then ends.
 
-use crate::driver::{Driver, DriverEvent};
+use crate::broker_loop::{self, Handled, Input, LineInput, Lines};
+use crate::driver::Driver;
 use crate::jsonbytes::{self, JsonBytes};
 use crate::request_lines::{self, ReadAhead, ReadLine};
-use broker_core::{
-    BrokerError, Command, DeletionStatus, HaltReason, ProduceRecord, Reply, RequestId, TopicDescription,
-};
+use broker_core::{BrokerError, Command, DeletionStatus, HaltReason, ProduceRecord, Reply, TopicDescription};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-
-/// What reaches the driver's loop from other threads: lines of standard input, and
-/// commands of the Kafka listener.
-#[derive(Debug)]
-pub enum Input {
-    /// One request line, as read (not checked to be UTF-8).
-    Line(Vec<u8>),
-    /// A request line longer than the limit, of this many bytes, skipped.
-    TooLong(u64),
-    /// End of input.
-    End,
-    /// Reading the input failed: the same as its end, with a warning.
-    ReadFailed(std::io::Error),
-    /// A command from the Kafka listener, answered through the channel.
-    Call(Command, tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>),
-    /// Stop serving (a signal): answer what is in flight, then end.
-    Stop,
-}
-
-/// The Kafka listener's commands reach the broker's loop as [`Input::Call`].
-impl broker_kafka::Broker for crate::driver::Mailbox<Input> {
-    fn submit(&self, command: Command, reply: tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>) -> bool {
-        self.send(Input::Call(command, reply))
-    }
-}
 
 /// How `serve` runs.
 #[derive(Debug)]
@@ -99,14 +73,6 @@ impl Default for ServeOptions {
     fn default() -> ServeOptions {
         ServeOptions::for_config(&broker_core::Config::default())
     }
-}
-
-/// Who waits for the reply to a submitted command.
-enum Waiter {
-    /// A JSON-lines request, by its id, and the length of its line (see [`ReadAhead`]).
-    Line(Value, usize),
-    /// A Kafka request.
-    Kafka(tokio::sync::oneshot::Sender<Result<Reply, BrokerError>>),
 }
 
 /// One request line, read without building a [`Value`] of the whole (which would take
@@ -330,9 +296,10 @@ pub enum Outcome {
 }
 
 /// Serves JSON-lines requests from `input` until its end (or, with
-/// [`ServeOptions::outlive_input`], until [`Input::Stop`]), and commands sent as
-/// [`Input::Call`]; writes replies to `output` and notices (warnings) to `log`. `input`
-/// is read on its own thread, within the bounds of [`request_lines`].
+/// [`ServeOptions::outlive_input`], until [`Input::Stop`]), beside the commands other
+/// peers send the loop ([`crate::broker_loop`]); writes replies to `output` and notices
+/// (warnings) to `log`. `input` is read on its own thread, within the bounds of
+/// [`request_lines`].
 pub fn serve(
     driver: Driver<Input>,
     input: impl BufRead + Send + 'static,
@@ -350,17 +317,17 @@ pub fn serve(
             let message = match request_lines::read_line(&mut input, max_line) {
                 Ok(ReadLine::Line(line)) => {
                     reader.read(line.len());
-                    Input::Line(line)
+                    LineInput::Line(line)
                 }
                 Ok(ReadLine::TooLong { bytes }) => {
                     reader.read(0);
-                    Input::TooLong(bytes)
+                    LineInput::TooLong(bytes)
                 }
-                Ok(ReadLine::End) => Input::End,
-                Err(e) => Input::ReadFailed(e),
+                Ok(ReadLine::End) => LineInput::End,
+                Err(e) => LineInput::ReadFailed(e),
             };
-            let last = matches!(message, Input::End | Input::ReadFailed(_));
-            if !mailbox.send(message) || last {
+            let last = matches!(message, LineInput::End | LineInput::ReadFailed(_));
+            if !mailbox.send(Input::Lines(message)) || last {
                 return;
             }
         }
@@ -368,107 +335,96 @@ pub fn serve(
     if let Err(e) = spawned {
         return Outcome::OutputClosed(e);
     }
-    let outcome = answer(driver, output, log, options, &read_ahead);
+    let outlive_input = options.outlive_input;
+    let mut lines = JsonLines { output, log, max_line, ready_events: options.ready_events, read_ahead: &read_ahead };
+    let outcome = match broker_loop::run(driver, &mut lines, outlive_input) {
+        Ok(None) => Outcome::Finished,
+        Ok(Some(reason)) => Outcome::Halted(reason),
+        Err(e) => Outcome::OutputClosed(e),
+    };
     // Lets the reading thread go if it waits for room.
     read_ahead.close();
     outcome
 }
 
-/// The loop of [`serve`]: answers lines, calls and replies until the end.
-fn answer(
-    mut driver: Driver<Input>,
-    output: &mut impl Write,
-    log: &mut impl Write,
-    options: ServeOptions,
-    read_ahead: &ReadAhead,
-) -> Outcome {
-    let mut in_flight: BTreeMap<RequestId, Waiter> = BTreeMap::new();
-    let mut ended = false;
-    let max_line = options.max_line_bytes;
-    let result = (|| -> std::io::Result<Outcome> {
-        emit_notices(&mut driver, log);
-        write_line(output, &serde_json::json!({ "event": "ready" }))?;
-        for event in &options.ready_events {
-            write_line(output, event)?;
-        }
-        loop {
-            if ended && in_flight.is_empty() {
-                // A halt that came with the last replies still ends in a halt.
-                return match driver.halted() {
-                    Some(reason) => halt(output, reason.clone()),
-                    None => Ok(Outcome::Finished),
-                };
-            }
-            let event = driver.next_event(None);
-            emit_notices(&mut driver, log);
-            match event {
-                None => {}
-                Some(DriverEvent::Message(Input::End)) => ended |= !options.outlive_input,
-                Some(DriverEvent::Message(Input::ReadFailed(e))) => {
-                    let _ =
-                        writeln!(log, "warning: reading standard input failed ({e}): no more request lines are read");
-                    ended |= !options.outlive_input;
-                }
-                Some(DriverEvent::Message(Input::TooLong(bytes))) => {
-                    let msg = format!(
-                        "request line of {bytes} bytes is longer than the {max_line} bytes serve takes (a produce \
-                         of the largest batch the broker accepts, every byte escaped): skipped to its newline; \
-                         split the records over several produces, or send binary values as {{\"base64\": ...}}"
-                    );
-                    write_line(output, &serde_json::json!({ "id": null, "error": msg, "kind": null }))?;
-                    read_ahead.answered(0);
-                }
-                Some(DriverEvent::Message(Input::Stop)) => ended = true,
-                Some(DriverEvent::Message(Input::Call(command, reply))) => {
-                    if ended {
-                        let _ = reply.send(Err(BrokerError::Unavailable("broker-fs is stopping".into())));
-                        continue;
-                    }
-                    let request = driver.submit(command);
-                    in_flight.insert(request, Waiter::Kafka(reply));
-                }
-                Some(DriverEvent::Message(Input::Line(line))) => {
-                    let size = line.len();
-                    match parse_line(line) {
-                        Parsed::Blank => {}
-                        Parsed::Command(id, command) => {
-                            let request = driver.submit(command);
-                            in_flight.insert(request, Waiter::Line(id, size));
-                            // Counted as answered once its reply is written.
-                            continue;
-                        }
-                        Parsed::Status(id) => {
-                            let status = serde_json::to_value(status_of(&driver)).unwrap_or(Value::Null);
-                            write_line(output, &serde_json::json!({ "id": id, "status": status }))?;
-                        }
-                        Parsed::Invalid(id, msg) => {
-                            write_line(output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
-                        }
-                    }
-                    read_ahead.answered(size);
-                }
-                Some(DriverEvent::Reply { request, reply }) => match in_flight.remove(&request) {
-                    Some(Waiter::Kafka(tx)) => {
-                        // The connection may be gone; its reply is then dropped.
-                        let _ = tx.send(reply);
-                    }
-                    Some(Waiter::Line(id, size)) => {
-                        write_line(output, &reply_json(id, &reply))?;
-                        read_ahead.answered(size);
-                    }
-                    None => write_line(output, &reply_json(Value::Null, &reply))?,
-                },
-                Some(DriverEvent::Halted(reason)) => return halt(output, reason),
-            }
-        }
-    })();
-    result.unwrap_or_else(Outcome::OutputClosed)
+/// The JSON-lines side of `serve`'s loop: lines in, one reply line each out.
+struct JsonLines<'a, O, L> {
+    output: &'a mut O,
+    log: &'a mut L,
+    max_line: usize,
+    ready_events: Vec<Value>,
+    read_ahead: &'a ReadAhead,
 }
 
-/// Writes the `halted` event; the caller prints the reason to standard error.
-fn halt(output: &mut impl Write, reason: HaltReason) -> std::io::Result<Outcome> {
-    write_line(output, &serde_json::json!({ "event": "halted", "reason": reason.to_string() }))?;
-    Ok(Outcome::Halted(reason))
+impl<O: Write, L: Write> Lines for JsonLines<'_, O, L> {
+    /// A line's id, and its length (counted as answered once its reply is written: see
+    /// [`ReadAhead`]).
+    type Waiting = (Value, usize);
+
+    fn ready(&mut self, _driver: &mut Driver<Input>) -> std::io::Result<()> {
+        write_line(self.output, &serde_json::json!({ "event": "ready" }))?;
+        for event in &self.ready_events {
+            write_line(self.output, event)?;
+        }
+        Ok(())
+    }
+
+    fn input(&mut self, input: LineInput, driver: &mut Driver<Input>) -> std::io::Result<Handled<(Value, usize)>> {
+        match input {
+            LineInput::End => return Ok(Handled::Ended),
+            LineInput::ReadFailed(e) => {
+                let _ =
+                    writeln!(self.log, "warning: reading standard input failed ({e}): no more request lines are read");
+                return Ok(Handled::Ended);
+            }
+            LineInput::TooLong(bytes) => {
+                let msg = format!(
+                    "request line of {bytes} bytes is longer than the {} bytes serve takes (a produce of the \
+                     largest batch the broker accepts, every byte escaped): skipped to its newline; split the \
+                     records over several produces, or send binary values as {{\"base64\": ...}}",
+                    self.max_line
+                );
+                write_line(self.output, &serde_json::json!({ "id": null, "error": msg, "kind": null }))?;
+                self.read_ahead.answered(0);
+            }
+            LineInput::Line(line) => {
+                let size = line.len();
+                match parse_line(line) {
+                    Parsed::Blank => {}
+                    Parsed::Command(id, command) => return Ok(Handled::Submitted(driver.submit(command), (id, size))),
+                    Parsed::Status(id) => {
+                        let status = serde_json::to_value(status_of(driver)).unwrap_or(Value::Null);
+                        write_line(self.output, &serde_json::json!({ "id": id, "status": status }))?;
+                    }
+                    Parsed::Invalid(id, msg) => {
+                        write_line(self.output, &serde_json::json!({ "id": id, "error": msg, "kind": null }))?;
+                    }
+                }
+                self.read_ahead.answered(size);
+            }
+        }
+        Ok(Handled::Answered)
+    }
+
+    fn reply(&mut self, waiting: Option<(Value, usize)>, reply: &Result<Reply, BrokerError>) -> std::io::Result<()> {
+        match waiting {
+            Some((id, size)) => {
+                write_line(self.output, &reply_json(id, reply))?;
+                self.read_ahead.answered(size);
+            }
+            None => write_line(self.output, &reply_json(Value::Null, reply))?,
+        }
+        Ok(())
+    }
+
+    fn halted(&mut self, reason: &HaltReason) -> std::io::Result<()> {
+        // The caller prints the reason to standard error.
+        write_line(self.output, &serde_json::json!({ "event": "halted", "reason": reason.to_string() }))
+    }
+
+    fn notices(&mut self, driver: &mut Driver<Input>) {
+        emit_notices(driver, self.log);
+    }
 }
 
 /// The JSON line answering one request.
