@@ -9,8 +9,8 @@
 //! that older versions, which lock only `LOCK`, are excluded as well. `LOCK` names the
 //! holder's pid, for the message of the next process that tries and for `status`.
 
-use crate::driver::{DriverError, Notice};
 use crate::realfs::{is_symlink, no_follow, sync_directory};
+use crate::report::{DriverError, Notice};
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_RESERVE_FILE, JOURNAL_TMP_FILE};
 use broker_core::journal::JOURNAL_FILE;
 use broker_core::LogId;

@@ -5,6 +5,7 @@
 //! - [`driver::Driver`]: owns a broker, a locked data directory, a pool of storage
 //!   workers and the real clock; executes effects, delivers completions, lets time
 //!   pass at the broker's deadlines, and keeps background deletion running.
+//! - [`report`]: the errors and notices the driver and the data directory report.
 //! - [`datadir`]: the data directory: creating and locking it, and telling the
 //!   broker's files from anything else in it.
 //! - [`broker_loop`]: the loop of `broker-fs serve`, which runs the broker for its two
@@ -28,9 +29,11 @@ pub mod fuzzing;
 pub mod jsonbytes;
 mod pool;
 pub mod realfs;
+pub mod report;
 pub mod request_lines;
 pub mod serve;
 
 pub use datadir::LOCK_FILE;
-pub use driver::{Driver, DriverError, DriverEvent, DriverOptions, Mailbox, Notice};
+pub use driver::{Driver, DriverEvent, DriverOptions, Mailbox};
 pub use realfs::RealFs;
+pub use report::{DriverError, Notice};

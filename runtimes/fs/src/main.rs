@@ -8,8 +8,9 @@
 
 use broker_core::Notice as CoreNotice;
 use broker_core::{BrokerError, Command, HaltReason, ProduceRecord, Reply, TopicDescription, TopicId, TopicSettings};
-use broker_fs::driver::{Driver, DriverError, DriverOptions, Notice};
+use broker_fs::driver::{Driver, DriverOptions};
 use broker_fs::jsonbytes;
+use broker_fs::report::{DriverError, Notice};
 use broker_fs::serve::{self, DamagedJson, Outcome, PendingJson, TopicJson};
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
