@@ -8,7 +8,8 @@
 //! - [`catalog`]: the state every node folds from the journal, and the validation of
 //!   creates and deletes against it;
 //! - [`node`]: one node, as a state machine with the same effects-out shape as the
-//!   broker (so far its metadata path: the append and the fence);
+//!   broker: the append and the fence, the data, removal, reconciliation and
+//!   compaction, one file per rule;
 //! - [`segment`]: the objects that hold a partition's records, and their codec;
 //! - [`snapshot`]: the catalog as of one journal entry, and its codec (rule C);
 //! - [`memstore`]: a store in memory that keeps the contract and never fails.

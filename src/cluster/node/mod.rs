@@ -1,0 +1,761 @@
+//! One cluster node: commands and store results in, store operations and replies out,
+//! with no I/O of its own, as [`crate::Broker`] is.
+//!
+//! The node keeps the rules of DESIGN.md, section 10, one file each, all of them
+//! methods of [`Node`] (a rule that needs another's state gets it through the node):
+//!
+//! - `fence.rs`, rule F: every command waits for a fence, a round of listing `j/` after
+//!   the node's position and folding what it finds until a listing finds nothing new; a
+//!   round serves every command that arrived before it began, so a busy node pays one
+//!   round per group of commands. After its fence, list and describe answer from the
+//!   catalog.
+//! - `append.rs`, rule A: a create or delete is validated and appended at
+//!   `position + 1` with a conditional create; an append that meets another's entry
+//!   folds it and runs again, and one whose outcome is unknown reads the key back and
+//!   knows its own entry by its writer.
+//! - `data.rs`, rule D: a produce places its records as one node does and writes one
+//!   segment per partition with a conditional create at the end it knows, learning the
+//!   end again after a lost race, then waits for a second fence: acknowledged if the
+//!   topic is still live, else answered with an unknown outcome. A fetch lists and reads
+//!   the partition's segments, then waits for a second fence before it answers.
+//! - `removal.rs`, rule R: the segments of an incarnation whose grace delay ended are
+//!   deleted by every node that folded its tombstone, and the removal completed once.
+//! - `reconcile.rs`, rule O: objects under the data prefix that no incarnation owns are
+//!   deleted.
+//! - `compaction.rs`, rule C: a node that has folded `compact_after_entries` entries
+//!   past the newest snapshot it knows creates `s/{S}` at its position `S`, then deletes
+//!   the entries and snapshots below it. A fence round that meets a gap, or an entry
+//!   gone, loads the newest snapshot; one that read entries folds them only if a listing
+//!   of `s/` issued after the reads finds no snapshot past its position (else it loads
+//!   the newest), and an append is taken as done only if no snapshot past its seq exists
+//!   (else a snapshot says whose entry the seq holds): a deleted key may be created
+//!   again by a create that was delayed.
+//!
+//! This file holds the node's types, its state, the `handle_*`/`poll_*` surface that
+//! routes each store result to its rule, and rule H's deadlines, retries and refusals
+//! (a request answered at its deadline, a failed operation retried after its backoff,
+//! a node that cannot go on refusing to serve); `tests.rs` holds the tests and their one
+//! harness.
+
+use crate::broker::placement::{check_produce, place, Placement};
+use crate::broker::Config;
+use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
+use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
+use crate::cluster::keys::{
+    journal_key, parse_journal_key, parse_segment_key, parse_snapshot_key, partition_prefix, segment_key, snapshot_key,
+    topic_prefix, DATA_PREFIX, JOURNAL_PREFIX, SNAPSHOT_PREFIX,
+};
+use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
+use crate::cluster::{segment, snapshot};
+use crate::command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription};
+use crate::error::BrokerError;
+use crate::ids::{RequestId, TopicId};
+use crate::planted::Bug;
+use crate::time::Time;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+mod append;
+mod compaction;
+mod data;
+mod fence;
+mod reconcile;
+mod removal;
+
+/// Identifies one store operation of a node, to match its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StoreOpId(pub u64);
+
+/// What a node asks of its runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeEffect {
+    /// Carry out `op` on the shared store and report its result with `id`.
+    Store {
+        /// The operation's id.
+        id: StoreOpId,
+        /// The operation.
+        op: StoreOp,
+    },
+    /// Answer a request.
+    Reply {
+        /// The request.
+        request: RequestId,
+        /// The answer.
+        reply: Result<Reply, BrokerError>,
+    },
+}
+
+/// How a node runs.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// The node's id in the cluster.
+    pub node: u32,
+    /// This life of the node: never the same twice (see [`EntryWriter::boot`]).
+    pub boot: u64,
+    /// Limits and retry tuning, as for one node.
+    pub config: Config,
+    /// The most keys one listing of the journal asks for.
+    pub list_limit: u32,
+    /// How often an idle node reads the journal's tail on its own (rule H), in
+    /// milliseconds; 0: only when a command needs a fence.
+    pub tail_every_ms: u64,
+    /// How often the node runs the reconciler (rule O), in milliseconds; 0: never.
+    pub reconcile_every_ms: u64,
+    /// Compaction (rule C): once the node has folded this many entries past the newest
+    /// snapshot it knows (or past the start), it writes a snapshot of its catalog and
+    /// deletes the entries before it; 0: never.
+    pub compact_after_entries: u64,
+    /// How long a request may wait for the store, in milliseconds, before it is answered
+    /// anyway (rule H); 0: as long as it takes. A request that has written nothing yet
+    /// is answered unavailable and dropped; one whose write is under way (a produce's
+    /// segments, a create's or delete's entry) is answered with an unknown outcome, and
+    /// its write goes on.
+    pub request_timeout_ms: u64,
+}
+
+/// Why an operation was issued.
+#[derive(Clone, Debug)]
+enum Purpose {
+    /// A fence round's listing of the journal.
+    FenceList,
+    /// A fence round's read of entry `seq`.
+    FenceGet(u64),
+    /// The conditional create of the append in flight.
+    Append,
+    /// Reading the append's key back after an unknown outcome or a lost race.
+    AppendCheck,
+    /// Listing a partition's segments after `after` (from the first if `None`).
+    Segments { request: RequestId, partition: u32, after: Option<u64> },
+    /// Reading the segment at `base`.
+    ReadSegment { request: RequestId, partition: u32, base: u64 },
+    /// Creating a produce's segment.
+    WriteSegment { request: RequestId, partition: u32 },
+    /// Reading a produce's segment key back after a lost race or an unknown outcome.
+    CheckSegment { request: RequestId, partition: u32 },
+    /// Listing what is left of an incarnation being removed.
+    RemoveList(TopicId),
+    /// Deleting one of its segments.
+    RemoveSegment(TopicId),
+    /// The reconciler's listing of `d/`.
+    ReconcileList,
+    /// The reconciler's delete of an orphan.
+    ReconcileDelete,
+    /// A fence round's listing of the snapshots past its position.
+    FenceSnapshots,
+    /// A fence round's read of the snapshot at this seq, to load it.
+    FenceSnapshot(u64),
+    /// Listing the snapshots past the append at this seq: was its key compacted away?
+    AppendSnapshots(u64),
+    /// Reading the snapshot (second seq) that judges the append (first seq).
+    AppendSnapshot(u64, u64),
+    /// Creating the snapshot at this seq.
+    CompactWrite(u64),
+    /// Reading it back after the create found it existing.
+    CompactCheck(u64),
+    /// Listing the keys compaction deletes.
+    CompactList,
+    /// Deleting one of them.
+    CompactDelete,
+}
+
+/// What waits to be appended to the journal.
+#[derive(Clone, Debug)]
+enum Appendable {
+    /// A client's create or delete, answered once appended.
+    Client(RequestId, Command),
+    /// The completion of this node's removal of an incarnation (rule R).
+    Removed(TopicId),
+}
+
+/// What a command still needs once its first fence is done.
+#[derive(Debug)]
+enum After {
+    /// The command itself: its first fence.
+    Command(Command),
+    /// A produce whose segments exist: acknowledged if its topic is still live.
+    Produced,
+    /// A fetch that has read its records, or found its offset past the end: answered
+    /// so if its topic is still live.
+    Fetched(Result<Reply, BrokerError>),
+}
+
+/// A produce or fetch between its two fences.
+#[derive(Debug)]
+enum Work {
+    Produce {
+        name: String,
+        topic: TopicId,
+        /// Where each record goes; offsets count from 0 in each partition until its
+        /// segment's base is known.
+        positions: Vec<RecordPosition>,
+        parts: BTreeMap<u32, Part>,
+    },
+    Fetch {
+        name: String,
+        topic: TopicId,
+        offset: u64,
+        max_records: u32,
+        /// The most bytes of keys and values to return (the first record whatever its size).
+        max_bytes: u64,
+        /// The partition's segments, as listed.
+        bases: Vec<u64>,
+        /// The high watermark, once the last segment is read.
+        high_watermark: Option<u64>,
+    },
+}
+
+/// One partition's share of a produce.
+#[derive(Debug)]
+struct Part {
+    records: Vec<ProduceRecord>,
+    writer: EntryWriter,
+    /// The base it is being written at, and whether it is written.
+    base: Option<u64>,
+    written: bool,
+}
+
+/// A fence round in flight.
+#[derive(Debug)]
+struct Round {
+    /// Its number: it serves the commands that arrived before it began.
+    number: u64,
+    /// Entries listed and being read, by seq; `Some` once read. Folded in seq order
+    /// once all are read and a listing of `s/` issued after the reads shows that no
+    /// compaction passed them (rule C).
+    reads: BTreeMap<u64, Option<Entry>>,
+    /// The listing of `s/` in flight, if any.
+    search: Option<Search>,
+}
+
+/// A fence round's look for snapshots past its position.
+#[derive(Debug)]
+struct Search {
+    /// Only snapshots past this seq count.
+    from: u64,
+    /// The newest listed so far.
+    newest: Option<u64>,
+    /// The journal has a gap (or a listed entry was gone): a snapshot past `from` must
+    /// exist. Otherwise the round checks that its reads are not older than a snapshot.
+    required: bool,
+}
+
+/// A page of a listing, and where the listing began.
+#[derive(Debug)]
+struct Page {
+    /// The keys, in order: any under the prefix, ours or not.
+    keys: Vec<String>,
+    /// Whether keys may follow (the store says so: a page's length says nothing).
+    more: bool,
+    /// The listing's `after`.
+    after: Option<String>,
+}
+
+impl Page {
+    /// The page a listing `op` gave.
+    fn of(keys: Vec<String>, more: bool, op: &StoreOp) -> Page {
+        let after = match op {
+            StoreOp::List { after, .. } => after.clone(),
+            _ => None,
+        };
+        Page { keys, more, after }
+    }
+
+    /// Where the next page begins: after this page's last key, or, if it had none, where
+    /// this one began.
+    fn next(&self) -> Option<String> {
+        self.keys.last().cloned().or_else(|| self.after.clone())
+    }
+}
+
+/// Where a paged walk goes once the page in hand is done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Then {
+    /// That page was the last.
+    Done,
+    /// Lists on, after this key (`None`: from the start).
+    From(Option<String>),
+}
+
+/// A compaction in flight (rule C).
+#[derive(Debug)]
+struct Compaction {
+    /// Its snapshot's seq: the keys below it go.
+    seq: u64,
+    /// The snapshot's bytes until it is known to exist.
+    bytes: Option<Vec<u8>>,
+    /// The prefix being walked: `j/`, then `s/`.
+    prefix: &'static str,
+    /// Where the next listing goes on from.
+    after: Option<String>,
+    /// Deletes in flight.
+    left: usize,
+    /// The listing reached keys at or past `seq`, or the end.
+    last_page: bool,
+}
+
+/// The entry being appended.
+#[derive(Debug)]
+struct Append {
+    from: Appendable,
+    seq: u64,
+    entry: Entry,
+    /// Once its key was read as holding this entry (`true`) or another's: whether a
+    /// snapshot past `seq` exists, that is, whether the key may have been compacted and
+    /// created again since (rule C), is being looked up.
+    found_ours: Option<bool>,
+}
+
+/// What a snapshot past an append's seq says of it.
+enum Verdict {
+    /// The entry at its seq is ours.
+    Ours,
+    /// Another's: validate again and append at a later seq.
+    Lost,
+    /// The snapshot no longer tells (the incarnation it names is removed).
+    Unknown,
+}
+
+/// A failed operation to issue again once its backoff ends.
+#[derive(Debug)]
+struct Retry {
+    op: StoreOp,
+    purpose: Purpose,
+}
+
+/// A cluster node.
+#[derive(Debug)]
+pub struct Node {
+    options: NodeOptions,
+    catalog: Catalog,
+    effects: VecDeque<NodeEffect>,
+    next_op: u64,
+    next_nonce: u64,
+    ops: BTreeMap<StoreOpId, (StoreOp, Purpose)>,
+    /// Requests not yet answered.
+    open: BTreeSet<RequestId>,
+    /// When each open request is answered at the latest, by request and by time.
+    deadline: BTreeMap<RequestId, Time>,
+    deadlines: BTreeSet<(Time, RequestId)>,
+    /// Requests answered at their deadline whose write goes on: their late answer is
+    /// dropped, and their id stays taken until then.
+    expired: BTreeSet<RequestId>,
+    /// Fence rounds begun so far.
+    rounds: u64,
+    round: Option<Round>,
+    /// Requests waiting for a fence, with the number of rounds begun when they arrived.
+    waiting: Vec<(RequestId, After, u64)>,
+    /// Produces and fetches between their two fences.
+    work: BTreeMap<RequestId, Work>,
+    /// Per partition, the end of its last segment as this node last learned it.
+    ends: BTreeMap<(TopicId, u32), u64>,
+    /// Per incarnation, where the next keyless record goes (round-robin).
+    cursors: BTreeMap<TopicId, u32>,
+    /// Entries to append, one at a time in arrival order.
+    appends: VecDeque<Appendable>,
+    appending: Option<Append>,
+    /// The append lost its seq: fold before validating again.
+    behind: bool,
+    /// Failed operations by when they are issued again (then by arrival).
+    retries: BTreeMap<(Time, u64), Retry>,
+    /// Failures in a row, for the backoff; a success resets it.
+    failures: u32,
+    /// Set when the journal cannot be read on (an undecodable entry, a gap): every
+    /// command is refused with it.
+    broken: Option<String>,
+    /// The latest time a caller gave.
+    now: Time,
+    /// When the node next reads the journal's tail on its own.
+    next_tail: Option<Time>,
+    /// Incarnations to remove, with when their grace delay (counted from when this node
+    /// folded the tombstone) ends.
+    removals: BTreeMap<TopicId, Time>,
+    /// The removal in flight, and how many of its deletes are.
+    removing: Option<(TopicId, usize)>,
+    /// When the reconciler next runs.
+    next_reconcile: Option<Time>,
+    /// The reconciler's pass in flight: where its listing goes on once the page in
+    /// hand is done, and how many of that page's deletes are in flight.
+    reconciling: Option<(Then, usize)>,
+    /// Orphans the reconciler has deleted, over the node's life.
+    orphans_removed: u64,
+    /// The newest snapshot this node wrote or loaded (0: none).
+    snapshot_at: u64,
+    /// The compaction in flight.
+    compaction: Option<Compaction>,
+}
+
+impl Node {
+    /// A node that has folded nothing yet; its first fence catches up.
+    pub fn new(options: NodeOptions) -> Node {
+        Node {
+            options,
+            catalog: Catalog::default(),
+            effects: VecDeque::new(),
+            next_op: 0,
+            next_nonce: 0,
+            ops: BTreeMap::new(),
+            open: BTreeSet::new(),
+            deadline: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            expired: BTreeSet::new(),
+            rounds: 0,
+            round: None,
+            waiting: Vec::new(),
+            work: BTreeMap::new(),
+            ends: BTreeMap::new(),
+            cursors: BTreeMap::new(),
+            appends: VecDeque::new(),
+            appending: None,
+            behind: false,
+            retries: BTreeMap::new(),
+            failures: 0,
+            broken: None,
+            now: Time::ZERO,
+            next_tail: None,
+            removals: BTreeMap::new(),
+            removing: None,
+            next_reconcile: None,
+            reconciling: None,
+            orphans_removed: 0,
+            snapshot_at: 0,
+            compaction: None,
+        }
+    }
+
+    /// The catalog as folded so far.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The next effect to carry out.
+    pub fn poll_effect(&mut self) -> Option<NodeEffect> {
+        self.effects.pop_front()
+    }
+
+    /// When the node next needs [`Node::handle_timeout`]: a failed operation's retry, a
+    /// read of the journal's tail, the end of a removal's grace delay, or a request's
+    /// deadline.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        // A node that refuses to serve does nothing more on a timer.
+        if self.broken.is_some() {
+            return None;
+        }
+        let retry = self.retries.keys().next().map(|(at, _)| *at);
+        let removal = self.removing.is_none().then(|| self.removals.values().min().copied()).flatten();
+        let reconcile = self.next_reconcile.filter(|_| self.reconciling.is_none());
+        let deadline = self.deadlines.first().map(|(at, _)| *at);
+        [retry, self.next_tail, removal, reconcile, deadline].into_iter().flatten().min()
+    }
+
+    /// Lets time pass to `now`: issues again every failed operation whose backoff has
+    /// ended, reads the journal's tail if it is time, and starts a removal whose grace
+    /// delay has ended.
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.clock(now);
+        while let Some(&(at, request)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            self.deadline.remove(&request);
+            self.expire(request);
+        }
+        while let Some(entry) = self.retries.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let retry = entry.remove();
+            self.issue(retry.op, retry.purpose);
+        }
+        if self.next_tail.is_some_and(|at| at <= now) && self.broken.is_none() {
+            self.next_tail = Some(now.plus_millis(self.options.tail_every_ms));
+            if self.round.is_none() && !self.planted(Bug::ClusterNoTailing) {
+                self.begin_round();
+            }
+        }
+        self.start_removal();
+        if self.next_reconcile.is_some_and(|at| at <= now) && self.reconciling.is_none() && self.broken.is_none() {
+            self.next_reconcile = Some(now.plus_millis(self.options.reconcile_every_ms));
+            self.reconciling = Some((Then::From(None), 0));
+            self.list_orphans(None);
+        }
+    }
+
+    fn clock(&mut self, now: Time) {
+        self.now = self.now.max(now);
+        if self.next_tail.is_none() && self.options.tail_every_ms > 0 {
+            self.next_tail = Some(self.now.plus_millis(self.options.tail_every_ms));
+        }
+        if self.next_reconcile.is_none() && self.options.reconcile_every_ms > 0 {
+            self.next_reconcile = Some(self.now.plus_millis(self.options.reconcile_every_ms));
+        }
+    }
+
+    /// Whether the node has nothing under way: no store operation in flight or waiting
+    /// for its retry, no fence round, and no command, append or removal unfinished
+    /// (timers for tailing and the reconciler aside).
+    pub fn idle(&self) -> bool {
+        self.ops.is_empty()
+            && self.retries.is_empty()
+            && self.round.is_none()
+            && self.waiting.is_empty()
+            && self.work.is_empty()
+            && self.appends.is_empty()
+            && self.appending.is_none()
+            && self.removing.is_none()
+    }
+
+    /// How many orphan segments the reconciler has deleted in this life of the node.
+    pub fn orphans_removed(&self) -> u64 {
+        self.orphans_removed
+    }
+
+    /// A client command.
+    pub fn handle_command(&mut self, now: Time, request: RequestId, command: Command) {
+        self.clock(now);
+        if self.expired.contains(&request) || !self.open.insert(request) {
+            return self
+                .effects
+                .push_back(NodeEffect::Reply { request, reply: Err(BrokerError::DuplicateRequestId(request.0)) });
+        }
+        if self.options.request_timeout_ms > 0 {
+            let at = now.plus_millis(self.options.request_timeout_ms);
+            self.deadline.insert(request, at);
+            self.deadlines.insert((at, request));
+        }
+        if let Some(why) = &self.broken {
+            let reply = Err(BrokerError::Unavailable(why.clone()));
+            return self.reply(request, reply);
+        }
+        let produce = matches!(command, Command::Produce { .. });
+        let unverified = produce && self.planted(Bug::ClusterProduceUnverified);
+        if (unverified || self.planted(Bug::ClusterSkipFence)) && self.catalog.position() > 0 {
+            self.fenced(request, command);
+            return self.pump_appends();
+        }
+        self.await_fence(request, After::Command(command));
+    }
+
+    /// Whether a planted bug is on (only in a build with the `planted-bugs` feature).
+    fn planted(&self, bug: Bug) -> bool {
+        crate::planted::ENABLED && self.options.config.bugs.has(bug)
+    }
+
+    /// Holds `after` until a fence round that begins from now on has completed.
+    fn await_fence(&mut self, request: RequestId, after: After) {
+        self.waiting.push((request, after, self.rounds));
+        if self.round.is_none() {
+            self.begin_round();
+        }
+    }
+
+    /// The result of store operation `id`.
+    pub fn handle_store(&mut self, now: Time, id: StoreOpId, result: StoreResult) {
+        self.clock(now);
+        let Some((op, purpose)) = self.ops.remove(&id) else { return };
+        let output = match result {
+            Ok(output) => {
+                self.failures = 0;
+                output
+            }
+            // An unknown outcome of the append is resolved by reading its key back.
+            Err(StoreError::Unknown(_)) if matches!(purpose, Purpose::Append) => {
+                return self.check_append();
+            }
+            Err(StoreError::Unknown(_)) if matches!(purpose, Purpose::WriteSegment { .. }) => {
+                let Purpose::WriteSegment { request, partition } = purpose else { return };
+                return self.check_segment(request, partition);
+            }
+            Err(_) => {
+                // Nothing happened (or, for a read, nothing was learned): try again.
+                let delay = self.options.config.backoff_ms(self.failures);
+                self.failures = self.failures.saturating_add(1);
+                let at = now.plus_millis(delay);
+                self.retries.insert((at, id.0), Retry { op, purpose });
+                return;
+            }
+        };
+        match (purpose, output) {
+            (Purpose::FenceList, StoreOutput::Listed { keys, more }) => self.listed(Page::of(keys, more, &op)),
+            (Purpose::FenceGet(seq), StoreOutput::Found(bytes)) => self.read_entry(seq, &bytes),
+            // Compacted since it was listed: a snapshot past it exists.
+            (Purpose::FenceGet(seq), StoreOutput::Missing) => self.entry_gone(seq),
+            (Purpose::FenceSnapshots, StoreOutput::Listed { keys, more }) => {
+                self.snapshots_listed(Page::of(keys, more, &op))
+            }
+            (Purpose::FenceSnapshot(seq), StoreOutput::Found(bytes)) => self.snapshot_read(seq, &bytes),
+            // Compacted in turn: a newer one exists.
+            (Purpose::FenceSnapshot(_), StoreOutput::Missing) => self.search_again(),
+            (Purpose::Append, StoreOutput::Created) => self.verify_append(true),
+            (Purpose::Append, StoreOutput::Exists) if self.planted(Bug::ClusterUnconditionalAppend) => self.appended(),
+            (Purpose::Append, StoreOutput::Exists) => self.check_append(),
+            (Purpose::AppendCheck, StoreOutput::Found(bytes)) => self.append_checked(&bytes),
+            (Purpose::Segments { request, partition, after }, StoreOutput::Listed { keys, more }) => {
+                self.segments_listed(request, partition, after, Page::of(keys, more, &op));
+            }
+            (Purpose::ReadSegment { request, partition, base }, StoreOutput::Found(bytes)) => {
+                self.segment_read(request, partition, base, &bytes);
+            }
+            (Purpose::ReadSegment { request, .. }, StoreOutput::Missing) => {
+                // Removed: its topic's tombstone is in the journal, so the request is
+                // answered as after the delete (a produce has written nothing yet).
+                self.data_not_found(request);
+            }
+            (Purpose::WriteSegment { request, partition }, StoreOutput::Created) => {
+                self.part_written(request, partition)
+            }
+            (Purpose::WriteSegment { request, partition }, StoreOutput::Exists) => {
+                self.check_segment(request, partition)
+            }
+            (Purpose::CheckSegment { request, partition }, StoreOutput::Found(bytes)) => {
+                self.segment_checked(request, partition, &bytes);
+            }
+            (Purpose::CheckSegment { request, partition }, StoreOutput::Missing) => {
+                if let Some(base) = self.part(request, partition).and_then(|p| p.base) {
+                    self.write_part(request, partition, base);
+                }
+            }
+            (Purpose::RemoveList(topic), StoreOutput::Listed { keys, more }) => {
+                self.removal_listed(topic, Page::of(keys, more, &op))
+            }
+            (Purpose::RemoveSegment(topic), StoreOutput::Deleted) => self.segment_removed(topic),
+            (Purpose::ReconcileList, StoreOutput::Listed { keys, more }) => {
+                self.orphans_listed(Page::of(keys, more, &op))
+            }
+            (Purpose::ReconcileDelete, StoreOutput::Deleted) => self.orphan_deleted(),
+            (Purpose::AppendSnapshots(seq), StoreOutput::Listed { keys, more }) => {
+                self.append_snapshots_listed(seq, Page::of(keys, more, &op))
+            }
+            (Purpose::AppendSnapshot(seq, at), StoreOutput::Found(bytes)) => self.judge_append(seq, at, &bytes),
+            (Purpose::AppendSnapshot(seq, _), StoreOutput::Missing) => self.list_append_snapshots(seq, None),
+            (Purpose::CompactWrite(seq), StoreOutput::Created) => self.snapshot_written(seq),
+            (Purpose::CompactWrite(seq), StoreOutput::Exists) => {
+                self.issue(StoreOp::Get { key: snapshot_key(seq) }, Purpose::CompactCheck(seq));
+            }
+            (Purpose::CompactCheck(seq), StoreOutput::Found(bytes)) => self.snapshot_checked(seq, &bytes),
+            // Deleted by a newer compaction, which deletes what this one would.
+            (Purpose::CompactCheck(_), StoreOutput::Missing) => self.compaction = None,
+            (Purpose::CompactList, StoreOutput::Listed { keys, more }) => {
+                self.compaction_listed(Page::of(keys, more, &op))
+            }
+            (Purpose::CompactDelete, StoreOutput::Deleted) => self.compaction_deleted(),
+            (Purpose::AppendCheck, StoreOutput::Missing) => {
+                // The unknown create did not land (yet), or landed and was compacted:
+                // create again; should the first land after all, the second finds it and
+                // reads it back as ours, and either way a snapshot past the seq, if any,
+                // judges (rule C).
+                if let Some(a) = &self.appending {
+                    let op = StoreOp::Create { key: journal_key(a.seq), bytes: entry::encode(a.seq, &a.entry) };
+                    self.issue(op, Purpose::Append);
+                }
+            }
+            (purpose, output) => {
+                self.break_down(format!(
+                    "the store answered {purpose:?} with {output:?}, which the contract rules out"
+                ));
+            }
+        }
+    }
+
+    fn issue(&mut self, op: StoreOp, purpose: Purpose) {
+        let id = StoreOpId(self.next_op);
+        self.next_op += 1;
+        self.ops.insert(id, (op.clone(), purpose));
+        self.effects.push_back(NodeEffect::Store { id, op });
+    }
+
+    fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
+        if self.expired.remove(&request) {
+            return;
+        }
+        self.open.remove(&request);
+        if let Some(at) = self.deadline.remove(&request) {
+            self.deadlines.remove(&(at, request));
+        }
+        self.effects.push_back(NodeEffect::Reply { request, reply });
+    }
+
+    /// `request` reached its deadline unanswered (rule H).
+    fn expire(&mut self, request: RequestId) {
+        if !self.open.contains(&request) {
+            return;
+        }
+        let waited = self.options.request_timeout_ms;
+        let nothing_done = || {
+            BrokerError::Unavailable(format!(
+                "the shared store did not answer within {waited} ms; nothing was written: try again"
+            ))
+        };
+        // Waiting for its first fence, or a fetch anywhere: nothing is written.
+        let unstarted = |after: &After| matches!(after, After::Command(_) | After::Fetched(_));
+        if let Some(i) = self.waiting.iter().position(|(r, after, _)| *r == request && unstarted(after)) {
+            self.waiting.remove(i);
+            self.work.remove(&request);
+            return self.reply(request, Err(nothing_done()));
+        }
+        if matches!(self.work.get(&request), Some(Work::Fetch { .. })) {
+            self.work.remove(&request);
+            return self.reply(request, Err(nothing_done()));
+        }
+        if let Some(i) = self.appends.iter().position(|a| matches!(a, Appendable::Client(r, _) if *r == request)) {
+            self.appends.remove(i);
+            return self.reply(request, Err(nothing_done()));
+        }
+        let appending =
+            self.appending.as_ref().is_some_and(|a| matches!(a.from, Appendable::Client(r, _) if r == request));
+        if appending && self.planted(Bug::ClusterUnavailableAppend) {
+            self.reply(request, Err(nothing_done()));
+            self.expired.insert(request);
+            return;
+        }
+        // A produce writing its segments or waiting for its second fence, or a create or
+        // delete being appended: the write goes on and may take effect.
+        let why = format!(
+            "the shared store did not answer within {waited} ms while the write was under way: it may or may not \
+             take effect"
+        );
+        self.reply(request, Err(BrokerError::OutcomeUnknown(why)));
+        self.expired.insert(request);
+    }
+
+    /// The journal cannot be read on: refuse everything waiting, and all that comes.
+    fn break_down(&mut self, why: String) {
+        self.broken = Some(why.clone());
+        self.round = None;
+        let waiting: Vec<RequestId> = self.waiting.drain(..).map(|(r, _, _)| r).collect();
+        let work: Vec<RequestId> =
+            std::mem::take(&mut self.work).into_keys().filter(|r| !waiting.contains(r)).collect();
+        let client = |a: Appendable| match a {
+            Appendable::Client(request, _) => Some(request),
+            Appendable::Removed(_) => None,
+        };
+        let appends: Vec<RequestId> = self.appends.drain(..).filter_map(client).collect();
+        let appending = self.appending.take().and_then(|a| client(a.from));
+        for request in waiting.into_iter().chain(work).chain(appends).chain(appending) {
+            self.reply(request, Err(BrokerError::Unavailable(why.clone())));
+        }
+    }
+}
+
+/// A live incarnation as list and describe show it. The high watermarks are the ends
+/// this node has learned by its own produces and fetches, which may lag behind what
+/// other nodes appended since (reading every partition's last segment on each list is
+/// not built yet).
+fn describe(
+    name: &str,
+    id: TopicId,
+    t: &crate::cluster::catalog::Incarnation,
+    ends: &BTreeMap<(TopicId, u32), u64>,
+) -> TopicDescription {
+    TopicDescription {
+        name: name.to_string(),
+        id,
+        partitions: t.partitions,
+        settings: t.settings.clone(),
+        high_watermarks: (0..t.partitions).map(|p| ends.get(&(id, p)).copied().unwrap_or(0)).collect(),
+        // The cluster's partitions begin at 0 (DESIGN.md section 10: not yet offset bases).
+        log_start: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests;
