@@ -89,15 +89,19 @@ pub enum BrokerError {
     /// list, describe and fetch, and refuses every command that writes.
     #[error("{0} is refused: the data was opened read-only (for reading on a read-only or full disk); open it for writing to change anything")]
     ReadOnly(String),
-    /// The broker is not serving: it is recovering or it has halted.
+    /// The broker or cluster node does not serve this request now, for the reason given:
+    /// it is recovering or has halted, the store did not answer within the request's
+    /// deadline (nothing was written), or it refuses to serve on top of data it found
+    /// damaged.
     #[error("broker unavailable: {0}")]
     Unavailable(String),
     /// The broker halted while this request was in flight; it may or may not have taken effect.
     #[error("broker halted while the request was in flight; its outcome is unknown: {0}")]
     Halted(String),
     /// A cluster node cannot tell whether this write took effect: its topic was deleted
-    /// while it was in flight, so it may have landed (and been read) before the
-    /// deletion, or not at all.
+    /// while it was in flight (it may have landed, and been read, before the deletion,
+    /// or not at all), or its deadline passed while its write to the store was under way
+    /// (it may still land).
     #[error("the outcome is unknown: {0}")]
     OutcomeUnknown(String),
     /// A stored record failed its checksum; it is reported, never served.

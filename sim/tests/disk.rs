@@ -359,13 +359,12 @@ fn executor_survives_crashes_around_journal_compaction() {
     crash_everywhere(&always_compact_config(), 5, &CrashMode::ALL);
 }
 
-/// Known core issue (not a disk or fsync bug): a torn, unsynced append of several
-/// records may persist a later sector but not an earlier one (the disk model allows any
-/// subset of a write's sectors). `logcodec::open_log` then sees damage followed by a
-/// valid frame and makes it a hole: offsets that were never acknowledged fetch as
-/// `CorruptRecord`, and unacknowledged records after the hole become visible, although
-/// no corruption was injected. Acknowledged records are never affected (the test above
-/// proves it). Run with `--ignored` to reproduce.
+/// A torn, unsynced append of several records may persist a later sector but not an
+/// earlier one (the disk model allows any subset of a write's sectors). Such a crash,
+/// with no corruption injected, must never read back as corruption: offsets that were
+/// never acknowledged are not served as `CorruptRecord`, and no unacknowledged record
+/// after the torn part becomes visible. This once failed (`logcodec::open_log` took the
+/// damage before a valid frame for a hole); the test guards the fix.
 #[test]
 fn ordinary_crash_never_reads_as_corruption() {
     let config = Config::default();
@@ -383,12 +382,14 @@ fn ordinary_crash_never_reads_as_corruption() {
     }
 }
 
-/// Known core issue (fsyncgate on restart): after a failed journal fsync the broker
-/// halts, but a new broker started over the same disk without a machine crash reads
-/// the never-durable record from the page cache and replays it. Its next durable
-/// append lands after that record; after a real crash the record's range is zeros
-/// followed by a valid record, and recovery refuses to start (`CorruptJournal`)
-/// forever, losing the acknowledged topic. Run with `--ignored` to reproduce.
+/// Fsyncgate on restart: after a failed journal fsync the broker halts, and a new
+/// broker started over the same disk without a machine crash may read the never-durable
+/// record from the page cache. If it replayed that record, its next durable append
+/// would land after it; after a real crash the record's range would be zeros followed
+/// by a valid record, and recovery would refuse to start (`CorruptJournal`) forever,
+/// losing the acknowledged topic. This once failed; the test guards the fix: a create
+/// acknowledged by the restarted broker is there when the next start, after a crash,
+/// has recovered.
 #[test]
 fn restart_after_failed_journal_fsync_then_crash_still_starts() {
     let create =

@@ -432,8 +432,8 @@ impl Node {
     }
 
     /// When the node next needs [`Node::handle_timeout`]: a failed operation's retry, a
-    /// read of the journal's tail, the end of a removal's grace delay, or a request's
-    /// deadline.
+    /// read of the journal's tail, the end of a removal's grace delay, the reconciler's
+    /// next pass, or a request's deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
         // A node that refuses to serve does nothing more on a timer.
         if self.broken.is_some() {
@@ -446,9 +446,10 @@ impl Node {
         [retry, self.next_tail, removal, reconcile, deadline].into_iter().flatten().min()
     }
 
-    /// Lets time pass to `now`: issues again every failed operation whose backoff has
-    /// ended, reads the journal's tail if it is time, and starts a removal whose grace
-    /// delay has ended.
+    /// Lets time pass to `now`: answers every request whose deadline passed, issues
+    /// again every failed operation whose backoff has ended, reads the journal's tail if
+    /// it is time, starts a removal whose grace delay has ended, and starts the
+    /// reconciler if its pass is due.
     pub fn handle_timeout(&mut self, now: Time) {
         self.clock(now);
         while let Some(&(at, request)) = self.deadlines.first() {
