@@ -2,8 +2,9 @@
 //! each storage operation carried out the moment it is issued, timers fired by a
 //! virtual clock. The simplest way to embed the core, and the harness of the tests.
 
-use crate::broker::{Broker, Config, Phase};
+use crate::broker::{Broker, Phase};
 use crate::command::{Command, Reply};
+use crate::config::Config;
 use crate::effect::Effect;
 use crate::error::{BrokerError, HaltReason};
 use crate::executor::Executor;

@@ -6,6 +6,7 @@ pub mod broker;
 mod bytes;
 pub mod cluster;
 pub mod command;
+mod config;
 pub mod driver;
 pub mod effect;
 pub mod error;
@@ -19,12 +20,14 @@ pub mod memfs;
 pub mod name;
 pub mod notice;
 pub mod partitioner;
+pub(crate) mod placement;
 #[doc(hidden)]
 pub mod planted;
 pub mod time;
 
-pub use broker::{Broker, Config, DamagedRecords, DeletionStatus, Phase, COMPLETED_KEPT};
+pub use broker::{Broker, DamagedRecords, DeletionStatus, Phase, COMPLETED_KEPT};
 pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
+pub use config::Config;
 pub use driver::SyncDriver;
 pub use effect::{AppendRecord, DamagedRange, Effect, OpOutput, OpResult, StorageOp};
 pub use error::{BrokerError, HaltReason, StorageError};

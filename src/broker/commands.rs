@@ -1,6 +1,5 @@
 //! Client commands: validation first (a rejected command changes nothing), then effects.
 
-use super::placement::{check_produce, place, Placement};
 use super::state::{Deletion, DeletionStage, PartitionWrite, Topic};
 use super::{describe, Broker, JournalWaiter, PendingOp, ProduceProgress};
 use crate::command::{Command, ProduceRecord, Reply, TopicSettings};
@@ -8,6 +7,7 @@ use crate::effect::{AppendRecord, StorageOp};
 use crate::error::BrokerError;
 use crate::ids::{LogId, RequestId, TopicId};
 use crate::journal::{JournalRecord, TopicMeta};
+use crate::placement::{check_produce, place, Placement};
 use crate::planted::Bug;
 
 impl Broker {

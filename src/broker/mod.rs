@@ -14,17 +14,14 @@
 
 mod commands;
 mod completions;
-mod config;
 mod creation;
 mod deletion;
 mod journal_writer;
-pub(crate) mod placement;
 mod recovery;
 mod state;
 
-pub use config::Config;
-
 use crate::command::{Command, Reply, TopicDescription};
+use crate::config::Config;
 use crate::effect::{Effect, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason};
 use crate::ids::{LogId, OpId, RequestId, TopicId};

@@ -8,9 +8,9 @@
 //! store that broke create-if-absent), every node ignores it alike and [`Folded`] says
 //! so, which the simulator's checkers watch.
 
-use crate::broker::Config;
 use crate::cluster::entry::{Entry, EntryKind, EntryWriter};
 use crate::command::TopicSettings;
+use crate::config::Config;
 use crate::error::BrokerError;
 use crate::ids::TopicId;
 use std::collections::{BTreeMap, BTreeSet};

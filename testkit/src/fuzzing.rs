@@ -24,7 +24,7 @@ pub use cluster_objects::fuzz_cluster_objects;
 use crate::hand::Hand;
 use crate::ledger::Ledger;
 use arbitrary::Unstructured;
-use broker_core::broker::{Config, Phase};
+use broker_core::broker::Phase;
 use broker_core::command::{Command, ProduceRecord, Reply, StoredRecord, TopicSettings};
 use broker_core::effect::{AppendRecord, Effect, OpOutput, StorageOp};
 use broker_core::error::{BrokerError, StorageError};
@@ -39,6 +39,7 @@ use broker_core::logcodec::{
 };
 use broker_core::memfs::MemFs;
 use broker_core::partitioner::partition_for_key;
+use broker_core::Config;
 use std::collections::{BTreeMap, BTreeSet};
 
 // ---------------------------------------------------------------------------------------

@@ -37,8 +37,6 @@
 //! a node that cannot go on refusing to serve); `tests.rs` holds the tests and their one
 //! harness.
 
-use crate::broker::placement::{check_produce, place, Placement};
-use crate::broker::Config;
 use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
 use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use crate::cluster::keys::{
@@ -48,8 +46,10 @@ use crate::cluster::keys::{
 use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use crate::cluster::{segment, snapshot};
 use crate::command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription};
+use crate::config::Config;
 use crate::error::BrokerError;
 use crate::ids::{RequestId, TopicId};
+use crate::placement::{check_produce, place, Placement};
 use crate::planted::Bug;
 use crate::time::Time;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

@@ -1,8 +1,8 @@
 //! Checking a produce against the limits, and placing its records in partitions: shared
 //! by the broker and by cluster nodes, so both refuse and route alike.
 
-use crate::broker::Config;
 use crate::command::{ProduceRecord, RecordPosition};
+use crate::config::Config;
 use crate::error::BrokerError;
 use crate::partitioner::partition_for_key;
 
