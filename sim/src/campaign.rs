@@ -1,7 +1,8 @@
 //! A campaign: many seeds, on one or more threads (each seed single-threaded and
 //! deterministic), folded into one summary.
 
-use crate::runner::{run, RunOptions, RunReport};
+use crate::run::{RunOptions, RunReport};
+use crate::runner::run;
 use crate::violation::{Checker, Violation};
 use broker_core::Time;
 use std::collections::BTreeMap;

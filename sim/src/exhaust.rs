@@ -10,7 +10,8 @@
 
 use crate::cluster::runner::{arrived_ops, ClusterScript, StoreFault};
 use crate::disk::CrashMode;
-use crate::runner::{run, RunOptions, Script};
+use crate::run::{RunOptions, Script};
+use crate::runner::run;
 use crate::violation::Violation;
 use broker_core::{Command, ProduceRecord, TopicSettings};
 

@@ -3,7 +3,8 @@
 //! simulated disk, or a cluster over the simulated store), and every checker must pass.
 
 use crate::cluster::ClusterParams;
-use crate::runner::{run, RunOptions};
+use crate::run::RunOptions;
+use crate::runner::run;
 use crate::swarm::SwarmParams;
 
 /// Reads little-endian fields from the fuzzer's bytes, with zeros past the end.

@@ -1,7 +1,7 @@
 //! **liveness**: once faults stop, the broker serves again and completes every pending
-//! deletion within the bound ([`crate::runner::LIVENESS_BOUND_MS`] of simulated time).
+//! deletion within the bound ([`crate::run::LIVENESS_BOUND_MS`] of simulated time).
 
-use crate::runner::LIVENESS_BOUND_MS;
+use crate::run::LIVENESS_BOUND_MS;
 use broker_core::{DeletionStatus, Phase};
 
 /// What breaks the invariant at the end of the run; `None` for the phase means the

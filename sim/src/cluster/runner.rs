@@ -17,7 +17,7 @@ use crate::cluster::params::ClusterParams;
 pub use crate::cluster::script::{arrived_ops, ClusterScript, StoreFault, LANDS_LAST_US};
 use crate::cluster::store::SimStore;
 use crate::rng::SimRng;
-use crate::runner::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
+use crate::run::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
 use crate::swarm::SwarmParams;
 use crate::trace::{render_command, render_reply, Trace};
 use crate::violation::{Checker, Violation};
@@ -206,7 +206,7 @@ struct Sim {
 
 /// Runs one cluster seed to the end and checks it.
 pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunReport {
-    let config = crate::runner::core_config(&params, opts.bug);
+    let config = crate::run::core_config(&params, opts.bug);
     let clients = params.clients as usize;
     let nodes = cp.nodes as usize;
     let mut sim = Sim {

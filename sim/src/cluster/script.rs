@@ -9,7 +9,7 @@ use broker_core::Command;
 /// A fixed cluster workload: groups of commands from one client, each command to a
 /// named node; the commands of a group at once, each group once every command of the
 /// one before is answered (or cut off by its node's crash). No fault but the one of
-/// [`crate::runner::RunOptions::store_fault_at`], if any.
+/// [`crate::run::RunOptions::store_fault_at`], if any.
 #[derive(Clone, Debug)]
 pub struct ClusterScript {
     /// Its name.
@@ -52,7 +52,7 @@ impl ClusterScript {
     }
 }
 
-/// The one fault [`crate::runner::RunOptions::store_fault_at`] injects into the store operation it
+/// The one fault [`crate::run::RunOptions::store_fault_at`] injects into the store operation it
 /// names: the k-th to reach the store, counting every node's operations from 1 in the
 /// order they arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +114,7 @@ impl StoreFault {
 }
 
 /// The store operations of a run kept with its trace, in the order they reached the
-/// store (the numbering of [`crate::runner::RunOptions::store_fault_at`]): for each, whether it is a
+/// store (the numbering of [`crate::run::RunOptions::store_fault_at`]): for each, whether it is a
 /// write (a create or a delete).
 pub fn arrived_ops(trace: &[TraceLine]) -> Vec<bool> {
     trace

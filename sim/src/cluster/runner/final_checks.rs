@@ -5,7 +5,7 @@
 use super::Sim;
 use crate::cluster::lifecycle;
 use crate::cluster::store::SimStore;
-use crate::runner::LIVENESS_BOUND_MS;
+use crate::run::LIVENESS_BOUND_MS;
 use crate::violation::{Checker, Violation};
 use broker_core::cluster::keys::{parse_journal_key, parse_segment_key};
 use broker_core::cluster::node::{Node, NodeEffect};
