@@ -162,31 +162,35 @@ impl Memory {
 impl Broker for Memory {
     fn submit(&self, command: Command, reply: oneshot::Sender<Result<Reply, BrokerError>>) -> bool {
         let mut recorded = self.0.lock().expect("not poisoned");
-        let what = match &command {
-            Command::Produce { topic, partition, .. } => Some((topic.clone(), partition.map(|p| p as i32))),
+        let planted = recorded.planted;
+        // What the command writes, once its reply says where (an append's first offset).
+        let writes = match &command {
+            Command::Produce { topic, partition: Some(p), .. } => Some((topic.clone(), Some(*p))),
             Command::CreateTopic { name, .. } => Some((name.clone(), None)),
             _ => None,
         };
-        let mut answer = match (recorded.planted, &command) {
-            (Some(PlantedBug::ProduceFaked), Command::Produce { partition, .. }) => {
-                let position = RecordPosition { partition: partition.unwrap_or(0), offset: 1 << 40 };
+        let mut answer = match (planted, &writes) {
+            (Some(PlantedBug::ProduceFaked), Some((_, Some(partition)))) => {
+                let position = RecordPosition { partition: *partition, offset: 1 << 40 };
                 Ok(Reply::Produced { topic: TopicId(1), positions: vec![position] })
             }
             _ => recorded.driver.request(command),
         };
-        match (what, &answer) {
-            (Some((topic, Some(partition))), Ok(Reply::Produced { positions, .. })) => {
-                if let Some(first) = positions.first() {
-                    if recorded.planted != Some(PlantedBug::ProduceFaked) {
-                        recorded.written.push(Written::Appended { topic, partition, offset: first.offset as i64 });
-                    }
-                    if recorded.planted == Some(PlantedBug::ProduceLost) {
-                        answer = Err(BrokerError::Unavailable("planted: the append is reported lost".into()));
-                    }
-                }
+        let written = match (writes, &answer) {
+            (Some((topic, Some(partition))), Ok(Reply::Produced { positions, .. })) => positions
+                .first()
+                .map(|first| Written::Appended { topic, partition: partition as i32, offset: first.offset as i64 }),
+            (Some((name, None)), Ok(Reply::Created { .. })) => Some(Written::Created { name }),
+            _ => None,
+        };
+        if let Some(w) = written {
+            let appended = matches!(w, Written::Appended { .. });
+            if !(appended && planted == Some(PlantedBug::ProduceFaked)) {
+                recorded.written.push(w);
             }
-            (Some((name, None)), Ok(Reply::Created { .. })) => recorded.written.push(Written::Created { name }),
-            _ => {}
+            if appended && planted == Some(PlantedBug::ProduceLost) {
+                answer = Err(BrokerError::Unavailable("planted: the append is reported lost".into()));
+            }
         }
         let _ = reply.send(answer);
         true
