@@ -231,13 +231,7 @@ async fn read_requests(
             return Err(format!("a frame of {size} bytes is too short for a request header"));
         }
         let request_held = shares.take(size).await;
-        // Grown as the bytes arrive, so that a size no bytes follow allocates nothing.
-        let mut body = Vec::with_capacity(size.min(READ_CHUNK));
-        match (&mut *reader).take(size as u64).read_to_end(&mut body).await {
-            Ok(n) if n == size => {}
-            Ok(n) => return Err(format!("the connection ended inside a request of {size} bytes, after {n}")),
-            Err(e) => return Err(format!("the connection failed inside a request of {size} bytes ({e})")),
-        }
+        let body = read_body(reader, size).await?;
         let (key, version) = (i16::from_be_bytes([body[0], body[1]]), i16::from_be_bytes([body[2], body[3]]));
         let correlation_id = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
         let served = ApiKey::try_from(key).ok().and_then(|api| Some((api, apis::supported(api)?)));
@@ -277,6 +271,27 @@ async fn read_requests(
         let pending = handlers::handle(ctx, version, request);
         send(queue, Queued { pending, correlation_id, version, _held: held }).await?;
     }
+}
+
+/// Reads a request of `size` bytes into a buffer that grows (doubling, from at most
+/// [`READ_CHUNK`]) as its bytes arrive, so that a size no bytes follow allocates little,
+/// and never past `size`, so that what the request holds is what its share counted.
+async fn read_body(reader: &mut (impl AsyncRead + Unpin), size: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::with_capacity(size.min(READ_CHUNK));
+    while body.len() < size {
+        if body.len() == body.capacity() {
+            body.reserve_exact((size - body.len()).min(body.len()));
+        }
+        let room = (body.capacity().min(size) - body.len()) as u64;
+        match (&mut *reader).take(room).read_buf(&mut body).await {
+            Ok(0) => {
+                return Err(format!("the connection ended inside a request of {size} bytes, after {}", body.len()))
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("the connection failed inside a request of {size} bytes ({e})")),
+        }
+    }
+    Ok(body)
 }
 
 async fn send(queue: &mpsc::Sender<Queued>, q: Queued) -> Result<(), String> {
