@@ -100,12 +100,12 @@ impl<'a> Reader<'a> {
         String::from_utf8(self.bytes()?)
             .map_err(|_| DecodeError::Malformed { position: pos, detail: "string is not UTF-8".into() })
     }
-    /// A topic's partition count: more than [`crate::journal::MAX_PARTITIONS_EVER`] is
-    /// corruption (no create is ever validated with more), however many a `u32` holds.
-    pub(crate) fn partitions(&mut self) -> Result<u32, DecodeError> {
+    /// A topic's partition count: more than `most` (the callers pass
+    /// `MAX_PARTITIONS_EVER`, which no create is ever validated past) is corruption,
+    /// however many a `u32` holds.
+    pub(crate) fn partitions(&mut self, most: u32) -> Result<u32, DecodeError> {
         let pos = self.position();
         let n = self.u32()?;
-        let most = crate::journal::MAX_PARTITIONS_EVER;
         if n > most {
             let detail = format!("{n} partitions, more than any topic has ({most})");
             return Err(DecodeError::Malformed { position: pos, detail });

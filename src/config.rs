@@ -3,11 +3,15 @@
 use crate::command::TopicSettings;
 use crate::error::BrokerError;
 
+/// No topic may have more partitions than this, whatever the configuration: a journal,
+/// cluster entry or snapshot naming more is corrupt (recovery allocates per partition).
+pub const MAX_PARTITIONS_EVER: u32 = 1 << 20;
+
 /// Limits and tuning of one broker. Every field has a sensible default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// The most partitions a topic may have (never more than
-    /// [`crate::journal::MAX_PARTITIONS_EVER`], whatever this says).
+    /// [`MAX_PARTITIONS_EVER`], whatever this says).
     pub max_partitions: u32,
     /// The most records one produce may carry.
     pub max_batch_records: usize,
@@ -83,7 +87,7 @@ impl Config {
     /// create without making it.
     pub fn check_new_topic(&self, name: &str, partitions: u32, settings: &TopicSettings) -> Result<(), BrokerError> {
         crate::name::validate_topic_name(name)?;
-        let max = self.max_partitions.min(crate::journal::MAX_PARTITIONS_EVER);
+        let max = self.max_partitions.min(MAX_PARTITIONS_EVER);
         if partitions == 0 || partitions > max {
             return Err(BrokerError::InvalidPartitionCount { requested: partitions, max });
         }

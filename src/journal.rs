@@ -51,9 +51,7 @@ pub const JOURNAL_HEADER_LEN: usize = 18;
 pub const JOURNAL_COPY_ALIGN: usize = 4096;
 /// Where the first commit of a journal file starts: after the header's second copy.
 pub const JOURNAL_FIRST_FRAME: usize = JOURNAL_COPY_ALIGN + JOURNAL_HEADER_LEN;
-/// No topic may have more partitions than this, whatever the configuration: a journal
-/// naming more is corrupt (recovery allocates per partition).
-pub const MAX_PARTITIONS_EVER: u32 = 1 << 20;
+pub use crate::config::MAX_PARTITIONS_EVER;
 /// The largest frame payload the journal accepts (a snapshot of many topics).
 pub const MAX_JOURNAL_FRAME: usize = 256 << 20;
 

@@ -7,6 +7,7 @@
 
 use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
+use crate::config::MAX_PARTITIONS_EVER;
 use crate::error::DecodeError;
 use crate::frame::{encode_frame, frame_at, FRAME_HEADER_LEN};
 use crate::ids::TopicId;
@@ -135,7 +136,7 @@ pub fn decode(seq: u64, bytes: &[u8]) -> Result<Entry, DecodeError> {
     let kind = match frame.kind {
         KIND_CREATE => EntryKind::Create {
             name: r.string()?,
-            partitions: r.partitions()?,
+            partitions: r.partitions(MAX_PARTITIONS_EVER)?,
             settings: TopicSettings { deletion_grace_ms: r.u64()? },
         },
         KIND_DELETE => EntryKind::Delete { name: r.string()?, topic: TopicId(r.u64()?) },

@@ -19,6 +19,7 @@ use crate::bytes::{Reader, Writer};
 use crate::cluster::catalog::{Catalog, Incarnation};
 use crate::cluster::entry::EntryWriter;
 use crate::command::TopicSettings;
+use crate::config::MAX_PARTITIONS_EVER;
 use crate::error::DecodeError;
 use crate::frame::{encode_frame, frame_at, FRAME_HEADER_LEN};
 use crate::ids::TopicId;
@@ -127,7 +128,7 @@ pub fn decode(seq: u64, bytes: &[u8]) -> Result<Catalog, DecodeError> {
         }
         last = Some(id);
         let name = r.string()?;
-        let partitions = r.partitions()?;
+        let partitions = r.partitions(MAX_PARTITIONS_EVER)?;
         let settings = TopicSettings { deletion_grace_ms: r.u64()? };
         let created_by = read_writer(&mut r)?;
         let (deleted_at, deleted_by) = match r.u8()? {

@@ -18,6 +18,7 @@
 
 pub mod cluster_objects;
 mod node_fed;
+mod objects_input;
 
 pub use cluster_objects::fuzz_cluster_objects;
 

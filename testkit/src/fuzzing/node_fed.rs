@@ -1,7 +1,7 @@
 //! The second half of target `cluster_objects`: a node that finds a fuzzed object in its
 //! store.
 
-use super::cluster_objects::{Objects, ObjectsInput};
+use super::objects_input::{Objects, ObjectsInput};
 use broker_core::cluster::catalog::Catalog;
 use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use broker_core::cluster::keys::{journal_key, segment_key, snapshot_key};
