@@ -6,8 +6,8 @@ use super::*;
 
 impl Node {
     pub(super) fn pump_appends(&mut self) {
-        while self.appending.is_none() && !self.behind && self.broken.is_none() {
-            let Some(from) = self.appends.pop_front() else { return };
+        while self.append.current.is_none() && !self.append.behind && self.healing.broken.is_none() {
+            let Some(from) = self.append.queue.pop_front() else { return };
             let (request, command) = match &from {
                 Appendable::Client(request, command) => (*request, command.clone()),
                 Appendable::Removed(topic) => {
@@ -65,7 +65,7 @@ impl Node {
     pub(super) fn append(&mut self, from: Appendable, kind: EntryKind) {
         let Some(seq) = self.catalog.position().checked_add(1) else {
             // Only a forged store holds entry u64::MAX (or a snapshot as of it).
-            self.appends.push_front(from);
+            self.append.queue.push_front(from);
             let last = self.catalog.position();
             return self.break_down(format!("the journal holds entry {last}, and no entry can follow it"));
         };
@@ -73,19 +73,19 @@ impl Node {
         self.next_nonce += 1;
         let entry = Entry { writer, kind };
         let op = StoreOp::Create { key: journal_key(seq), bytes: entry::encode(seq, &entry) };
-        self.appending = Some(Append { from, seq, entry, found_ours: None });
+        self.append.current = Some(Append { from, seq, entry, found_ours: None });
         self.issue(op, Purpose::Append);
     }
 
     pub(super) fn check_append(&mut self) {
-        if let Some(a) = &self.appending {
+        if let Some(a) = &self.append.current {
             let key = journal_key(a.seq);
             self.issue(StoreOp::Get { key }, Purpose::AppendCheck);
         }
     }
 
     pub(super) fn append_checked(&mut self, bytes: &[u8]) {
-        let Some(a) = &self.appending else { return };
+        let Some(a) = &self.append.current else { return };
         match entry::decode(a.seq, bytes) {
             Ok(found) => {
                 let ours = found.writer == a.entry.writer;
@@ -97,23 +97,23 @@ impl Node {
 
     /// Another node's entry holds the append's seq: fold it, then validate again.
     pub(super) fn append_lost(&mut self) {
-        if let Some(a) = self.appending.take() {
-            self.appends.push_front(a.from);
+        if let Some(a) = self.append.current.take() {
+            self.append.queue.push_front(a.from);
         }
-        self.behind = true;
-        if self.round.is_none() {
+        self.append.behind = true;
+        if self.fence.round.is_none() {
             // No command waits on this round: `rounds` grows, nothing is served.
             self.begin_round();
         }
     }
 
     pub(super) fn appended(&mut self) {
-        let Some(a) = self.appending.take() else { return };
+        let Some(a) = self.append.current.take() else { return };
         // A fence round may have folded it already; otherwise it is the next entry, and a
         // round waiting to read it reads on without it.
         if self.catalog.position() < a.seq {
             self.fold(&a.entry);
-            if self.round.as_ref().is_some_and(|r| r.reads.contains_key(&a.seq)) {
+            if self.fence.round.as_ref().is_some_and(|r| r.reads.contains_key(&a.seq)) {
                 self.advance_round();
             }
         }

@@ -21,7 +21,7 @@ impl Node {
     /// past it; otherwise to check the round's reads before folding them.
     pub(super) fn search_snapshots(&mut self, required: bool) {
         let from = self.catalog.position();
-        let Some(round) = self.round.as_mut() else { return };
+        let Some(round) = self.fence.round.as_mut() else { return };
         if required {
             // Reads in flight are ignored from now on; the snapshot replaces them.
             round.reads.clear();
@@ -38,7 +38,7 @@ impl Node {
 
     /// A listed entry is gone: compacted since it was listed.
     pub(super) fn entry_gone(&mut self, seq: u64) {
-        let waited = self.round.as_ref().is_some_and(|r| r.search.is_none() && r.reads.get(&seq) == Some(&None));
+        let waited = self.fence.round.as_ref().is_some_and(|r| r.search.is_none() && r.reads.get(&seq) == Some(&None));
         if waited {
             self.search_snapshots(true);
         }
@@ -46,12 +46,14 @@ impl Node {
 
     /// The snapshot just read was deleted by a newer compaction: look again.
     pub(super) fn search_again(&mut self) {
-        let Some(required) = self.round.as_ref().and_then(|r| r.search.as_ref()).map(|s| s.required) else { return };
+        let Some(required) = self.fence.round.as_ref().and_then(|r| r.search.as_ref()).map(|s| s.required) else {
+            return;
+        };
         self.search_snapshots(required);
     }
 
     pub(super) fn snapshots_listed(&mut self, page: Page) {
-        let Some(search) = self.round.as_mut().and_then(|r| r.search.as_mut()) else { return };
+        let Some(search) = self.fence.round.as_mut().and_then(|r| r.search.as_mut()) else { return };
         let from = search.from;
         if let Some(seq) = page.keys.iter().filter_map(|k| parse_snapshot_key(k)).filter(|s| *s > from).max() {
             search.newest = Some(search.newest.map_or(seq, |n| n.max(seq)));
@@ -75,7 +77,7 @@ impl Node {
     }
 
     pub(super) fn snapshot_read(&mut self, seq: u64, bytes: &[u8]) {
-        if self.round.as_ref().is_none_or(|r| r.search.is_none()) {
+        if self.fence.round.as_ref().is_none_or(|r| r.search.is_none()) {
             return;
         }
         match snapshot::decode(seq, bytes) {
@@ -94,26 +96,26 @@ impl Node {
     /// every incarnation being deleted (its grace delay counted from now, as from
     /// folding its tombstone), and what is known of removed ones is forgotten.
     pub(super) fn load_snapshot(&mut self, catalog: Catalog) {
-        self.snapshot_at = self.snapshot_at.max(catalog.position());
+        self.compaction.snapshot_at = self.compaction.snapshot_at.max(catalog.position());
         self.catalog = catalog;
         let deleting: Vec<(TopicId, u64)> =
             self.catalog.deleting().map(|(id, t)| (id, t.settings.deletion_grace_ms)).collect();
-        self.removals.retain(|id, _| deleting.iter().any(|(d, _)| d == id));
+        self.removal.due.retain(|id, _| deleting.iter().any(|(d, _)| d == id));
         for (id, grace) in deleting {
-            self.removals.entry(id).or_insert(self.now.plus_millis(grace));
+            self.removal.due.entry(id).or_insert(self.now.plus_millis(grace));
         }
         let catalog = &self.catalog;
-        self.ends.retain(|(t, _), _| !catalog.is_removed(*t));
-        self.cursors.retain(|t, _| !catalog.is_removed(*t));
-        if self.removing.is_some_and(|(t, _)| catalog.is_removed(t)) {
-            self.removing = None;
+        self.data.ends.retain(|(t, _), _| !catalog.is_removed(*t));
+        self.data.cursors.retain(|t, _| !catalog.is_removed(*t));
+        if self.removal.in_flight.is_some_and(|(t, _)| catalog.is_removed(t)) {
+            self.removal.in_flight = None;
         }
     }
 
     /// Ends the round's search: folds, in seq order, the reads past the position (all
     /// read after any snapshot they could be older than), then lists again.
     pub(super) fn fold_reads(&mut self) {
-        let Some(round) = self.round.as_mut() else { return };
+        let Some(round) = self.fence.round.as_mut() else { return };
         round.search = None;
         let mut reads = std::mem::take(&mut round.reads);
         // After entry u64::MAX (a snapshot as of it), there is no next entry to fold.
@@ -131,7 +133,7 @@ impl Node {
     /// snapshot past its seq exists, the key was never compacted, so that entry is the
     /// journal's; else the snapshot judges.
     pub(super) fn verify_append(&mut self, ours: bool) {
-        let Some(a) = self.appending.as_mut() else { return };
+        let Some(a) = self.append.current.as_mut() else { return };
         a.found_ours = Some(ours);
         let seq = a.seq;
         self.list_append_snapshots(seq, None);
@@ -145,7 +147,9 @@ impl Node {
     }
 
     pub(super) fn append_snapshots_listed(&mut self, seq: u64, page: Page) {
-        let Some(ours) = self.appending.as_ref().filter(|a| a.seq == seq).and_then(|a| a.found_ours) else { return };
+        let Some(ours) = self.append.current.as_ref().filter(|a| a.seq == seq).and_then(|a| a.found_ours) else {
+            return;
+        };
         // The oldest past the seq: the likeliest to still hold the incarnation it names.
         if let Some(at) = page.keys.iter().filter_map(|k| parse_snapshot_key(k)).find(|s| *s > seq) {
             return self.issue(StoreOp::Get { key: snapshot_key(at) }, Purpose::AppendSnapshot(seq, at));
@@ -163,7 +167,7 @@ impl Node {
     /// A snapshot past the append's seq says whose entry holds it, by the writers it
     /// records for the incarnation the entry creates or deletes.
     pub(super) fn judge_append(&mut self, seq: u64, at: u64, bytes: &[u8]) {
-        let Some(a) = self.appending.as_ref().filter(|a| a.seq == seq && a.found_ours.is_some()) else { return };
+        let Some(a) = self.append.current.as_ref().filter(|a| a.seq == seq && a.found_ours.is_some()) else { return };
         let catalog = match snapshot::decode(at, bytes) {
             Ok(catalog) => catalog,
             Err(e) => return self.break_down(format!("snapshot {at} is corrupt: {e}")),
@@ -187,7 +191,7 @@ impl Node {
             Verdict::Ours => self.appended(),
             Verdict::Lost => self.append_lost(),
             Verdict::Unknown => {
-                let Some(a) = self.appending.take() else { return };
+                let Some(a) = self.append.current.take() else { return };
                 if let Appendable::Client(request, _) = a.from {
                     let why = format!(
                         "journal entry {seq} was compacted before this node could read whose it is, and the \
@@ -196,8 +200,8 @@ impl Node {
                     self.reply(request, Err(BrokerError::OutcomeUnknown(why)));
                 }
                 // Catch up before appending again.
-                self.behind = true;
-                if self.round.is_none() {
+                self.append.behind = true;
+                if self.fence.round.is_none() {
                     self.begin_round();
                 }
             }
@@ -210,14 +214,14 @@ impl Node {
         let every = self.options.compact_after_entries;
         let seq = self.catalog.position();
         if every == 0
-            || self.compaction.is_some()
-            || self.broken.is_some()
-            || seq < self.snapshot_at.saturating_add(every)
+            || self.compaction.in_flight.is_some()
+            || self.healing.broken.is_some()
+            || seq < self.compaction.snapshot_at.saturating_add(every)
         {
             return;
         }
         let bytes = snapshot::encode(&self.catalog);
-        self.compaction = Some(Compaction {
+        self.compaction.in_flight = Some(Compaction {
             seq,
             bytes: Some(bytes.clone()),
             prefix: JOURNAL_PREFIX,
@@ -230,25 +234,25 @@ impl Node {
 
     /// The snapshot existed already: folding is deterministic, so it must be this one.
     pub(super) fn snapshot_checked(&mut self, seq: u64, bytes: &[u8]) {
-        let Some(c) = self.compaction.as_ref().filter(|c| c.seq == seq) else { return };
+        let Some(c) = self.compaction.in_flight.as_ref().filter(|c| c.seq == seq) else { return };
         if c.bytes.as_deref() == Some(bytes) {
             self.snapshot_written(seq);
         } else {
-            self.compaction = None;
+            self.compaction.in_flight = None;
             self.break_down(format!("snapshot {seq} in the store is not this node's catalog as of entry {seq}"));
         }
     }
 
     /// The snapshot exists: delete the entries below it, then older snapshots.
     pub(super) fn snapshot_written(&mut self, seq: u64) {
-        let Some(c) = self.compaction.as_mut().filter(|c| c.seq == seq) else { return };
+        let Some(c) = self.compaction.in_flight.as_mut().filter(|c| c.seq == seq) else { return };
         c.bytes = None;
-        self.snapshot_at = self.snapshot_at.max(seq);
+        self.compaction.snapshot_at = self.compaction.snapshot_at.max(seq);
         self.list_compaction();
     }
 
     pub(super) fn list_compaction(&mut self) {
-        let Some(c) = &self.compaction else { return };
+        let Some(c) = &self.compaction.in_flight else { return };
         let op =
             StoreOp::List { prefix: c.prefix.into(), after: c.after.clone(), limit: self.options.list_limit.max(1) };
         self.issue(op, Purpose::CompactList);
@@ -257,7 +261,7 @@ impl Node {
     /// Deletes the listed keys below the snapshot; never the snapshot's entry itself, so
     /// the journal's newest entry is never deleted.
     pub(super) fn compaction_listed(&mut self, page: Page) {
-        let Some(c) = self.compaction.as_mut().filter(|c| c.bytes.is_none()) else { return };
+        let Some(c) = self.compaction.in_flight.as_mut().filter(|c| c.bytes.is_none()) else { return };
         let parse = if c.prefix == JOURNAL_PREFIX { parse_journal_key } else { parse_snapshot_key };
         let mut doomed = Vec::new();
         c.last_page = !page.more;
@@ -277,7 +281,7 @@ impl Node {
     }
 
     pub(super) fn compaction_deleted(&mut self) {
-        if let Some(c) = self.compaction.as_mut() {
+        if let Some(c) = self.compaction.in_flight.as_mut() {
             c.left = c.left.saturating_sub(1);
         }
         self.compaction_page_done();
@@ -285,7 +289,7 @@ impl Node {
 
     /// Once a page's deletes are done: the next page, the next prefix, or the end.
     pub(super) fn compaction_page_done(&mut self) {
-        let Some(c) = self.compaction.as_mut().filter(|c| c.left == 0) else { return };
+        let Some(c) = self.compaction.in_flight.as_mut().filter(|c| c.left == 0) else { return };
         if !c.last_page {
             return self.list_compaction();
         }
@@ -295,6 +299,6 @@ impl Node {
             c.last_page = false;
             return self.list_compaction();
         }
-        self.compaction = None;
+        self.compaction.in_flight = None;
     }
 }

@@ -19,9 +19,9 @@ impl Node {
         if let Err(e) = check_produce(&self.options.config, &name, partitions, partition, &records) {
             return self.reply(request, Err(e));
         }
-        let cursor = self.cursors.get(&topic).copied().unwrap_or(0);
+        let cursor = self.data.cursors.get(&topic).copied().unwrap_or(0);
         let Placement { batches, positions, cursor } = place(partitions, cursor, partition, records);
-        self.cursors.insert(topic, cursor);
+        self.data.cursors.insert(topic, cursor);
         let mut parts = BTreeMap::new();
         for (p, records) in batches {
             let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
@@ -29,9 +29,9 @@ impl Node {
             parts.insert(p, Part { records, writer, base: None, written: false });
         }
         let ps: Vec<u32> = parts.keys().copied().collect();
-        self.work.insert(request, Work::Produce { name, topic, positions, parts });
+        self.data.work.insert(request, Work::Produce { name, topic, positions, parts });
         for p in ps {
-            match self.ends.get(&(topic, p)) {
+            match self.data.ends.get(&(topic, p)) {
                 Some(&end) => self.write_part(request, p, end),
                 None => self.list_segments(request, topic, p, None),
             }
@@ -62,12 +62,12 @@ impl Node {
         let limit = self.options.config.max_fetch_bytes;
         let max_bytes = max_bytes.map_or(limit, |b| b.min(limit));
         let work = Work::Fetch { name, topic, offset, max_records, max_bytes, bases: Vec::new(), high_watermark: None };
-        self.work.insert(request, work);
+        self.data.work.insert(request, work);
         self.list_segments(request, topic, partition, None);
     }
 
     pub(super) fn part(&self, request: RequestId, partition: u32) -> Option<&Part> {
-        match self.work.get(&request) {
+        match self.data.work.get(&request) {
             Some(Work::Produce { parts, .. }) => parts.get(&partition),
             _ => None,
         }
@@ -96,7 +96,7 @@ impl Node {
     }
 
     pub(super) fn segments_listed(&mut self, request: RequestId, partition: u32, after: Option<u64>, page: Page) {
-        let Some(work) = self.work.get_mut(&request) else { return };
+        let Some(work) = self.data.work.get_mut(&request) else { return };
         let topic = match work {
             Work::Produce { topic, .. } | Work::Fetch { topic, .. } => *topic,
         };
@@ -115,7 +115,7 @@ impl Node {
         if page.more {
             return self.list_segments_after(request, topic, partition, last, page.next());
         }
-        let cached = self.ends.get(&(topic, partition)).copied();
+        let cached = self.data.ends.get(&(topic, partition)).copied();
         match (last, after, cached) {
             // A produce that lost a race learned the end past the winner's segment; with
             // nothing after it, that end is the partition's.
@@ -129,7 +129,7 @@ impl Node {
     }
 
     pub(super) fn segment_read(&mut self, request: RequestId, partition: u32, base: u64, bytes: &[u8]) {
-        let Some(work) = self.work.get(&request) else { return };
+        let Some(work) = self.data.work.get(&request) else { return };
         let topic = match work {
             Work::Produce { topic, .. } | Work::Fetch { topic, .. } => *topic,
         };
@@ -142,7 +142,8 @@ impl Node {
                 if waiting_for_end {
                     let end = base + seg.records.len() as u64;
                     self.end_known(request, partition, end, Some((base, seg.records)));
-                } else if let Some(Work::Fetch { offset, bases, high_watermark, .. }) = self.work.get_mut(&request) {
+                } else if let Some(Work::Fetch { offset, bases, high_watermark, .. }) = self.data.work.get_mut(&request)
+                {
                     if base + (seg.records.len() as u64) <= *offset {
                         // The segment ends before the offset, below the end the walk
                         // found: segments landed behind the walk (keys outside the layout
@@ -156,7 +157,7 @@ impl Node {
             }
             Err(e) => {
                 let log = segment_key(topic, partition, base);
-                self.work.remove(&request);
+                self.data.work.remove(&request);
                 self.reply(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
             }
         }
@@ -170,11 +171,11 @@ impl Node {
         end: u64,
         last: Option<(u64, Vec<ProduceRecord>)>,
     ) {
-        let Some(work) = self.work.get_mut(&request) else { return };
+        let Some(work) = self.data.work.get_mut(&request) else { return };
         match work {
             Work::Produce { topic, .. } => {
                 let topic = *topic;
-                self.ends.insert((topic, partition), end);
+                self.data.ends.insert((topic, partition), end);
                 self.write_part(request, partition, end);
             }
             Work::Fetch { topic, offset, bases, high_watermark, .. } => {
@@ -185,7 +186,7 @@ impl Node {
                     // already deleted): answered only if a second fence shows it live.
                     let reply = Err(BrokerError::OffsetOutOfRange { offset, high_watermark: end });
                     if self.planted(Bug::ClusterUnfencedOutOfRange) {
-                        self.work.remove(&request);
+                        self.data.work.remove(&request);
                         return self.reply(request, reply);
                     }
                     if self.planted(Bug::ClusterSkipFence) {
@@ -210,7 +211,8 @@ impl Node {
     }
 
     pub(super) fn serve_fetch(&mut self, request: RequestId, base: u64, records: Vec<ProduceRecord>) {
-        let Some(Work::Fetch { topic, offset, max_records, max_bytes, high_watermark, .. }) = self.work.get(&request)
+        let Some(Work::Fetch { topic, offset, max_records, max_bytes, high_watermark, .. }) =
+            self.data.work.get(&request)
         else {
             return;
         };
@@ -239,13 +241,13 @@ impl Node {
     }
 
     pub(super) fn write_part(&mut self, request: RequestId, partition: u32, base: u64) {
-        let Some(Work::Produce { name, topic, parts, .. }) = self.work.get_mut(&request) else { return };
+        let Some(Work::Produce { name, topic, parts, .. }) = self.data.work.get_mut(&request) else { return };
         let topic = *topic;
         let Some(part) = parts.get_mut(&partition) else { return };
         if base.checked_add(part.records.len() as u64).is_none() {
             // As on one node; only a forged store has a segment ending this far.
             let e = BrokerError::Storage(format!("partition {partition} of {name:?} has run out of offsets"));
-            self.work.remove(&request);
+            self.data.work.remove(&request);
             return self.reply(request, Err(e));
         }
         part.base = Some(base);
@@ -255,14 +257,14 @@ impl Node {
     }
 
     pub(super) fn check_segment(&mut self, request: RequestId, partition: u32) {
-        let Some(Work::Produce { topic, parts, .. }) = self.work.get(&request) else { return };
+        let Some(Work::Produce { topic, parts, .. }) = self.data.work.get(&request) else { return };
         let Some(base) = parts.get(&partition).and_then(|p| p.base) else { return };
         let key = segment_key(*topic, partition, base);
         self.issue(StoreOp::Get { key }, Purpose::CheckSegment { request, partition });
     }
 
     pub(super) fn segment_checked(&mut self, request: RequestId, partition: u32, bytes: &[u8]) {
-        let Some(Work::Produce { topic, parts, .. }) = self.work.get(&request) else { return };
+        let Some(Work::Produce { topic, parts, .. }) = self.data.work.get(&request) else { return };
         let topic = *topic;
         let Some(part) = parts.get(&partition) else { return };
         let Some(base) = part.base else { return };
@@ -270,26 +272,26 @@ impl Node {
             Ok(seg) if seg.writer == part.writer => self.part_written(request, partition),
             Ok(seg) => {
                 // Another node appended first: learn the end past its segment, retry.
-                self.ends.insert((topic, partition), base + seg.records.len() as u64);
+                self.data.ends.insert((topic, partition), base + seg.records.len() as u64);
                 self.list_segments(request, topic, partition, Some(base));
             }
             Err(e) => {
                 let log = segment_key(topic, partition, base);
-                self.work.remove(&request);
+                self.data.work.remove(&request);
                 self.reply(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
             }
         }
     }
 
     pub(super) fn part_written(&mut self, request: RequestId, partition: u32) {
-        let Some(Work::Produce { topic, parts, .. }) = self.work.get_mut(&request) else { return };
+        let Some(Work::Produce { topic, parts, .. }) = self.data.work.get_mut(&request) else { return };
         let topic = *topic;
         let Some(part) = parts.get_mut(&partition) else { return };
         let Some(base) = part.base else { return };
         part.written = true;
         let end = base + part.records.len() as u64;
         let all = parts.values().all(|p| p.written);
-        let known = self.ends.entry((topic, partition)).or_insert(end);
+        let known = self.data.ends.entry((topic, partition)).or_insert(end);
         *known = (*known).max(end);
         if all && (self.planted(Bug::ClusterProduceUnverified) || self.planted(Bug::ClusterSkipFence)) {
             self.produced(request);
@@ -300,7 +302,7 @@ impl Node {
 
     /// A produce whose segments all exist, after its second fence.
     pub(super) fn produced(&mut self, request: RequestId) {
-        let Some(Work::Produce { name, topic, mut positions, parts }) = self.work.remove(&request) else { return };
+        let Some(Work::Produce { name, topic, mut positions, parts }) = self.data.work.remove(&request) else { return };
         if self.catalog.live(&name).map(|(id, _)| id) != Some(topic) {
             let why = format!(
                 "topic {name:?} ({topic}) was deleted while the produce was in flight: its records may have been \
@@ -316,7 +318,7 @@ impl Node {
 
     /// A fetch that has read its records, after its second fence.
     pub(super) fn fetched(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
-        let Some(Work::Fetch { name, topic, .. }) = self.work.remove(&request) else { return };
+        let Some(Work::Fetch { name, topic, .. }) = self.data.work.remove(&request) else { return };
         let live = self.catalog.live_topics().any(|(_, id, _)| id == topic);
         if live {
             self.reply(request, reply);
@@ -330,7 +332,7 @@ impl Node {
     /// the tombstone, and read: its outcome is unknown.
     pub(super) fn data_not_found(&mut self, request: RequestId) {
         let planted = self.planted(Bug::ClusterProduceNotFoundAfterWrite);
-        let reply = match self.work.remove(&request) {
+        let reply = match self.data.work.remove(&request) {
             Some(Work::Produce { name, topic, parts, .. }) if parts.values().any(|p| p.base.is_some()) && !planted => {
                 BrokerError::OutcomeUnknown(format!(
                     "topic {name:?} ({topic}) was deleted while the produce was in flight: some of its records may \

@@ -6,8 +6,8 @@ use super::*;
 
 impl Node {
     pub(super) fn begin_round(&mut self) {
-        self.rounds += 1;
-        self.round = Some(Round { number: self.rounds, reads: BTreeMap::new(), search: None });
+        self.fence.rounds += 1;
+        self.fence.round = Some(Round { number: self.fence.rounds, reads: BTreeMap::new(), search: None });
         self.list_journal();
     }
 
@@ -25,7 +25,7 @@ impl Node {
     }
 
     pub(super) fn listed(&mut self, page: Page) {
-        if self.round.as_ref().is_none_or(|r| r.search.is_some()) {
+        if self.fence.round.as_ref().is_none_or(|r| r.search.is_some()) {
             return;
         }
         let position = self.catalog.position();
@@ -46,7 +46,7 @@ impl Node {
                 // hold it (keys outside the layout led it there): that entry may have
                 // landed since, behind the walk. It is read: found, it is folded and the
                 // walk starts again from it; missing, it was compacted.
-                if let Some(round) = self.round.as_mut() {
+                if let Some(round) = self.fence.round.as_mut() {
                     round.reads.insert(next, None);
                 }
                 return self.issue(StoreOp::Get { key: journal_key(next) }, Purpose::FenceGet(next));
@@ -56,7 +56,7 @@ impl Node {
             return self.search_snapshots(true);
         }
         for seq in seqs {
-            if let Some(round) = self.round.as_mut() {
+            if let Some(round) = self.fence.round.as_mut() {
                 round.reads.insert(seq, None);
             }
             self.issue(StoreOp::Get { key: journal_key(seq) }, Purpose::FenceGet(seq));
@@ -70,7 +70,7 @@ impl Node {
         };
         // Only an entry the round waits for (not one folded meanwhile by this node's
         // own append, nor one read before the round looked for snapshots).
-        let Some(round) = self.round.as_mut().filter(|r| r.search.is_none()) else { return };
+        let Some(round) = self.fence.round.as_mut().filter(|r| r.search.is_none()) else { return };
         let Some(read) = round.reads.get_mut(&seq) else { return };
         *read = Some(entry);
         self.advance_round();
@@ -82,7 +82,7 @@ impl Node {
     /// are dropped from the round.
     pub(super) fn advance_round(&mut self) {
         let position = self.catalog.position();
-        let Some(round) = self.round.as_mut().filter(|r| r.search.is_none()) else { return };
+        let Some(round) = self.fence.round.as_mut().filter(|r| r.search.is_none()) else { return };
         round.reads.retain(|seq, _| *seq > position);
         if round.reads.is_empty() {
             self.list_journal();
@@ -103,14 +103,14 @@ impl Node {
                     .deleting()
                     .find(|(id, _)| id == topic)
                     .map_or(0, |(_, t)| t.settings.deletion_grace_ms);
-                self.removals.insert(*topic, self.now.plus_millis(grace));
+                self.removal.due.insert(*topic, self.now.plus_millis(grace));
             }
             EntryKind::Removed { topic } => {
-                self.removals.remove(topic);
-                self.ends.retain(|(t, _), _| t != topic);
-                self.cursors.remove(topic);
-                if self.removing.is_some_and(|(t, _)| t == *topic) {
-                    self.removing = None;
+                self.removal.due.remove(topic);
+                self.data.ends.retain(|(t, _), _| t != topic);
+                self.data.cursors.remove(topic);
+                if self.removal.in_flight.is_some_and(|(t, _)| t == *topic) {
+                    self.removal.in_flight = None;
                 }
             }
             EntryKind::Create { .. } => {}
@@ -118,11 +118,12 @@ impl Node {
     }
 
     pub(super) fn end_round(&mut self) {
-        let Some(round) = self.round.take() else { return };
+        let Some(round) = self.fence.round.take() else { return };
         self.maybe_compact();
-        self.behind = false;
-        let (served, later): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|(_, _, tag)| *tag < round.number);
-        self.waiting = later;
+        self.append.behind = false;
+        let (served, later): (Vec<_>, Vec<_>) =
+            self.fence.waiting.drain(..).partition(|(_, _, tag)| *tag < round.number);
+        self.fence.waiting = later;
         for (request, after, _) in served {
             match after {
                 After::Command(command) => self.fenced(request, command),
@@ -130,7 +131,7 @@ impl Node {
                 After::Fetched(reply) => self.fetched(request, reply),
             }
         }
-        if !self.waiting.is_empty() {
+        if !self.fence.waiting.is_empty() {
             self.begin_round();
         }
         self.pump_appends();
@@ -140,12 +141,12 @@ impl Node {
     pub(super) fn fenced(&mut self, request: RequestId, command: Command) {
         match command {
             Command::ListTopics => {
-                let topics = self.catalog.live_topics().map(|(n, id, t)| describe(n, id, t, &self.ends)).collect();
+                let topics = self.catalog.live_topics().map(|(n, id, t)| describe(n, id, t, &self.data.ends)).collect();
                 self.reply(request, Ok(Reply::Topics(topics)));
             }
             Command::DescribeTopic { name } => {
                 let reply = match self.catalog.live(&name) {
-                    Some((id, t)) => Ok(Reply::Described(describe(&name, id, t, &self.ends))),
+                    Some((id, t)) => Ok(Reply::Described(describe(&name, id, t, &self.data.ends))),
                     None => Err(BrokerError::TopicNotFound { name }),
                 };
                 self.reply(request, reply);
@@ -154,7 +155,7 @@ impl Node {
             Command::Fetch { topic, partition, offset, max_records, max_bytes } => {
                 self.fetch(request, topic, partition, offset, max_records, max_bytes);
             }
-            command => self.appends.push_back(Appendable::Client(request, command)),
+            command => self.append.queue.push_back(Appendable::Client(request, command)),
         }
     }
 }

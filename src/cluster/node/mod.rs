@@ -30,12 +30,13 @@
 //!   the newest), and an append is taken as done only if no snapshot past its seq exists
 //!   (else a snapshot says whose entry the seq holds): a deleted key may be created
 //!   again by a create that was delayed.
+//! - `healing.rs`, rule H: a request is answered at its deadline, a failed operation
+//!   retried after its backoff, and a node that cannot read the journal on refuses to
+//!   serve.
 //!
-//! This file holds the node's types, its state, the `handle_*`/`poll_*` surface that
-//! routes each store result to its rule, and rule H's deadlines, retries and refusals
-//! (a request answered at its deadline, a failed operation retried after its backoff,
-//! a node that cannot go on refusing to serve); `tests.rs` holds the tests and their one
-//! harness.
+//! This file holds the node's types, its state (one part per rule, as [`Node`] shows),
+//! and the `handle_*`/`poll_*` surface that routes each store result to its rule;
+//! `tests/` holds the tests, one file per rule over one harness (`tests/mod.rs`).
 
 use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
 use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
@@ -58,6 +59,7 @@ mod append;
 mod compaction;
 mod data;
 mod fence;
+mod healing;
 mod reconcile;
 mod removal;
 
@@ -321,7 +323,10 @@ struct Retry {
     purpose: Purpose,
 }
 
-/// A cluster node.
+/// A cluster node: what every rule shares (its options, the catalog it has folded, the
+/// effects it has not yet handed out, the store operations in flight and the time),
+/// then one part per rule, each read and written by its rule's file and reached by
+/// another rule only through the node.
 #[derive(Debug)]
 pub struct Node {
     options: NodeOptions,
@@ -330,6 +335,63 @@ pub struct Node {
     next_op: u64,
     next_nonce: u64,
     ops: BTreeMap<StoreOpId, (StoreOp, Purpose)>,
+    /// The latest time a caller gave.
+    now: Time,
+    /// Rule F (`fence.rs`).
+    fence: FenceState,
+    /// Rule A (`append.rs`).
+    append: AppendState,
+    /// Rule D (`data.rs`).
+    data: DataState,
+    /// Rule H (`healing.rs`): requests and their deadlines.
+    requests: RequestState,
+    /// Rule H (`healing.rs`): failed operations and a journal that cannot be read on.
+    healing: HealingState,
+    /// Rule R (`removal.rs`).
+    removal: RemovalState,
+    /// Rule O (`reconcile.rs`).
+    reconcile: ReconcileState,
+    /// Rule C (`compaction.rs`).
+    compaction: CompactionState,
+}
+
+/// Rule F: fence rounds and the commands waiting for them.
+#[derive(Debug, Default)]
+struct FenceState {
+    /// Fence rounds begun so far.
+    rounds: u64,
+    round: Option<Round>,
+    /// Requests waiting for a fence, with the number of rounds begun when they arrived.
+    waiting: Vec<(RequestId, After, u64)>,
+    /// When the node next reads the journal's tail on its own.
+    next_tail: Option<Time>,
+}
+
+/// Rule A: entries to append, one at a time.
+#[derive(Debug, Default)]
+struct AppendState {
+    /// Entries to append, in arrival order.
+    queue: VecDeque<Appendable>,
+    /// The entry being appended.
+    current: Option<Append>,
+    /// The append lost its seq: fold before validating again.
+    behind: bool,
+}
+
+/// Rule D: produces and fetches, and what the node knows of partitions' ends.
+#[derive(Debug, Default)]
+struct DataState {
+    /// Produces and fetches between their two fences.
+    work: BTreeMap<RequestId, Work>,
+    /// Per partition, the end of its last segment as this node last learned it.
+    ends: BTreeMap<(TopicId, u32), u64>,
+    /// Per incarnation, where the next keyless record goes (round-robin).
+    cursors: BTreeMap<TopicId, u32>,
+}
+
+/// Rule H: the requests not yet answered, and when each is answered at the latest.
+#[derive(Debug, Default)]
+struct RequestState {
     /// Requests not yet answered.
     open: BTreeSet<RequestId>,
     /// When each open request is answered at the latest, by request and by time.
@@ -338,22 +400,11 @@ pub struct Node {
     /// Requests answered at their deadline whose write goes on: their late answer is
     /// dropped, and their id stays taken until then.
     expired: BTreeSet<RequestId>,
-    /// Fence rounds begun so far.
-    rounds: u64,
-    round: Option<Round>,
-    /// Requests waiting for a fence, with the number of rounds begun when they arrived.
-    waiting: Vec<(RequestId, After, u64)>,
-    /// Produces and fetches between their two fences.
-    work: BTreeMap<RequestId, Work>,
-    /// Per partition, the end of its last segment as this node last learned it.
-    ends: BTreeMap<(TopicId, u32), u64>,
-    /// Per incarnation, where the next keyless record goes (round-robin).
-    cursors: BTreeMap<TopicId, u32>,
-    /// Entries to append, one at a time in arrival order.
-    appends: VecDeque<Appendable>,
-    appending: Option<Append>,
-    /// The append lost its seq: fold before validating again.
-    behind: bool,
+}
+
+/// Rule H: failed operations waiting for their backoff, and the node's refusal to serve.
+#[derive(Debug, Default)]
+struct HealingState {
     /// Failed operations by when they are issued again (then by arrival).
     retries: BTreeMap<(Time, u64), Retry>,
     /// Failures in a row, for the backoff; a success resets it.
@@ -361,26 +412,37 @@ pub struct Node {
     /// Set when the journal cannot be read on (an undecodable entry, a gap): every
     /// command is refused with it.
     broken: Option<String>,
-    /// The latest time a caller gave.
-    now: Time,
-    /// When the node next reads the journal's tail on its own.
-    next_tail: Option<Time>,
+}
+
+/// Rule R: incarnations to remove.
+#[derive(Debug, Default)]
+struct RemovalState {
     /// Incarnations to remove, with when their grace delay (counted from when this node
     /// folded the tombstone) ends.
-    removals: BTreeMap<TopicId, Time>,
+    due: BTreeMap<TopicId, Time>,
     /// The removal in flight, and how many of its deletes are.
-    removing: Option<(TopicId, usize)>,
+    in_flight: Option<(TopicId, usize)>,
+}
+
+/// Rule O: the reconciler's passes.
+#[derive(Debug, Default)]
+struct ReconcileState {
     /// When the reconciler next runs.
-    next_reconcile: Option<Time>,
-    /// The reconciler's pass in flight: where its listing goes on once the page in
-    /// hand is done, and how many of that page's deletes are in flight.
-    reconciling: Option<(Then, usize)>,
+    next_pass: Option<Time>,
+    /// The pass in flight: where its listing goes on once the page in hand is done,
+    /// and how many of that page's deletes are in flight.
+    pass: Option<(Then, usize)>,
     /// Orphans the reconciler has deleted, over the node's life.
     orphans_removed: u64,
+}
+
+/// Rule C: snapshots and the compaction in flight.
+#[derive(Debug, Default)]
+struct CompactionState {
     /// The newest snapshot this node wrote or loaded (0: none).
     snapshot_at: u64,
     /// The compaction in flight.
-    compaction: Option<Compaction>,
+    in_flight: Option<Compaction>,
 }
 
 impl Node {
@@ -393,31 +455,15 @@ impl Node {
             next_op: 0,
             next_nonce: 0,
             ops: BTreeMap::new(),
-            open: BTreeSet::new(),
-            deadline: BTreeMap::new(),
-            deadlines: BTreeSet::new(),
-            expired: BTreeSet::new(),
-            rounds: 0,
-            round: None,
-            waiting: Vec::new(),
-            work: BTreeMap::new(),
-            ends: BTreeMap::new(),
-            cursors: BTreeMap::new(),
-            appends: VecDeque::new(),
-            appending: None,
-            behind: false,
-            retries: BTreeMap::new(),
-            failures: 0,
-            broken: None,
             now: Time::ZERO,
-            next_tail: None,
-            removals: BTreeMap::new(),
-            removing: None,
-            next_reconcile: None,
-            reconciling: None,
-            orphans_removed: 0,
-            snapshot_at: 0,
-            compaction: None,
+            fence: FenceState::default(),
+            append: AppendState::default(),
+            data: DataState::default(),
+            requests: RequestState::default(),
+            healing: HealingState::default(),
+            removal: RemovalState::default(),
+            reconcile: ReconcileState::default(),
+            compaction: CompactionState::default(),
         }
     }
 
@@ -436,14 +482,14 @@ impl Node {
     /// next pass, or a request's deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
         // A node that refuses to serve does nothing more on a timer.
-        if self.broken.is_some() {
+        if self.healing.broken.is_some() {
             return None;
         }
-        let retry = self.retries.keys().next().map(|(at, _)| *at);
-        let removal = self.removing.is_none().then(|| self.removals.values().min().copied()).flatten();
-        let reconcile = self.next_reconcile.filter(|_| self.reconciling.is_none());
-        let deadline = self.deadlines.first().map(|(at, _)| *at);
-        [retry, self.next_tail, removal, reconcile, deadline].into_iter().flatten().min()
+        let retry = self.healing.retries.keys().next().map(|(at, _)| *at);
+        let removal = self.removal.in_flight.is_none().then(|| self.removal.due.values().min().copied()).flatten();
+        let reconcile = self.reconcile.next_pass.filter(|_| self.reconcile.pass.is_none());
+        let deadline = self.requests.deadlines.first().map(|(at, _)| *at);
+        [retry, self.fence.next_tail, removal, reconcile, deadline].into_iter().flatten().min()
     }
 
     /// Lets time pass to `now`: answers every request whose deadline passed, issues
@@ -452,42 +498,32 @@ impl Node {
     /// reconciler if its pass is due.
     pub fn handle_timeout(&mut self, now: Time) {
         self.clock(now);
-        while let Some(&(at, request)) = self.deadlines.first() {
-            if at > now {
-                break;
-            }
-            self.deadlines.pop_first();
-            self.deadline.remove(&request);
-            self.expire(request);
-        }
-        while let Some(entry) = self.retries.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let retry = entry.remove();
-            self.issue(retry.op, retry.purpose);
-        }
-        if self.next_tail.is_some_and(|at| at <= now) && self.broken.is_none() {
-            self.next_tail = Some(now.plus_millis(self.options.tail_every_ms));
-            if self.round.is_none() && !self.planted(Bug::ClusterNoTailing) {
+        self.answer_overdue(now);
+        self.retry_due(now);
+        if self.fence.next_tail.is_some_and(|at| at <= now) && self.healing.broken.is_none() {
+            self.fence.next_tail = Some(now.plus_millis(self.options.tail_every_ms));
+            if self.fence.round.is_none() && !self.planted(Bug::ClusterNoTailing) {
                 self.begin_round();
             }
         }
         self.start_removal();
-        if self.next_reconcile.is_some_and(|at| at <= now) && self.reconciling.is_none() && self.broken.is_none() {
-            self.next_reconcile = Some(now.plus_millis(self.options.reconcile_every_ms));
-            self.reconciling = Some((Then::From(None), 0));
+        if self.reconcile.next_pass.is_some_and(|at| at <= now)
+            && self.reconcile.pass.is_none()
+            && self.healing.broken.is_none()
+        {
+            self.reconcile.next_pass = Some(now.plus_millis(self.options.reconcile_every_ms));
+            self.reconcile.pass = Some((Then::From(None), 0));
             self.list_orphans(None);
         }
     }
 
     fn clock(&mut self, now: Time) {
         self.now = self.now.max(now);
-        if self.next_tail.is_none() && self.options.tail_every_ms > 0 {
-            self.next_tail = Some(self.now.plus_millis(self.options.tail_every_ms));
+        if self.fence.next_tail.is_none() && self.options.tail_every_ms > 0 {
+            self.fence.next_tail = Some(self.now.plus_millis(self.options.tail_every_ms));
         }
-        if self.next_reconcile.is_none() && self.options.reconcile_every_ms > 0 {
-            self.next_reconcile = Some(self.now.plus_millis(self.options.reconcile_every_ms));
+        if self.reconcile.next_pass.is_none() && self.options.reconcile_every_ms > 0 {
+            self.reconcile.next_pass = Some(self.now.plus_millis(self.options.reconcile_every_ms));
         }
     }
 
@@ -496,34 +532,34 @@ impl Node {
     /// (timers for tailing and the reconciler aside).
     pub fn idle(&self) -> bool {
         self.ops.is_empty()
-            && self.retries.is_empty()
-            && self.round.is_none()
-            && self.waiting.is_empty()
-            && self.work.is_empty()
-            && self.appends.is_empty()
-            && self.appending.is_none()
-            && self.removing.is_none()
+            && self.healing.retries.is_empty()
+            && self.fence.round.is_none()
+            && self.fence.waiting.is_empty()
+            && self.data.work.is_empty()
+            && self.append.queue.is_empty()
+            && self.append.current.is_none()
+            && self.removal.in_flight.is_none()
     }
 
     /// How many orphan segments the reconciler has deleted in this life of the node.
     pub fn orphans_removed(&self) -> u64 {
-        self.orphans_removed
+        self.reconcile.orphans_removed
     }
 
     /// A client command.
     pub fn handle_command(&mut self, now: Time, request: RequestId, command: Command) {
         self.clock(now);
-        if self.expired.contains(&request) || !self.open.insert(request) {
+        if self.requests.expired.contains(&request) || !self.requests.open.insert(request) {
             return self
                 .effects
                 .push_back(NodeEffect::Reply { request, reply: Err(BrokerError::DuplicateRequestId(request.0)) });
         }
         if self.options.request_timeout_ms > 0 {
             let at = now.plus_millis(self.options.request_timeout_ms);
-            self.deadline.insert(request, at);
-            self.deadlines.insert((at, request));
+            self.requests.deadline.insert(request, at);
+            self.requests.deadlines.insert((at, request));
         }
-        if let Some(why) = &self.broken {
+        if let Some(why) = &self.healing.broken {
             let reply = Err(BrokerError::Unavailable(why.clone()));
             return self.reply(request, reply);
         }
@@ -543,8 +579,8 @@ impl Node {
 
     /// Holds `after` until a fence round that begins from now on has completed.
     fn await_fence(&mut self, request: RequestId, after: After) {
-        self.waiting.push((request, after, self.rounds));
-        if self.round.is_none() {
+        self.fence.waiting.push((request, after, self.fence.rounds));
+        if self.fence.round.is_none() {
             self.begin_round();
         }
     }
@@ -555,7 +591,7 @@ impl Node {
         let Some((op, purpose)) = self.ops.remove(&id) else { return };
         let output = match result {
             Ok(output) => {
-                self.failures = 0;
+                self.healing.failures = 0;
                 output
             }
             // An unknown outcome of the append is resolved by reading its key back.
@@ -566,14 +602,8 @@ impl Node {
                 let Purpose::WriteSegment { request, partition } = purpose else { return };
                 return self.check_segment(request, partition);
             }
-            Err(_) => {
-                // Nothing happened (or, for a read, nothing was learned): try again.
-                let delay = self.options.config.backoff_ms(self.failures);
-                self.failures = self.failures.saturating_add(1);
-                let at = now.plus_millis(delay);
-                self.retries.insert((at, id.0), Retry { op, purpose });
-                return;
-            }
+            // Nothing happened (or, for a read, nothing was learned): try again.
+            Err(_) => return self.retry_later(now, id, op, purpose),
         };
         match (purpose, output) {
             (Purpose::FenceList, StoreOutput::Listed { keys, more }) => self.listed(Page::of(keys, more, &op)),
@@ -634,7 +664,7 @@ impl Node {
             }
             (Purpose::CompactCheck(seq), StoreOutput::Found(bytes)) => self.snapshot_checked(seq, &bytes),
             // Deleted by a newer compaction, which deletes what this one would.
-            (Purpose::CompactCheck(_), StoreOutput::Missing) => self.compaction = None,
+            (Purpose::CompactCheck(_), StoreOutput::Missing) => self.compaction.in_flight = None,
             (Purpose::CompactList, StoreOutput::Listed { keys, more }) => {
                 self.compaction_listed(Page::of(keys, more, &op))
             }
@@ -644,7 +674,7 @@ impl Node {
                 // create again; should the first land after all, the second finds it and
                 // reads it back as ours, and either way a snapshot past the seq, if any,
                 // judges (rule C).
-                if let Some(a) = &self.appending {
+                if let Some(a) = &self.append.current {
                     let op = StoreOp::Create { key: journal_key(a.seq), bytes: entry::encode(a.seq, &a.entry) };
                     self.issue(op, Purpose::Append);
                 }
@@ -665,75 +695,14 @@ impl Node {
     }
 
     fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
-        if self.expired.remove(&request) {
+        if self.requests.expired.remove(&request) {
             return;
         }
-        self.open.remove(&request);
-        if let Some(at) = self.deadline.remove(&request) {
-            self.deadlines.remove(&(at, request));
+        self.requests.open.remove(&request);
+        if let Some(at) = self.requests.deadline.remove(&request) {
+            self.requests.deadlines.remove(&(at, request));
         }
         self.effects.push_back(NodeEffect::Reply { request, reply });
-    }
-
-    /// `request` reached its deadline unanswered (rule H).
-    fn expire(&mut self, request: RequestId) {
-        if !self.open.contains(&request) {
-            return;
-        }
-        let waited = self.options.request_timeout_ms;
-        let nothing_done = || {
-            BrokerError::Unavailable(format!(
-                "the shared store did not answer within {waited} ms; nothing was written: try again"
-            ))
-        };
-        // Waiting for its first fence, or a fetch anywhere: nothing is written.
-        let unstarted = |after: &After| matches!(after, After::Command(_) | After::Fetched(_));
-        if let Some(i) = self.waiting.iter().position(|(r, after, _)| *r == request && unstarted(after)) {
-            self.waiting.remove(i);
-            self.work.remove(&request);
-            return self.reply(request, Err(nothing_done()));
-        }
-        if matches!(self.work.get(&request), Some(Work::Fetch { .. })) {
-            self.work.remove(&request);
-            return self.reply(request, Err(nothing_done()));
-        }
-        if let Some(i) = self.appends.iter().position(|a| matches!(a, Appendable::Client(r, _) if *r == request)) {
-            self.appends.remove(i);
-            return self.reply(request, Err(nothing_done()));
-        }
-        let appending =
-            self.appending.as_ref().is_some_and(|a| matches!(a.from, Appendable::Client(r, _) if r == request));
-        if appending && self.planted(Bug::ClusterUnavailableAppend) {
-            self.reply(request, Err(nothing_done()));
-            self.expired.insert(request);
-            return;
-        }
-        // A produce writing its segments or waiting for its second fence, or a create or
-        // delete being appended: the write goes on and may take effect.
-        let why = format!(
-            "the shared store did not answer within {waited} ms while the write was under way: it may or may not \
-             take effect"
-        );
-        self.reply(request, Err(BrokerError::OutcomeUnknown(why)));
-        self.expired.insert(request);
-    }
-
-    /// The journal cannot be read on: refuse everything waiting, and all that comes.
-    fn break_down(&mut self, why: String) {
-        self.broken = Some(why.clone());
-        self.round = None;
-        let waiting: Vec<RequestId> = self.waiting.drain(..).map(|(r, _, _)| r).collect();
-        let work: Vec<RequestId> =
-            std::mem::take(&mut self.work).into_keys().filter(|r| !waiting.contains(r)).collect();
-        let client = |a: Appendable| match a {
-            Appendable::Client(request, _) => Some(request),
-            Appendable::Removed(_) => None,
-        };
-        let appends: Vec<RequestId> = self.appends.drain(..).filter_map(client).collect();
-        let appending = self.appending.take().and_then(|a| client(a.from));
-        for request in waiting.into_iter().chain(work).chain(appends).chain(appending) {
-            self.reply(request, Err(BrokerError::Unavailable(why.clone())));
-        }
     }
 }
 

@@ -14,7 +14,7 @@ impl Node {
     /// node's position (a create not folded yet), never a key outside the layout. The
     /// segments of a live incarnation are skipped over in one step.
     pub(super) fn orphans_listed(&mut self, page: Page) {
-        if self.reconciling.is_none() {
+        if self.reconcile.pass.is_none() {
             return;
         }
         // The next page starts after the last key, or, if that is a segment of an
@@ -31,18 +31,18 @@ impl Node {
         };
         let orphans: Vec<String> =
             page.keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| orphan(t))).collect();
-        self.reconciling = Some((then.clone(), orphans.len()));
+        self.reconcile.pass = Some((then.clone(), orphans.len()));
         for key in orphans {
             self.issue(StoreOp::Delete { key }, Purpose::ReconcileDelete);
         }
-        if self.reconciling.as_ref().is_some_and(|(_, left)| *left == 0) {
+        if self.reconcile.pass.as_ref().is_some_and(|(_, left)| *left == 0) {
             self.reconcile_on(then);
         }
     }
 
     pub(super) fn orphan_deleted(&mut self) {
-        self.orphans_removed += 1;
-        let Some((then, left)) = self.reconciling.as_mut() else { return };
+        self.reconcile.orphans_removed += 1;
+        let Some((then, left)) = self.reconcile.pass.as_mut() else { return };
         *left = left.saturating_sub(1);
         if *left == 0 {
             let then = then.clone();
@@ -54,10 +54,10 @@ impl Node {
     pub(super) fn reconcile_on(&mut self, then: Then) {
         match then {
             Then::From(after) => {
-                self.reconciling = Some((Then::From(after.clone()), 0));
+                self.reconcile.pass = Some((Then::From(after.clone()), 0));
                 self.list_orphans(after);
             }
-            Then::Done => self.reconciling = None,
+            Then::Done => self.reconcile.pass = None,
         }
     }
 }

@@ -9,14 +9,14 @@ impl Node {
     /// idempotent, so removals running at once on several nodes do no harm, and a node
     /// that dies mid-removal leaves the rest to the others.
     pub(super) fn start_removal(&mut self) {
-        if self.removing.is_some() || self.broken.is_some() {
+        if self.removal.in_flight.is_some() || self.healing.broken.is_some() {
             return;
         }
-        let Some((&topic, _)) = self.removals.iter().filter(|(_, at)| **at <= self.now).min_by_key(|(_, at)| **at)
+        let Some((&topic, _)) = self.removal.due.iter().filter(|(_, at)| **at <= self.now).min_by_key(|(_, at)| **at)
         else {
             return;
         };
-        self.removing = Some((topic, 0));
+        self.removal.in_flight = Some((topic, 0));
         self.list_removal(topic, None);
     }
 
@@ -29,7 +29,7 @@ impl Node {
     /// none goes on to the next, and only a walk to the last page that finds none
     /// records the removal.
     pub(super) fn removal_listed(&mut self, topic: TopicId, page: Page) {
-        if self.removing.map(|(t, _)| t) != Some(topic) {
+        if self.removal.in_flight.map(|(t, _)| t) != Some(topic) {
             return;
         }
         let next = page.next();
@@ -41,20 +41,20 @@ impl Node {
         if segments.is_empty() {
             // Nothing of it is left: record that once (an append validates again, so a
             // completion another node appended first is not repeated).
-            self.removals.remove(&topic);
-            self.removing = None;
-            self.appends.push_back(Appendable::Removed(topic));
+            self.removal.due.remove(&topic);
+            self.removal.in_flight = None;
+            self.append.queue.push_back(Appendable::Removed(topic));
             self.pump_appends();
             return self.start_removal();
         }
-        self.removing = Some((topic, segments.len()));
+        self.removal.in_flight = Some((topic, segments.len()));
         for key in segments {
             self.issue(StoreOp::Delete { key }, Purpose::RemoveSegment(topic));
         }
     }
 
     pub(super) fn segment_removed(&mut self, topic: TopicId) {
-        let Some((t, left)) = self.removing.as_mut().filter(|(t, _)| *t == topic) else { return };
+        let Some((t, left)) = self.removal.in_flight.as_mut().filter(|(t, _)| *t == topic) else { return };
         *left -= 1;
         if *left == 0 {
             let t = *t;

@@ -18,7 +18,9 @@ fn a_node_far_behind_catches_up_over_a_compacted_journal() {
     net.submit(1, produce("gone", None, &["y"]));
     net.run();
     assert_eq!(net.nodes[1].catalog().position(), 2);
-    assert!(net.nodes[1].ends.contains_key(&(TopicId(2), 0)) && net.nodes[1].cursors.contains_key(&TopicId(2)));
+    assert!(
+        net.nodes[1].data.ends.contains_key(&(TopicId(2), 0)) && net.nodes[1].data.cursors.contains_key(&TopicId(2))
+    );
     // Node 0 deletes and removes "gone" (no grace), deletes "doomed", creates more.
     net.submit(0, delete("gone"));
     net.run();
@@ -45,8 +47,8 @@ fn a_node_far_behind_catches_up_over_a_compacted_journal() {
     assert_eq!(topics.len(), 8);
     assert_eq!(net.nodes[1].catalog(), &expected);
     let node = &net.nodes[1];
-    assert!(!node.ends.contains_key(&(TopicId(2), 0)) && !node.cursors.contains_key(&TopicId(2)), "removed");
-    assert!(node.ends.contains_key(&(TopicId(1), 0)), "being deleted: still known");
+    assert!(!node.data.ends.contains_key(&(TopicId(2), 0)) && !node.data.cursors.contains_key(&TopicId(2)), "removed");
+    assert!(node.data.ends.contains_key(&(TopicId(1), 0)), "being deleted: still known");
     assert_eq!(net.segments(), 1);
     net.advance(50);
     assert_eq!(net.segments(), 1, "its grace delay runs from when node 1 loaded the snapshot");

@@ -229,7 +229,7 @@ fn random_interleavings_and_faults_keep_the_journal_and_the_lifecycle_straight()
         }
         net.run();
         for node in &net.nodes {
-            assert_eq!(node.catalog(), &journal, "seed {seed}: broken {:?}", node.broken);
+            assert_eq!(node.catalog(), &journal, "seed {seed}: broken {:?}", node.healing.broken);
         }
     }
     if seeds >= 30 {
