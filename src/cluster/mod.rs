@@ -1,6 +1,6 @@
-//! The cluster over shared storage, being built (DESIGN.md, section 10): several nodes
-//! share one store for metadata and data, coordinated only by the store's
-//! create-if-absent.
+//! The cluster over shared storage (DESIGN.md, section 10): several nodes share one
+//! store for metadata and data, coordinated only by the store's create-if-absent. The
+//! simulator runs it over a simulated store; no runtime runs it over a real store yet.
 //!
 //! - [`store`]: the store contract, four operations and how each may fail;
 //! - [`keys`]: where the journal, snapshots and segments live in the store;
@@ -8,8 +8,8 @@
 //! - [`catalog`]: the state every node folds from the journal, and the validation of
 //!   creates and deletes against it;
 //! - [`node`]: one node, as a state machine with the same effects-out shape as the
-//!   broker: the append and the fence, the data, removal, reconciliation and
-//!   compaction, one file per rule;
+//!   broker: the append and the fence, the data, removal, reconciliation, compaction,
+//!   and healing and deadlines, one file per rule;
 //! - [`segment`]: the objects that hold a partition's records, and their codec;
 //! - [`snapshot`]: the catalog as of one journal entry, and its codec (rule C);
 //! - [`memstore`]: a store in memory that keeps the contract and never fails.
