@@ -8,12 +8,19 @@
 //! inside the driver (`request`, `next_event`, `wait_reply`, `wait_deletion`,
 //! `wait_quiescent`; all but `request` take a deadline).
 //!
+//! Retries: the core retries a failing storage operation for ever. The driver's
+//! [`RetryPolicy`] bounds how long its waits go on meanwhile, recovery in
+//! [`Driver::open`] included, and whether they report retries; [`crate::patience`]
+//! holds the policy, so a caller makes one call and the driver applies it.
+//! [`Driver::next_event`], the loop of a server, is never bounded.
+//!
 //! Halts: when the broker halts, the driver stops at once. It issues no further
 //! storage operation (not even the ones the broker queued in the same batch), never
 //! retries anything, and reports [`DriverEvent::Halted`]. The only way on is to drop
 //! the driver and open a new one, which recovers from what is durable.
 
 use crate::datadir::{lock_for_reading, prepare_directory, scan_directory, DirLock};
+use crate::patience::{Patience, Recovery, RetryPolicy, TICK};
 use crate::pool::Pool;
 use crate::realfs::RealFs;
 use crate::report::{DriverError, Notice};
@@ -36,14 +43,11 @@ pub struct DriverOptions {
     /// Give up opening the directory after this many failures while opening: every
     /// operation the core retries counts (reading the journal, listing, opening or
     /// creating a log, removing a stray; the core retries with backoff for ever);
-    /// `None` waits for ever.
+    /// `None`: no limit but the retry policy's timeout.
     pub recovery_attempts: Option<u32>,
-    /// Give up opening the directory once recovery has kept failing this long since its
-    /// first failure; `None`: no time limit.
-    pub recovery_timeout: Option<Duration>,
-    /// Called with what failed, each time recovery fails and will be retried, so that a
-    /// caller can show progress.
-    pub on_recovery_retry: Option<fn(&str)>,
+    /// How long every wait of the driver, recovery included, goes on while storage keeps
+    /// failing, and whether it reports retries.
+    pub retry: RetryPolicy,
 }
 
 /// The most records one produce may carry in broker-fs: as many as the smallest Kafka
@@ -66,8 +70,7 @@ impl Default for DriverOptions {
             config: default_config(),
             log_workers: 4,
             recovery_attempts: Some(6),
-            recovery_timeout: None,
-            on_recovery_retry: None,
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -134,10 +137,10 @@ pub struct Driver<M = ()> {
     halted: Option<HaltReason>,
     notices: Vec<Notice>,
     next_request: u64,
-    recovery_failures: u32,
-    last_recovery_error: Option<String>,
-    /// Whether [`Driver::open`] is still recovering.
-    opening: bool,
+    /// Recovery's failures while [`Driver::open`] recovers; `None` once it is open.
+    recovery: Option<Recovery>,
+    /// The waits' failures once open, under the retry policy.
+    patience: Patience,
     /// Messages that arrived while [`Driver::wait_reply`] (or [`Driver::request`]) waited.
     held: VecDeque<M>,
     /// The wall-clock time at `start`: the origin of the broker's clock.
@@ -165,6 +168,7 @@ impl<M: Send + 'static> Driver<M> {
         let pool = Pool::start(&fs, options.log_workers, read_only, sender.clone(), completion::<M>)
             .map_err(|e| DriverError::Directory { dir: dir.clone(), detail: format!("cannot start workers: {e}") })?;
         let (start, origin) = (Instant::now(), wall_clock());
+        let patience = Patience::new(options.retry, &dir);
         let mut driver = Driver {
             broker: Broker::start(options.config, origin),
             origin,
@@ -179,39 +183,24 @@ impl<M: Send + 'static> Driver<M> {
             halted: None,
             notices: Vec::new(),
             next_request: 1,
-            recovery_failures: 0,
-            last_recovery_error: None,
-            opening: true,
+            recovery: Some(Recovery::new(options.retry, options.recovery_attempts)),
+            patience,
             held: VecDeque::new(),
             _lock: lock,
         };
         driver.notices.append(&mut notices);
         driver.pump();
-        let (mut reported, mut first_failure) = (0, None::<Instant>);
         // Recovered means serving, with the directory listed and its strays removed.
         while (driver.broker.phase() == Phase::Recovering || driver.cleaning_up()) && driver.halted.is_none() {
-            let failures = driver.recovery_failures;
-            if failures > reported {
-                reported = failures;
-                first_failure.get_or_insert_with(Instant::now);
-                if let (Some(report), Some(what)) = (options.on_recovery_retry, &driver.last_recovery_error) {
-                    report(&format!("{what} (attempt {failures})"));
-                }
-            }
-            let out_of_attempts = options.recovery_attempts.is_some_and(|limit| failures >= limit);
-            let out_of_time =
-                first_failure.zip(options.recovery_timeout).is_some_and(|(t, limit)| t.elapsed() >= limit);
-            if out_of_attempts || out_of_time {
-                let detail = driver.last_recovery_error.take().unwrap_or_default();
-                return Err(DriverError::Recovery { dir: driver.dir.clone(), attempts: failures, detail });
-            }
+            let recovery = driver.recovery.as_mut().expect("recovering");
             // Wake at the time limit at the latest, even if no retry is due before it.
-            driver.turn(first_failure.zip(options.recovery_timeout).map(|(t, limit)| t + limit));
+            let wake = recovery.next_wait(&driver.dir)?;
+            driver.turn(wake);
         }
         if let Some(reason) = driver.halted.clone() {
             return Err(driver.halt_error(reason));
         }
-        driver.opening = false;
+        driver.recovery = None;
         Ok(driver)
     }
 
@@ -231,7 +220,8 @@ impl<M: Send + 'static> Driver<M> {
         request
     }
 
-    /// Submits a command and runs the event loop until it is answered.
+    /// Submits a command and runs the event loop until it is answered, or until the
+    /// retry policy gives up.
     pub fn request(&mut self, command: Command) -> Result<Reply, DriverError> {
         let request = self.submit(command);
         loop {
@@ -243,8 +233,14 @@ impl<M: Send + 'static> Driver<M> {
 
     /// Runs the event loop until `request` (from [`Driver::submit`]) is answered, or
     /// until `deadline` passes: `None` then, and the request stays in flight, so a later
-    /// call can go on waiting. A halt answers it with an error.
+    /// call can go on waiting. A halt answers it with an error, and so does the retry
+    /// policy when it gives up.
     pub fn wait_reply(&mut self, request: RequestId, deadline: Option<Instant>) -> Option<Result<Reply, DriverError>> {
+        self.patiently(deadline, |d, until| d.reply_by(request, until).transpose()).transpose()
+    }
+
+    /// [`Driver::wait_reply`] without the retry policy.
+    fn reply_by(&mut self, request: RequestId, deadline: Option<Instant>) -> Option<Result<Reply, DriverError>> {
         loop {
             if let Some(reply) = self.stashed.remove(&request) {
                 return Some(reply.map_err(DriverError::from));
@@ -289,8 +285,15 @@ impl<M: Send + 'static> Driver<M> {
     }
 
     /// Runs until nothing is left to do: no pending deletion, no storage operation in
-    /// flight, no timer armed. False if `deadline` passed first.
+    /// flight, no timer armed. False if `deadline` passed first; an error if the retry
+    /// policy gave up.
     pub fn wait_quiescent(&mut self, deadline: Option<Instant>) -> Result<bool, DriverError> {
+        let done = self.patiently(deadline, |d, until| Ok(d.quiescent_by(until)?.then_some(())))?;
+        Ok(done.is_some())
+    }
+
+    /// [`Driver::wait_quiescent`] without the retry policy.
+    fn quiescent_by(&mut self, deadline: Option<Instant>) -> Result<bool, DriverError> {
         loop {
             if let Some(reason) = self.halted.clone() {
                 return Err(self.halt_error(reason));
@@ -312,12 +315,19 @@ impl<M: Send + 'static> Driver<M> {
     }
 
     /// Runs until the deletion of topic incarnation `topic` is finished and durable.
-    /// False if `deadline` passed first (the deletion goes on whenever the driver runs).
+    /// False if `deadline` passed first (the deletion goes on whenever the driver runs);
+    /// an error if the retry policy gave up.
     pub fn wait_deletion(
         &mut self,
         topic: broker_core::TopicId,
         deadline: Option<Instant>,
     ) -> Result<bool, DriverError> {
+        let done = self.patiently(deadline, |d, until| Ok(d.deletion_by(topic, until)?.then_some(())))?;
+        Ok(done.is_some())
+    }
+
+    /// [`Driver::wait_deletion`] without the retry policy.
+    fn deletion_by(&mut self, topic: broker_core::TopicId, deadline: Option<Instant>) -> Result<bool, DriverError> {
         loop {
             if let Some(reason) = self.halted.clone() {
                 return Err(self.halt_error(reason));
@@ -352,16 +362,42 @@ impl<M: Send + 'static> Driver<M> {
         std::mem::take(&mut self.notices)
     }
 
-    /// Takes only the retry notices ([`broker_core::Notice::Retrying`], wrapped in
-    /// [`Notice::Broker`]) gathered since the last call, leaving the others for
-    /// [`Driver::take_notices`]: for a caller that reports retries while it waits and
-    /// everything else at the end.
-    pub fn take_retrying(&mut self) -> Vec<Notice> {
-        let (retrying, rest) = std::mem::take(&mut self.notices)
-            .into_iter()
-            .partition(|n| matches!(n, Notice::Broker(broker_core::Notice::Retrying { .. })));
-        self.notices = rest;
-        retrying
+    /// Runs `step`, one wait until the deadline it is given (`None` if not done by
+    /// then), under the retry policy: if the policy watches, in [`TICK`]s, after each of
+    /// which the retries since are counted and the policy may give up or report. `None`
+    /// once `deadline` has passed.
+    fn patiently<T>(
+        &mut self,
+        deadline: Option<Instant>,
+        mut step: impl FnMut(&mut Self, Option<Instant>) -> Result<Option<T>, DriverError>,
+    ) -> Result<Option<T>, DriverError> {
+        if !self.patience.watches() {
+            return step(self, deadline);
+        }
+        loop {
+            let tick = Instant::now() + TICK;
+            if let Some(done) = step(self, Some(deadline.map_or(tick, |d| d.min(tick))))? {
+                return Ok(Some(done));
+            }
+            self.count_retries();
+            self.patience.check()?;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Moves the retry notices gathered since the last call into the retry policy's
+    /// count, leaving the other notices, in order, for [`Driver::take_notices`].
+    fn count_retries(&mut self) {
+        for n in std::mem::take(&mut self.notices) {
+            match n {
+                Notice::Broker(broker_core::Notice::Retrying { operation, error, .. }) => {
+                    self.patience.failed(operation.to_string(), error.to_string())
+                }
+                other => self.notices.push(other),
+            }
+        }
     }
 
     /// The broker (read-only).
@@ -447,9 +483,9 @@ impl<M: Send + 'static> Driver<M> {
     /// Keeps a notice of the broker for the caller; while opening, a retry also counts
     /// as a failed recovery attempt.
     fn notice(&mut self, notice: broker_core::Notice) {
-        if let (true, broker_core::Notice::Retrying { operation, error, .. }) = (self.opening, &notice) {
-            self.recovery_failures += 1;
-            self.last_recovery_error = Some(format!("{operation} failed: {error}"));
+        if let (Some(recovery), broker_core::Notice::Retrying { operation, error, .. }) = (&mut self.recovery, &notice)
+        {
+            recovery.failed(format!("{operation} failed: {error}"));
         }
         self.notices.push(Notice::Broker(notice));
     }

@@ -5,6 +5,8 @@
 //! - [`driver::Driver`]: owns a broker, a locked data directory, a pool of storage
 //!   workers and the real clock; executes effects, delivers completions, lets time
 //!   pass at the broker's deadlines, and keeps background deletion running.
+//! - [`patience`]: the driver's retry policy: how long its waits go on while storage
+//!   keeps failing, and what they report meanwhile.
 //! - [`report`]: the errors and notices the driver and the data directory report.
 //! - [`datadir`]: the data directory: creating and locking it, and telling the
 //!   broker's files from anything else in it.
@@ -27,6 +29,7 @@ pub mod driver;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod jsonbytes;
+pub mod patience;
 mod pool;
 pub mod realfs;
 pub mod report;
@@ -35,5 +38,6 @@ pub mod serve;
 
 pub use datadir::LOCK_FILE;
 pub use driver::{Driver, DriverEvent, DriverOptions, Mailbox};
+pub use patience::RetryPolicy;
 pub use realfs::RealFs;
 pub use report::{DriverError, Notice};

@@ -5,6 +5,7 @@
 
 use broker_core::{BrokerError, HaltReason};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Why the driver could not open a directory or could not go on.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +65,18 @@ pub enum DriverError {
         /// What it is and what to do.
         detail: String,
     },
+    /// Storage kept failing for as long as the driver's
+    /// [`RetryPolicy`](crate::patience::RetryPolicy) waits; what was waited for stays
+    /// in flight.
+    #[error("gave up after {} of failing storage in {}: {}", secs(*timeout), dir.display(), failures.join("; "))]
+    GaveUp {
+        /// The data directory.
+        dir: PathBuf,
+        /// How long failures went on: the policy's timeout.
+        timeout: Duration,
+        /// Each failing operation, as `OPERATION failed N times (last error: ERROR)`.
+        failures: Vec<String>,
+    },
     /// A request was refused or failed.
     #[error(transparent)]
     Broker(#[from] BrokerError),
@@ -116,4 +129,9 @@ impl std::fmt::Display for Notice {
             }
         }
     }
+}
+
+/// A duration as people read it: "60 s", "1.5 s".
+pub(crate) fn secs(d: Duration) -> String {
+    format!("{} s", (d.as_secs_f64() * 10.0).round() / 10.0)
 }
