@@ -261,3 +261,73 @@ fn many_connections_pipelining_produces() {
     }
     assert_eq!(high_watermarks(&mut admin, PARTITIONS as i32), vec![per_partition; PARTITIONS]);
 }
+
+/// ListOffsets (latest) of partition `partition` of "t", at version 6, with the
+/// client's current leader epoch: its error code and offset.
+fn list_latest(s: &mut TcpStream, correlation_id: i32, partition: i32, current_epoch: i32) -> (i16, i64) {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    let request = ListOffsetsRequest::default().with_topics(vec![ListOffsetsTopic::default()
+        .with_name(name("t"))
+        .with_partitions(vec![ListOffsetsPartition::default()
+            .with_partition_index(partition)
+            .with_current_leader_epoch(current_epoch)
+            .with_timestamp(-1)])]);
+    s.write_all(&frame(ApiKey::ListOffsets, 6, correlation_id, &request)).unwrap();
+    let (_, r) = response::<ListOffsetsResponse>(s, 6);
+    let p = &r.topics[0].partitions[0];
+    (p.error_code, p.offset)
+}
+
+/// OffsetForLeaderEpoch of partition `partition` of "t", at version 4: its error code,
+/// leader epoch and end offset.
+fn epoch_end(s: &mut TcpStream, id: i32, partition: i32, current_epoch: i32, epoch: i32) -> (i16, i32, i64) {
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
+    let request = OffsetForLeaderEpochRequest::default().with_topics(vec![OffsetForLeaderTopic::default()
+        .with_topic(name("t"))
+        .with_partitions(vec![OffsetForLeaderPartition::default()
+            .with_partition(partition)
+            .with_current_leader_epoch(current_epoch)
+            .with_leader_epoch(epoch)])]);
+    s.write_all(&frame(ApiKey::OffsetForLeaderEpoch, 4, id, &request)).unwrap();
+    let (_, r) = response::<OffsetForLeaderEpochResponse>(s, 4);
+    let p = &r.topics[0].partitions[0];
+    (p.error_code, p.leader_epoch, p.end_offset)
+}
+
+/// ListOffsets and OffsetForLeaderEpoch look a partition up alike: a partition the topic
+/// does not have is UNKNOWN_TOPIC_OR_PARTITION, a current leader epoch older than the
+/// incarnation's is FENCED_LEADER_EPOCH and a newer one UNKNOWN_LEADER_EPOCH; with the
+/// right epoch (or none) each answers, and an epoch of the name's deleted incarnation
+/// ends where this one begins.
+#[test]
+fn offset_lookups_check_the_partition_and_the_current_leader_epoch() {
+    let dir = TempDir::new("kafka-offset-lookups");
+    let server = start(&dir);
+    let mut s = connect(&server);
+    for _ in 0..2 {
+        create_t(&mut s, 7, 1, 1);
+        let delete = DeleteTopicsRequest::default().with_topic_names(vec![name("t")]);
+        s.write_all(&frame(ApiKey::DeleteTopics, 5, 2, &delete)).unwrap();
+        assert_eq!(response::<DeleteTopicsResponse>(&mut s, 5).1.responses[0].error_code, 0);
+    }
+    create_t(&mut s, 7, 1, 1);
+    let epoch = metadata(&mut s, 3).topics[0].partitions[0].leader_epoch;
+    s.write_all(&frame(ApiKey::Produce, 8, 4, &produce_request(0, "v", 3))).unwrap();
+    let (_, produced) = response::<ProduceResponse>(&mut s, 8);
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0, "{produced:?}");
+
+    assert_eq!(list_latest(&mut s, 5, 0, epoch), (0, 3));
+    assert_eq!(list_latest(&mut s, 6, 0, -1), (0, 3), "no epoch given: no check");
+    assert_eq!(list_latest(&mut s, 7, 1, epoch), (3, -1), "UNKNOWN_TOPIC_OR_PARTITION");
+    assert_eq!(list_latest(&mut s, 8, 0, epoch - 1), (74, -1), "FENCED_LEADER_EPOCH");
+    assert_eq!(list_latest(&mut s, 9, 0, epoch + 1), (75, -1), "UNKNOWN_LEADER_EPOCH");
+
+    assert_eq!(epoch_end(&mut s, 10, 0, epoch, epoch), (0, epoch, 3), "the current epoch ends at the end");
+    assert_eq!(epoch_end(&mut s, 11, 0, -1, epoch), (0, epoch, 3));
+    let (error, old, _) = epoch_end(&mut s, 12, 0, epoch, epoch - 1);
+    assert_eq!((error, old), (0, epoch - 1), "an older incarnation's epoch ends where this one begins");
+    assert_eq!(epoch_end(&mut s, 13, 1, epoch, epoch).0, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+    assert_eq!(epoch_end(&mut s, 14, 0, epoch - 1, epoch).0, 74, "FENCED_LEADER_EPOCH");
+    assert_eq!(epoch_end(&mut s, 15, 0, epoch + 1, epoch).0, 75, "UNKNOWN_LEADER_EPOCH");
+    assert_eq!(epoch_end(&mut s, 16, 0, epoch, epoch + 1), (0, -1, -1), "a newer epoch is unknown");
+}

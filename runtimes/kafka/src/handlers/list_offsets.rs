@@ -1,9 +1,7 @@
 //! ListOffsets: where a partition's offsets begin and end.
 
-use super::{described, epoch_mismatch, leader_epoch, Context, Outcome, Pending};
+use super::{described, described_partition, leader_epoch, Context, Outcome, Pending};
 use crate::apis::Response;
-use crate::errors::code;
-use broker_core::Reply;
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, TopicName};
 use kafka_protocol::ResponseError as E;
@@ -32,18 +30,10 @@ pub(super) fn list_offsets(ctx: &Context, v: i16, r: ListOffsetsRequest) -> Pend
                     let response = ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index)
                         .with_timestamp(-1);
-                    let found = match &described {
-                        _ if named[&(topic.name.clone(), p.partition_index)] > 1 => Err(E::InvalidRequest.code()),
-                        Ok(Reply::Described(t)) => usize::try_from(p.partition_index)
-                            .ok()
-                            .and_then(|i| t.high_watermarks.get(i).copied())
-                            .ok_or(E::UnknownTopicOrPartition.code())
-                            .and_then(|hw| match epoch_mismatch(p.current_leader_epoch, t.id) {
-                                Some(error) => Err(error),
-                                None => Ok((hw, t.log_start, leader_epoch(t.id))),
-                            }),
-                        Ok(_) => Err(E::UnknownServerError.code()),
-                        Err(e) => Err(code(e)),
+                    let found = match named[&(topic.name.clone(), p.partition_index)] {
+                        1 => described_partition(&described, p.partition_index, p.current_leader_epoch)
+                            .map(|(t, hw)| (hw, t.log_start, leader_epoch(t.id))),
+                        _ => Err(E::InvalidRequest.code()),
                     };
                     let found = found.map(|(hw, start, epoch)| (hw, start, if v >= 4 { epoch } else { -1 }));
                     match (found, p.timestamp) {

@@ -20,7 +20,7 @@ pub use fetch::{fetch_reservation, FETCH_RESPONSE_MAX};
 use super::apis::{Request, Response};
 use super::Answer;
 use super::{Core, Limits};
-use broker_core::{Command, TopicId};
+use broker_core::{BrokerError, Command, Reply, TopicDescription, TopicId};
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError as E;
@@ -86,6 +86,28 @@ fn epoch_mismatch(asked: i32, id: TopicId) -> Option<i16> {
         a if a < 0 || a == epoch => None,
         a if a < epoch => Some(E::FencedLeaderEpoch.code()),
         _ => Some(E::UnknownLeaderEpoch.code()),
+    }
+}
+
+/// A partition of a topic a DescribeTopic answered, as ListOffsets and
+/// OffsetForLeaderEpoch look it up: the topic and the partition's high watermark, or the
+/// error code to answer (the describe failed, there is no such partition, or the
+/// client's current leader epoch is not the incarnation's).
+fn described_partition(
+    described: &Result<Reply, BrokerError>,
+    partition: i32,
+    current_leader_epoch: i32,
+) -> Result<(&TopicDescription, u64), i16> {
+    let t = match described {
+        Ok(Reply::Described(t)) => t,
+        Ok(_) => return Err(E::UnknownServerError.code()),
+        Err(e) => return Err(crate::errors::code(e)),
+    };
+    let hw = usize::try_from(partition).ok().and_then(|i| t.high_watermarks.get(i).copied());
+    let hw = hw.ok_or(E::UnknownTopicOrPartition.code())?;
+    match epoch_mismatch(current_leader_epoch, t.id) {
+        Some(error) => Err(error),
+        None => Ok((t, hw)),
     }
 }
 

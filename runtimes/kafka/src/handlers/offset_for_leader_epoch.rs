@@ -1,11 +1,8 @@
 //! OffsetForLeaderEpoch: where a leader epoch (an incarnation) ends.
 
-use super::{described, epoch_mismatch, leader_epoch, Context, Outcome, Pending};
+use super::{described, described_partition, leader_epoch, Context, Outcome, Pending};
 use crate::apis::Response;
-use crate::errors::code;
-use broker_core::Reply;
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
-use kafka_protocol::ResponseError as E;
 
 /// OffsetForLeaderEpoch: where a leader epoch ends. Each incarnation has one epoch (its
 /// id): the current one ends at the high watermark; an older one (a deleted incarnation
@@ -25,16 +22,10 @@ pub(super) fn offsets_for_epochs(ctx: &Context, r: OffsetForLeaderEpochRequest) 
                 .map(|p| {
                     let out =
                         EpochEndOffset::default().with_partition(p.partition).with_leader_epoch(-1).with_end_offset(-1);
-                    let t = match &described {
-                        Ok(Reply::Described(t)) => t,
-                        Ok(_) => return out.with_error_code(E::UnknownServerError.code()),
-                        Err(e) => return out.with_error_code(code(e)),
+                    let (t, hw) = match described_partition(&described, p.partition, p.current_leader_epoch) {
+                        Ok(found) => found,
+                        Err(error) => return out.with_error_code(error),
                     };
-                    let hw = usize::try_from(p.partition).ok().and_then(|i| t.high_watermarks.get(i).copied());
-                    let Some(hw) = hw else { return out.with_error_code(E::UnknownTopicOrPartition.code()) };
-                    if let Some(error) = epoch_mismatch(p.current_leader_epoch, t.id) {
-                        return out.with_error_code(error);
-                    }
                     let epoch = leader_epoch(t.id);
                     match p.leader_epoch {
                         e if e == epoch => out.with_leader_epoch(epoch).with_end_offset(hw as i64),
