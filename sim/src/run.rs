@@ -3,7 +3,8 @@
 //! [`crate::cluster::runner`]): its options, its counters and report, its bounds, and
 //! the core's configuration a seed's parameters give.
 
-use crate::cluster::runner::{ClusterMetrics, ClusterScript, StoreFault};
+use crate::cluster::metrics::ClusterMetrics;
+use crate::cluster::script::{ClusterScript, StoreFault};
 use crate::disk::CrashMode;
 use crate::swarm::SwarmParams;
 use crate::trace::TraceLine;

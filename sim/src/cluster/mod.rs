@@ -7,10 +7,12 @@
 //! - [`history`]: every command, its node, and when it was invoked and answered;
 //! - [`lifecycle`]: the linearizable-lifecycle checker over that history;
 //! - [`runner`]: the run itself, and the checks at its end;
+//! - [`metrics`]: what a run measures in simulated time, for the benchmark;
 //! - [`script`]: fixed workloads and the one store fault the exhaustive mode injects.
 
 pub mod history;
 pub mod lifecycle;
+pub mod metrics;
 pub mod params;
 pub mod runner;
 pub mod script;

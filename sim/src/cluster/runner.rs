@@ -13,6 +13,7 @@
 //! at one store operation: the exhaustive mode (`broker-sim exhaust`) runs both.
 
 use crate::cluster::history::History;
+pub use crate::cluster::metrics::ClusterMetrics;
 use crate::cluster::params::ClusterParams;
 pub use crate::cluster::script::{arrived_ops, ClusterScript, StoreFault, LANDS_LAST_US};
 use crate::cluster::store::SimStore;
@@ -41,23 +42,6 @@ pub const HEAL_BOUND_MS: u64 = 30_000;
 
 /// The most keys one page of an S3 listing holds, whatever the request asks.
 const S3_PAGE_CAP: usize = 1_000;
-
-/// What a cluster run measured, in simulated time (for the benchmark).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClusterMetrics {
-    /// Microseconds from a delete's invocation to its acknowledgement, for each delete
-    /// that wrote its tombstone.
-    pub delete_ack_us: Vec<u64>,
-    /// Microseconds from a tombstone's landing until every node that is up has folded
-    /// it, and so refuses writes to its incarnation.
-    pub fanout_us: Vec<u64>,
-    /// Microseconds from invocation to acknowledgement of each acknowledged produce.
-    pub produce_us: Vec<u64>,
-    /// When the last client command was answered.
-    pub last_reply: Time,
-    /// Listings of the journal (fence rounds and tailing).
-    pub journal_lists: u64,
-}
 
 /// What happens to one store operation.
 #[derive(Clone, Debug)]
