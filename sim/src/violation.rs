@@ -136,3 +136,27 @@ impl fmt::Display for Violation {
         write!(f, "[{}] at {}: {}", self.checker, self.at, self.detail)
     }
 }
+
+/// Where a checker reports what it sees: each violation stamped with the instant the
+/// flags were taken for. The one-broker checkers and the cluster's report alike.
+pub struct Flags<'a> {
+    now: Time,
+    out: &'a mut Vec<Violation>,
+}
+
+impl<'a> Flags<'a> {
+    /// Flags that stamp `now` and report into `out`, after what it holds.
+    pub fn new(now: Time, out: &'a mut Vec<Violation>) -> Flags<'a> {
+        Flags { now, out }
+    }
+
+    /// The instant violations are stamped with.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Reports that `checker`'s invariant broke, as `detail` says.
+    pub fn flag(&mut self, checker: Checker, detail: String) {
+        self.out.push(Violation { checker, at: self.now, detail });
+    }
+}

@@ -2,8 +2,8 @@
 //! produce to that incarnation is acknowledged. A client that heard `DeleteAccepted`
 //! must never afterwards hear that records were durably added to what it deleted.
 
-use super::{Flags, Request};
-use crate::violation::Checker;
+use super::Request;
+use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Reply, Time, TopicId};
 use std::collections::BTreeMap;
 
@@ -17,7 +17,7 @@ impl AckAfterDelete {
     pub(super) fn replied(&mut self, flags: &mut Flags, req: &Request, reply: &Result<Reply, BrokerError>) {
         match reply {
             Ok(Reply::DeleteAccepted { topic }) => {
-                self.deleted.entry(*topic).or_insert(flags.now);
+                self.deleted.entry(*topic).or_insert(flags.now());
             }
             Ok(Reply::Produced { topic, positions }) => {
                 if let Some(acked_at) = self.deleted.get(topic) {

@@ -5,9 +5,9 @@
 //! no delete of the name issued after that create (the core admits each request the
 //! instant it is issued, so that create holds the name).
 
-use super::{Flags, Request};
+use super::Request;
 use crate::model::Model;
-use crate::violation::Checker;
+use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, Reply, RequestId};
 use std::collections::BTreeMap;
 

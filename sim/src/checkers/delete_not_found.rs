@@ -10,9 +10,9 @@
 //!   incarnation's grace delay: removal cannot even start before the delay has passed
 //!   since that delete (a crash restarts the delay, never shortens it).
 
-use super::{Flags, Request};
+use super::Request;
 use crate::model::Model;
-use crate::violation::Checker;
+use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, Reply, RequestId, Time, TopicId};
 use std::collections::BTreeMap;
 

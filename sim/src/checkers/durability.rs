@@ -13,9 +13,8 @@
 //! a run whose broker settled and serves, [`at_end`] reads back every partition of
 //! every live incarnation.
 
-use super::Flags;
 use crate::model::{label, Model, RecordBytes, Seen};
-use crate::violation::Checker;
+use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, LogId, Reply, TopicDescription, TopicId};
 use std::collections::{BTreeMap, BTreeSet};
 

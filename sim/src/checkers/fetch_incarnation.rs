@@ -8,9 +8,9 @@
 //! exist yet), and a produce issued after a delete that answered `DeleteAccepted {
 //! topic }` cannot have either (the name no longer led to it).
 
-use super::{Flags, Request};
+use super::Request;
 use crate::model::{label, ValueId};
-use crate::violation::Checker;
+use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, Reply, RequestId, TopicId};
 use std::collections::BTreeMap;
 

@@ -34,7 +34,7 @@ mod removal_concurrency;
 mod truthful_notices;
 
 use crate::model::{Model, Seen};
-use crate::violation::{Checker, Violation};
+use crate::violation::{Flags, Violation};
 use broker_core::{BrokerError, Command, LogId, OpId, Reply, RequestId, StorageOp, Time, TopicId};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -46,18 +46,6 @@ pub struct Request {
     pub command: Rc<Command>,
     /// When it was issued.
     pub at: Time,
-}
-
-/// Where checkers report what they see.
-pub struct Flags<'a> {
-    now: Time,
-    out: &'a mut Vec<Violation>,
-}
-
-impl Flags<'_> {
-    fn flag(&mut self, checker: Checker, detail: String) {
-        self.out.push(Violation { checker, at: self.now, detail });
-    }
 }
 
 /// Every checker of this module, fed by the runner.
@@ -113,7 +101,7 @@ impl Checkers {
         reply: &Result<Reply, BrokerError>,
         rotted: &dyn Fn(LogId) -> bool,
     ) {
-        let mut flags = Flags { now, out: &mut self.violations };
+        let mut flags = Flags::new(now, &mut self.violations);
         let Some(req) = self.open.remove(&request) else {
             return every_request_answered::unexpected_reply(&mut flags, request, reply);
         };
@@ -127,7 +115,7 @@ impl Checkers {
     /// The model, folding in a reply, shows a part of it (pass this as the observer of
     /// [`Model::replied`]). `rotted` tells the logs that suffered injected bit rot.
     pub fn model_saw(&mut self, now: Time, model: &Model, seen: &Seen<'_>, rotted: &dyn Fn(LogId) -> bool) {
-        let mut flags = Flags { now, out: &mut self.against_model };
+        let mut flags = Flags::new(now, &mut self.against_model);
         model_agreement::saw(&mut flags, model, seen);
         durability::saw(&mut flags, model, seen, rotted);
         no_resurrection::saw(&mut flags, model, seen);
@@ -136,7 +124,7 @@ impl Checkers {
     /// A broker reached serving after a start (or serves at the end of the run) with
     /// these live incarnations.
     pub fn recovered(&mut self, now: Time, model: &Model, live: &[TopicId]) {
-        let mut flags = Flags { now, out: &mut self.against_model };
+        let mut flags = Flags::new(now, &mut self.against_model);
         no_resurrection::recovered(&mut flags, model, live);
     }
 
@@ -150,13 +138,13 @@ impl Checkers {
         names: &[String],
         rotted: &dyn Fn(&str) -> bool,
     ) {
-        let mut flags = Flags { now, out: &mut self.violations };
+        let mut flags = Flags::new(now, &mut self.violations);
         truthful_notices::notice(&mut flags, model, &truthful_notices::DiskView { names, rotted }, notice);
     }
 
     /// The core issued storage operation `id`.
     pub fn storage_issued(&mut self, now: Time, id: OpId, op: &StorageOp) {
-        let mut flags = Flags { now, out: &mut self.violations };
+        let mut flags = Flags::new(now, &mut self.violations);
         self.removal_concurrency.issued(&mut flags, id, op);
     }
 
@@ -177,7 +165,7 @@ impl Checkers {
 
     /// The run ended with the broker process alive (it is the one that settled).
     pub fn run_ended(&mut self, now: Time) {
-        let mut flags = Flags { now, out: &mut self.violations };
+        let mut flags = Flags::new(now, &mut self.violations);
         every_request_answered::run_ended(&mut flags, &self.open);
     }
 

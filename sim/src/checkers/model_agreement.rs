@@ -20,9 +20,8 @@
 //!
 //! The checker reads each part of a reply as the model folds it in ([`Seen`]).
 
-use super::Flags;
 use crate::model::{label, Model, Seen};
-use crate::violation::Checker;
+use crate::violation::{Checker, Flags};
 use broker_core::partitioner::partition_for_key;
 use broker_core::{BrokerError, Command, Reply};
 

@@ -11,9 +11,8 @@
 //! The checker reads each part of a reply as the model folds it in ([`Seen`]), and the
 //! live incarnations of each broker that reaches serving.
 
-use super::Flags;
 use crate::model::{label, Model, Seen};
-use crate::violation::Checker;
+use crate::violation::{Checker, Flags};
 use broker_core::TopicId;
 
 /// Judges one part of a reply, against the model as folded up to it.

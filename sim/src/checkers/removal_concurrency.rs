@@ -3,8 +3,7 @@
 //! until its completion is delivered back to the core, within one life of the process
 //! (a crash ends them all).
 
-use super::Flags;
-use crate::violation::Checker;
+use crate::violation::{Checker, Flags};
 use broker_core::{OpId, StorageOp};
 use std::collections::BTreeSet;
 

@@ -12,9 +12,8 @@
 //! Retries, new journals and journal repairs are not judged: whether the operation
 //! really failed, or which copy was bad, is the disk's internal business.
 
-use super::Flags;
 use crate::model::Model;
-use crate::violation::Checker;
+use crate::violation::{Checker, Flags};
 use broker_core::{LogId, Notice};
 
 /// What the checker needs of the disk at the moment of a notice.
