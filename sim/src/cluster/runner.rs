@@ -6,12 +6,17 @@
 //! (faults stop, cut nodes reach the store again, crashed nodes restart; every deletion
 //! must complete within a bound), then the *final checks*: the lifecycle judged from
 //! the whole history, every node's catalog against the journal, every partition read
-//! back from every node, and one reconciliation that must leave no orphan.
+//! back from every node, and one reconciliation that must leave no orphan. The checks
+//! are [`crate::cluster::checkers`]; the runner calls them, and owns only the
+//! violations they report.
 //!
 //! A [`ClusterScript`] replaces the seed's clients and faults with fixed groups of
 //! commands, each to a named node, and [`RunOptions::store_fault_at`] injects one fault
 //! at one store operation: the exhaustive mode (`broker-sim exhaust`) runs both.
 
+pub use crate::cluster::checkers::heals_in_bound::HEAL_BOUND_MS;
+use crate::cluster::checkers::heals_in_bound::{self, HealCheck, HealsInBound, Standing};
+use crate::cluster::checkers::{self, every_request_answered, liveness};
 use crate::cluster::history::History;
 pub use crate::cluster::metrics::ClusterMetrics;
 use crate::cluster::params::ClusterParams;
@@ -21,7 +26,7 @@ use crate::rng::SimRng;
 use crate::run::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
 use crate::swarm::SwarmParams;
 use crate::trace::{render_command, render_reply, Trace};
-use crate::violation::{Checker, Violation};
+use crate::violation::{Flags, Violation};
 use crate::workload::Workload;
 use broker_core::cluster::keys::{
     journal_key, parse_segment_key, partition_prefix, segment_key, snapshot_key, topic_prefix,
@@ -33,12 +38,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 
 mod final_checks;
-
-/// How long after it can reach the store again (or after it restarts) a node must
-/// have read every journal entry that existed then: this, plus for each page of entries
-/// it has to list and read, four one-way trips at the seed's longest latency and one
-/// timeout.
-pub const HEAL_BOUND_MS: u64 = 30_000;
 
 /// The most keys one page of an S3 listing holds, whatever the request asks.
 const S3_PAGE_CAP: usize = 1_000;
@@ -92,16 +91,6 @@ enum Ev {
     /// The bound of heal check `id` ends.
     HealCheck(u64),
     EndChaos,
-}
-
-/// A node, in this life and not cut since `since`, must have read entry `tail` by the
-/// time the check is due.
-#[derive(Clone, Copy, Debug)]
-struct HealCheck {
-    node: usize,
-    life: u32,
-    since: Time,
-    tail: u64,
 }
 
 /// A node's own clock: the simulation's, set off by `offset_us` and running fast (or
@@ -175,8 +164,8 @@ struct Sim {
     /// Store events scheduled and not yet processed.
     store_pending: u64,
     crash_now: Option<usize>,
-    /// Heal checks not yet due, by id.
-    heal_checks: BTreeMap<u64, HealCheck>,
+    /// Heal checks not yet due.
+    heals: HealsInBound,
     history: History,
     trace: Trace,
     stats: RunStats,
@@ -221,7 +210,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
         chaos: true,
         store_pending: 0,
         crash_now: None,
-        heal_checks: BTreeMap::new(),
+        heals: HealsInBound::default(),
         history: History::default(),
         trace: Trace::new(opts.keep_trace),
         stats: RunStats { nodes: cp.nodes, ..RunStats::default() },
@@ -294,6 +283,21 @@ fn render_result(r: &StoreResult) -> String {
     }
 }
 
+/// Carries out `op` on the store at `now`, and shows the checkers what it did.
+fn apply(store: &mut SimStore, violations: &mut Vec<Violation>, now: Time, op: &StoreOp) -> StoreOutput {
+    let (output, facts) = store.apply(now, op);
+    checkers::store_did(&mut Flags::new(now, violations), &facts);
+    output
+}
+
+/// Where node `n` stands at `now`, if it is up (for its heal checks).
+fn standing(slots: &[Slot], now: Time, n: usize) -> Option<Standing> {
+    let slot = &slots[n];
+    let node = slot.node.as_ref()?;
+    let cut_off = slot.cut_until.is_some_and(|t| t > now);
+    Some(Standing { life: slot.life, cut_at: slot.cut_at, cut_off, position: node.catalog().position() })
+}
+
 impl Sim {
     fn schedule(&mut self, at: Time, ev: Ev) {
         self.seq += 1;
@@ -303,8 +307,9 @@ impl Sim {
         self.queue.insert((at.max(self.now), self.seq), ev);
     }
 
-    fn flag(&mut self, checker: Checker, detail: String) {
-        self.violations.push(Violation { checker, at: self.now, detail });
+    /// Carries out `op` on the store now, and shows the checkers what it did.
+    fn apply(&mut self, op: &StoreOp) -> StoreOutput {
+        apply(&mut self.store, &mut self.violations, self.now, op)
     }
 
     fn options(&mut self, node: usize) -> NodeOptions {
@@ -423,7 +428,7 @@ impl Sim {
     /// outcome may still be retried), and every node has read what its heal checks ask.
     fn quiescent(&self) -> bool {
         self.store_pending == 0
-            && self.heal_checks.values().all(|c| self.behind(c).is_none())
+            && self.heals.all_met(|n| standing(&self.slots, self.now, n))
             && self
                 .slots
                 .iter()
@@ -446,7 +451,7 @@ impl Sim {
                 self.store_pending -= 1;
                 self.trace.record(self.now, "land", format!("node {node} {}", render_op(&op)));
                 self.stats.late_landings += 1;
-                self.store.apply(self.now, &op, &mut self.violations);
+                self.apply(&op);
             }
             Ev::Answer { node, life, id, result } => {
                 self.store_pending -= 1;
@@ -479,10 +484,7 @@ impl Sim {
                 if slot.node.as_ref().and_then(Node::poll_timeout).is_none_or(|due| due > local) {
                     slot.wakes.remove(&at);
                 } else {
-                    self.flag(
-                        Checker::Liveness,
-                        format!("node {node} still asks to be woken at {at} once woken then: it would spin"),
-                    );
+                    liveness::spins(&mut Flags::new(self.now, &mut self.violations), node, at);
                 }
                 self.drain(node);
             }
@@ -515,16 +517,8 @@ impl Sim {
             }
             Ev::CutEnd(n) => self.heal(n),
             Ev::HealCheck(id) => {
-                let Some(check) = self.heal_checks.remove(&id) else { return };
-                let HealCheck { node, tail, .. } = check;
-                let Some(position) = self.behind(&check) else { return };
-                self.flag(
-                    Checker::HealsInBound,
-                    format!(
-                        "node {node} has read the journal to entry {position} only, in the bound since it could \
-                             reach the store, when the journal held {tail} entries"
-                    ),
-                );
+                let (slots, now) = (&self.slots, self.now);
+                self.heals.due(&mut Flags::new(now, &mut self.violations), id, |n| standing(slots, now, n));
             }
             Ev::EndChaos => {
                 self.chaos = false;
@@ -557,30 +551,10 @@ impl Sim {
     /// journal holds now within the bound.
     fn heal_check(&mut self, n: usize, life: u32, since: Time, position: u64) {
         let tail = self.store.truth.position();
-        let pages = tail.saturating_sub(position).div_ceil(u64::from(self.cp.list_limit.max(1)));
-        let bound = Time::from_millis(HEAL_BOUND_MS).as_micros() + pages * self.page_allowance();
+        let bound = heals_in_bound::bound_us(&self.cp, position, tail);
         self.seq += 1;
-        self.heal_checks.insert(self.seq, HealCheck { node: n, life, since, tail });
+        self.heals.expect(self.seq, HealCheck { node: n, life, since, tail });
         self.schedule(self.now.plus_micros(bound), Ev::HealCheck(self.seq));
-    }
-
-    /// Where the node of `check` has read to, if the check still applies (same life,
-    /// not cut again) and it has not read to the check's tail yet.
-    fn behind(&self, check: &HealCheck) -> Option<u64> {
-        let slot = &self.slots[check.node];
-        let node = slot.node.as_ref()?;
-        if slot.life != check.life || slot.cut_at > check.since || self.cut_off(check.node) {
-            return None;
-        }
-        let position = node.catalog().position();
-        (position < check.tail).then_some(position)
-    }
-
-    /// The time one page of journal entries may take to read, in microseconds: a
-    /// listing and the reads of what it lists, at the seed's longest latency, and one
-    /// timeout.
-    fn page_allowance(&self) -> u64 {
-        4 * self.cp.latency_us.1 + self.cp.timeout_us
     }
 
     fn arrive(&mut self, node: usize, life: u32, id: StoreOpId, op: StoreOp, fate: Fate) {
@@ -613,7 +587,7 @@ impl Sim {
         self.trace.record(self.now, "store", format!("node {node} #{} {} ({fate:?}{fault})", id.0, render_op(&op)));
         if let Some(crash @ (StoreFault::CrashAfter | StoreFault::CrashBefore)) = injected {
             if crash == StoreFault::CrashAfter {
-                self.store.apply(self.now, &op, &mut self.violations);
+                self.apply(&op);
             }
             if self.slots[node].life == life {
                 self.crash(node, &format!("injected {crash:?} store operation {}", self.arrivals));
@@ -621,7 +595,7 @@ impl Sim {
             return;
         }
         let result = match fate {
-            Fate::Normal => match self.store.apply(self.now, &op, &mut self.violations) {
+            Fate::Normal => match self.apply(&op) {
                 StoreOutput::Listed { keys, more } => Ok(self.page(keys, more)),
                 output => Ok(output),
             },
@@ -634,7 +608,7 @@ impl Sim {
                 Err(StoreError::Failed("500 Internal Server Error".into()))
             }
             Fate::FailAfterWrite => {
-                self.store.apply(self.now, &op, &mut self.violations);
+                self.apply(&op);
                 self.stats.errors_after_landing += 1;
                 self.stats.unknown_outcomes += 1;
                 Err(StoreError::Unknown("500 Internal Server Error, after the write".into()))
@@ -643,7 +617,7 @@ impl Sim {
                 self.stats.unknown_outcomes += 1;
                 match landing {
                     Some(0) => {
-                        self.store.apply(self.now, &op, &mut self.violations);
+                        self.apply(&op);
                     }
                     Some(later) => self.schedule(self.now.plus_micros(later), Ev::Land { node, op: op.clone() }),
                     None => {}
@@ -862,7 +836,7 @@ impl Sim {
         }
         self.metrics.last_reply = self.now;
         if !self.history.answered(self.now, request, reply) {
-            self.flag(Checker::EveryRequestAnswered, format!("node {n} answered req{} twice, or unasked", request.0));
+            every_request_answered::answered_again(&mut Flags::new(self.now, &mut self.violations), n, request);
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The simulated shared store: the store contract exactly (a [`MemStore`]), and a record
-//! of everything it has ever held, for the checkers: each journal entry with when it
-//! landed, the catalog those entries fold to (the *truth*), and every segment ever
-//! created.
+//! of everything it has ever held: each journal entry with when it landed, the catalog
+//! those entries fold to (the *truth*), and every segment ever created. It judges
+//! nothing: what an operation did that a checker may judge, it tells as [`Fact`]s
+//! (`crate::cluster::checkers` judges them).
 //!
 //! Journal entries land in seq order (a node appends `j/{p+1}` only once it has read
 //! `j/{p}`), so folding them as they land gives the catalog at every instant, and the
@@ -9,7 +10,6 @@
 //! one exception is a key compaction deleted that a delayed create writes again: it is
 //! counted, never folded.
 
-use crate::violation::{Checker, Violation};
 use broker_core::cluster::catalog::{Catalog, Folded};
 use broker_core::cluster::entry::{self, EntryKind};
 use broker_core::cluster::keys::{parse_journal_key, parse_segment_key};
@@ -67,31 +67,94 @@ pub struct SimStore {
     pub foreign: BTreeSet<String>,
 }
 
+/// What one store operation did, told as it happened, in order, for the checkers to
+/// judge. Carrying out an operation tells none, one or (a delete) two of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fact {
+    /// A key planted outside the layout before the run was deleted.
+    ForeignDeleted {
+        /// The key.
+        key: String,
+    },
+    /// A segment the store held was deleted.
+    SegmentDeleted {
+        /// Its key.
+        key: String,
+        /// Its incarnation.
+        topic: TopicId,
+        /// Whether its incarnation's tombstone had landed by then.
+        tombstoned: bool,
+    },
+    /// A segment was created before its incarnation's tombstone landed, and recorded.
+    SegmentCreated {
+        /// Its key.
+        key: String,
+        /// Its first offset.
+        base: u64,
+        /// Where the partition's record ended before it.
+        end: u64,
+    },
+    /// A segment was created whose bytes do not decode.
+    SegmentUndecodable {
+        /// Its key.
+        key: String,
+        /// Why they do not.
+        error: String,
+    },
+    /// A journal entry was written whose bytes do not decode.
+    EntryUndecodable {
+        /// Its seq.
+        seq: u64,
+        /// Why they do not.
+        error: String,
+    },
+    /// A journal entry landed past the next seq of the journal: entries before it are
+    /// missing. It was not folded.
+    EntryAfterGap {
+        /// Its seq.
+        seq: u64,
+        /// The last seq folded before it.
+        position: u64,
+    },
+    /// A journal entry landed at the next seq and was folded into the truth.
+    EntryFolded {
+        /// Its seq.
+        seq: u64,
+        /// For a `Removed` that names a known incarnation: that incarnation, and how
+        /// many `Removed` entries have named it now, this one included.
+        completion: Option<(TopicId, u32)>,
+        /// Why the catalog ignored it, if it did (then it changed no life).
+        ignored: Option<String>,
+    },
+}
+
 impl SimStore {
-    /// Carries out `op` at `now`, judging what it changes.
-    pub fn apply(&mut self, now: Time, op: &StoreOp, out: &mut Vec<Violation>) -> StoreOutput {
-        let mut flag = |checker, detail| out.push(Violation { checker, at: now, detail });
+    /// Carries out `op` at `now`; returns the store's output and what it did, in order.
+    pub fn apply(&mut self, now: Time, op: &StoreOp) -> (StoreOutput, Vec<Fact>) {
+        let mut facts = Vec::new();
         if let StoreOp::Delete { key } = op {
             if self.foreign.contains(key) {
-                flag(Checker::NoPrematureRemoval, format!("{key}, a key outside the layout, deleted"));
+                facts.push(Fact::ForeignDeleted { key: key.clone() });
             }
         }
         if let StoreOp::Delete { key } = op {
             if let Some((topic, _, _)) = parse_segment_key(key) {
                 let tombstoned = self.lives.get(&topic).is_some_and(|l| l.deleted.is_some());
-                if self.objects.get(key).is_some() && !tombstoned {
-                    flag(Checker::NoPrematureRemoval, format!("segment {key} deleted while {topic} is not deleted"));
+                if self.objects.get(key).is_some() {
+                    facts.push(Fact::SegmentDeleted { key: key.clone(), topic, tombstoned });
                 }
             }
         }
         let output = self.objects.apply(op);
-        let StoreOp::Create { key, bytes } = op else { return output };
+        let StoreOp::Create { key, bytes } = op else { return (output, facts) };
         if output == StoreOutput::Exists {
             self.lost_races += 1;
-            return output;
+            return (output, facts);
         }
         if let Some(seq) = parse_journal_key(key) {
-            self.landed(now, seq, bytes, &mut flag);
+            if let Some(fact) = self.landed(now, seq, bytes) {
+                facts.push(fact);
+            }
         } else if let Some((topic, partition, base)) = parse_segment_key(key) {
             match segment::decode(topic, partition, base, bytes) {
                 // A segment created after its incarnation's tombstone landed is an
@@ -104,62 +167,60 @@ impl SimStore {
                 Ok(seg) => {
                     let part = self.segments.entry((topic, partition)).or_default();
                     let end = part.iter().next_back().map_or(0, |(b, r)| b + r.len() as u64);
-                    if base != end {
-                        flag(
-                            Checker::AckedOffsetsServed,
-                            format!("segment {key} created where the partition ends at {end}: offsets overlap or skip"),
-                        );
-                    }
+                    facts.push(Fact::SegmentCreated { key: key.clone(), base, end });
                     part.insert(base, seg.records.into_iter().map(|r| r.value).collect());
                 }
-                Err(e) => flag(Checker::AckedOffsetsServed, format!("segment {key} created undecodable: {e}")),
+                Err(e) => facts.push(Fact::SegmentUndecodable { key: key.clone(), error: e.to_string() }),
             }
         }
-        output
+        (output, facts)
     }
 
-    fn landed(&mut self, now: Time, seq: u64, bytes: &[u8], flag: &mut impl FnMut(Checker, String)) {
+    /// Journal entry `seq`, `bytes`, landed at `now`: folds it if it is the next, and
+    /// records the life it begins or ends.
+    fn landed(&mut self, now: Time, seq: u64, bytes: &[u8]) -> Option<Fact> {
         let entry = match entry::decode(seq, bytes) {
             Ok(e) => e,
-            Err(e) => {
-                return flag(Checker::OneLiveIncarnation, format!("journal entry {seq} written undecodable: {e}"))
-            }
+            Err(e) => return Some(Fact::EntryUndecodable { seq, error: e.to_string() }),
         };
         let p = self.truth.position();
         if seq <= p {
             // A create delayed past the compaction that deleted its key: readers check
             // against the snapshots before they fold an entry below one (rule C).
             self.stale_landings += 1;
-            return;
+            return None;
         }
         if seq != p + 1 {
-            return flag(Checker::OneLiveIncarnation, format!("journal entry {seq} landed after entry {p}"));
+            return Some(Fact::EntryAfterGap { seq, position: p });
         }
         let folded = self.truth.fold(&entry);
+        let mut completion = None;
         if let EntryKind::Removed { topic } = &entry.kind {
             if let Some(life) = self.lives.get_mut(topic) {
                 life.completions += 1;
-                if life.completions > 1 {
-                    flag(Checker::OneCompletion, format!("journal entry {seq}: a second Removed of {topic}"));
-                    return;
+                completion = Some((*topic, life.completions));
+            }
+        }
+        let ignored = match folded {
+            Folded::Ignored(why) => Some(why),
+            Folded::Applied => None,
+        };
+        if ignored.is_none() {
+            match entry.kind {
+                EntryKind::Create { name, partitions, .. } => {
+                    let life = Life { name, partitions, created: now, deleted: None, completions: 0 };
+                    self.lives.insert(TopicId(seq), life);
                 }
-            }
-        }
-        if let Folded::Ignored(why) = folded {
-            return flag(Checker::OneLiveIncarnation, format!("journal entry {seq} contradicts the journal: {why}"));
-        }
-        match entry.kind {
-            EntryKind::Create { name, partitions, .. } => {
-                self.lives.insert(TopicId(seq), Life { name, partitions, created: now, deleted: None, completions: 0 });
-            }
-            EntryKind::Delete { topic, .. } => {
-                if let Some(life) = self.lives.get_mut(&topic) {
-                    life.deleted = Some(now);
+                EntryKind::Delete { topic, .. } => {
+                    if let Some(life) = self.lives.get_mut(&topic) {
+                        life.deleted = Some(now);
+                    }
+                    self.tombstones.push((topic, now));
                 }
-                self.tombstones.push((topic, now));
+                EntryKind::Removed { .. } => {}
             }
-            EntryKind::Removed { .. } => {}
         }
+        Some(Fact::EntryFolded { seq, completion, ignored })
     }
 
     /// Creates `key`, a key outside the layout, as another program might.
