@@ -192,7 +192,7 @@ pub struct Broker {
     completed: VecDeque<TopicId>,
     /// How many deletions this broker completed in all.
     completed_count: u64,
-    recovery: Option<recovery::Recovery>,
+    recovery: Option<state::Recovery>,
     /// Retry counts of background operations, for backoff.
     retries: BTreeMap<LogId, u32>,
     journal_retries: u32,

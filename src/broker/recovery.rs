@@ -8,7 +8,7 @@
 //! them back. Nothing may act on such a record (create a log, remove one) until it is
 //! durable, so recovery makes everything it read durable first.
 
-use super::state::{Deletion, DeletionStage, Topic};
+use super::state::{Deletion, DeletionStage, Recovery, Topic};
 use super::{Broker, PendingOp, Phase, TimerPurpose};
 use crate::effect::{DamagedRange, StorageOp};
 use crate::error::{HaltReason, StorageError};
@@ -17,24 +17,6 @@ use crate::journal::{decode_journal, JournalRecord, MetaState, JOURNAL_FILE, MAX
 use crate::notice::Notice;
 use crate::planted::Bug;
 use std::collections::BTreeSet;
-
-/// Progress of recovery.
-#[derive(Debug, Default)]
-pub(super) struct Recovery {
-    /// Whether the journal was read and replayed.
-    replayed: bool,
-    /// Whether the logs to open (and the stray check) were issued, after the rewrite.
-    logs_issued: bool,
-    /// Live logs to open once the journal rewrite is durable.
-    to_open: Vec<LogId>,
-    /// Whether every log in storage was listed (so no new id can collide with one).
-    listed: bool,
-    /// Live logs still being opened or created.
-    pub opening: BTreeSet<LogId>,
-    /// What was wrong with the journal read (a torn tail, repaired copies): reported
-    /// once the rewrite that keeps the old journal completes, with the copy's name.
-    pub journal_damage: Vec<Notice>,
-}
 
 /// Whether a record names a topic with more partitions than any broker may create.
 fn names_too_many_partitions(r: &JournalRecord) -> bool {

@@ -1,7 +1,9 @@
-//! The broker's in-memory picture of topics, partitions and deletions.
+//! The broker's in-memory picture of topics, partitions and deletions, and of how far
+//! recovery has come.
 
-use crate::ids::RequestId;
+use crate::ids::{LogId, RequestId};
 use crate::journal::TopicMeta;
+use crate::notice::Notice;
 use std::collections::{BTreeSet, VecDeque};
 
 /// One produce's write to one partition: acknowledged in offset order.
@@ -101,4 +103,22 @@ impl Topic {
     pub(crate) fn visible(&self) -> bool {
         self.created && self.deletion.is_none()
     }
+}
+
+/// Progress of recovery.
+#[derive(Debug, Default)]
+pub(crate) struct Recovery {
+    /// Whether the journal was read and replayed.
+    pub replayed: bool,
+    /// Whether the logs to open (and the stray check) were issued, after the rewrite.
+    pub logs_issued: bool,
+    /// Live logs to open once the journal rewrite is durable.
+    pub to_open: Vec<LogId>,
+    /// Whether every log in storage was listed (so no new id can collide with one).
+    pub listed: bool,
+    /// Live logs still being opened or created.
+    pub opening: BTreeSet<LogId>,
+    /// What was wrong with the journal read (a torn tail, repaired copies): reported
+    /// once the rewrite that keeps the old journal completes, with the copy's name.
+    pub journal_damage: Vec<Notice>,
 }

@@ -2,7 +2,7 @@
 //! produce to that incarnation is acknowledged. A client that heard `DeleteAccepted`
 //! must never afterwards hear that records were durably added to what it deleted.
 
-use super::Request;
+use super::request::Request;
 use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Reply, Time, TopicId};
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 //! A fetch names a topic, not an incarnation: errors (which name none) are judged only
 //! when the model knows which incarnation the name led to when the fetch was issued.
 
-use super::Request;
+use super::request::Request;
 use crate::model::{label, Model};
 use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, LogId, Reply, RequestId, TopicId};

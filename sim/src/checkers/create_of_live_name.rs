@@ -5,7 +5,7 @@
 //! no delete of the name issued after that create (the core admits each request the
 //! instant it is issued, so that create holds the name).
 
-use super::Request;
+use super::request::Request;
 use crate::model::Model;
 use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, Reply, RequestId};

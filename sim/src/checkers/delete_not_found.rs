@@ -10,7 +10,7 @@
 //!   incarnation's grace delay: removal cannot even start before the delay has passed
 //!   since that delete (a crash restarts the delay, never shortens it).
 
-use super::Request;
+use super::request::Request;
 use crate::model::Model;
 use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, Reply, RequestId, Time, TopicId};

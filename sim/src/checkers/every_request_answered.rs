@@ -3,7 +3,7 @@
 //! unknown); but a request admitted by the process that lives to the end of the run
 //! must be answered by then, and no request is answered twice.
 
-use super::Request;
+use super::request::Request;
 use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Reply, RequestId};
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 //! exist yet), and a produce issued after a delete that answered `DeleteAccepted {
 //! topic }` cannot have either (the name no longer led to it).
 
-use super::Request;
+use super::request::Request;
 use crate::model::{label, ValueId};
 use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, Reply, RequestId, TopicId};

@@ -31,22 +31,16 @@ mod delete_not_found;
 mod every_request_answered;
 mod fetch_incarnation;
 mod removal_concurrency;
+mod request;
 mod truthful_notices;
+
+pub use request::Request;
 
 use crate::model::{Model, Seen};
 use crate::violation::{Flags, Violation};
 use broker_core::{BrokerError, Command, LogId, OpId, Reply, RequestId, StorageOp, Time, TopicId};
 use std::collections::BTreeMap;
 use std::rc::Rc;
-
-/// A request in flight: what was asked and when.
-#[derive(Clone, Debug)]
-pub struct Request {
-    /// The command, shared with the model (a produce may carry megabytes).
-    pub command: Rc<Command>,
-    /// When it was issued.
-    pub at: Time,
-}
 
 /// Every checker of this module, fed by the runner.
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! ApiVersions: the APIs and versions served ([`crate::apis::SUPPORTED`]).
 
-use super::{ready, Pending};
+use super::context::{ready, Pending};
 use crate::apis::{api_versions as served, Response};
 
 /// ApiVersions at a version served; one of a newer version is answered by the

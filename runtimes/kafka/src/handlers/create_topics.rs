@@ -1,6 +1,6 @@
 //! CreateTopics: a topic's partitions and its one config, the deletion grace delay.
 
-use super::{text, topic_uuid, Context, Outcome, Pending};
+use super::context::{text, topic_uuid, Context, Outcome, Pending};
 use crate::apis::Response;
 use crate::errors::code;
 use crate::Answer;

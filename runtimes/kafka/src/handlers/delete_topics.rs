@@ -1,7 +1,7 @@
 //! DeleteTopics: acknowledged once the deletion is durable; the logs go in the
 //! background.
 
-use super::{text, topic_uuid, Context, Outcome, Pending};
+use super::context::{text, topic_uuid, Context, Outcome, Pending};
 use crate::apis::Response;
 use crate::errors::code;
 use crate::Answer;

@@ -1,7 +1,7 @@
 //! Fetch: each partition read within the response's bound, waiting while `min_bytes`
 //! asks for more than there is.
 
-use super::{epoch_mismatch, leader_epoch, ready, Context, Outcome, Pending};
+use super::context::{epoch_mismatch, leader_epoch, ready, Context, Outcome, Pending};
 use crate::apis::Response;
 use crate::batches;
 use crate::errors::code;

@@ -1,6 +1,6 @@
 //! ListOffsets: where a partition's offsets begin and end.
 
-use super::{described, described_partition, leader_epoch, Context, Outcome, Pending};
+use super::context::{described, described_partition, leader_epoch, Context, Outcome, Pending};
 use crate::apis::Response;
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, TopicName};

@@ -1,6 +1,6 @@
 //! Metadata: the one broker, and the live topics asked for (never created by asking).
 
-use super::{leader_epoch, text, topic_uuid, Context, Outcome, Pending, CLUSTER_ID, NODE};
+use super::context::{leader_epoch, text, topic_uuid, Context, Outcome, Pending, CLUSTER_ID, NODE};
 use crate::apis::Response;
 use crate::errors::code;
 use broker_core::{Command, Reply, TopicDescription};

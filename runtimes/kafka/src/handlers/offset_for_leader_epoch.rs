@@ -1,6 +1,6 @@
 //! OffsetForLeaderEpoch: where a leader epoch (an incarnation) ends.
 
-use super::{described, described_partition, leader_epoch, Context, Outcome, Pending};
+use super::context::{described, described_partition, leader_epoch, Context, Outcome, Pending};
 use crate::apis::Response;
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 

@@ -1,6 +1,6 @@
 //! Produce: each partition's records checked, split into stored records and appended.
 
-use super::{text, Context, Outcome, Pending};
+use super::context::{text, Context, Outcome, Pending};
 use crate::apis::Response;
 use crate::batches;
 use crate::errors::code;
