@@ -52,8 +52,8 @@ pub struct Config {
     /// Only acknowledged records are served, as always; a torn journal tail is ignored.
     pub read_only: bool,
     /// Bugs planted on purpose, to prove that the simulator's checkers catch them.
-    /// Test support, not part of the API: without the `planted-bugs` feature the broker
-    /// never consults it.
+    /// Test support, not part of the API (only with the `planted-bugs` feature).
+    #[cfg(feature = "planted-bugs")]
     #[doc(hidden)]
     pub bugs: crate::planted::PlantedBugs,
 }
@@ -75,6 +75,7 @@ impl Default for Config {
             compaction_ratio: 4,
             compaction_min_bytes: 4 << 20,
             read_only: false,
+            #[cfg(feature = "planted-bugs")]
             bugs: crate::planted::PlantedBugs::default(),
         }
     }

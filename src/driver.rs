@@ -39,6 +39,7 @@ impl<F: FileSystem> SyncDriver<F> {
     pub fn start_at(config: Config, fs: F, now: Time) -> SyncDriver<F> {
         let mut executor = Executor::new(fs);
         executor.set_read_only(config.read_only);
+        #[cfg(feature = "planted-bugs")]
         executor.plant(&config.bugs);
         let mut d = SyncDriver {
             broker: Broker::start(config, now),

@@ -72,11 +72,9 @@ pub struct Executor<F> {
     /// after it failed. The next open cuts and syncs again, though the file already
     /// looks cut (a failed fsync leaves the cut in the page cache only).
     unproven_cuts: BTreeSet<LogId>,
-    /// Planted bug: skip the directory fsync after creating a log or renaming the journal.
-    skip_dir_sync: bool,
-    /// Planted bug: after a failed journal append, append at the file's end, after
-    /// whatever part of the failed one landed.
-    forget_journal_end: bool,
+    /// The bugs planted in the executor ([`Executor::plant`]).
+    #[cfg(feature = "planted-bugs")]
+    bugs: crate::planted::PlantedBugs,
     /// How many bytes a log scan reads at a time.
     scan_chunk: usize,
     /// Writes nothing: opening a log cuts nothing, and every mutation is refused.
@@ -117,8 +115,8 @@ impl<F: FileSystem> Executor<F> {
             journal_end: None,
             first_offsets: BTreeMap::new(),
             unproven_cuts: BTreeSet::new(),
-            skip_dir_sync: false,
-            forget_journal_end: false,
+            #[cfg(feature = "planted-bugs")]
+            bugs: crate::planted::PlantedBugs::default(),
             scan_chunk: SCAN_CHUNK,
             read_only: false,
             reserve_min: JOURNAL_RESERVE_MIN,
@@ -144,18 +142,18 @@ impl<F: FileSystem> Executor<F> {
         self.scan_chunk = bytes.max(1);
     }
 
-    /// Switches on the planted bugs that live in the executor (none without the
-    /// `planted-bugs` feature). Test support, not part of the API.
+    /// Switches on the planted bugs that live in the executor (`SkipDirSync`,
+    /// `ForgetJournalEnd`). Test support, not part of the API.
+    #[cfg(feature = "planted-bugs")]
     #[doc(hidden)]
     pub fn plant(&mut self, bugs: &crate::planted::PlantedBugs) {
-        self.skip_dir_sync = crate::planted::ENABLED && bugs.has(crate::planted::Bug::SkipDirSync);
-        self.forget_journal_end = crate::planted::ENABLED && bugs.has(crate::planted::Bug::ForgetJournalEnd);
+        self.bugs = bugs.clone();
     }
 
     /// Fsyncs the directory after an entry was created or renamed (unless the planted
     /// bug skips it).
     fn sync_new_entry(&mut self, after: &str) -> Result<(), StorageError> {
-        if self.skip_dir_sync {
+        if planted!(self, SkipDirSync) {
             return Ok(());
         }
         self.sync_dir(after)
@@ -248,7 +246,7 @@ impl<F: FileSystem> Executor<F> {
         };
         // A failed write may have landed in part (a short write, then ENOSPC or EIO):
         // `at` stays where the retry goes, over those bytes.
-        self.journal_end = if self.forget_journal_end { None } else { Some(at) };
+        self.journal_end = if planted!(self, ForgetJournalEnd) { None } else { Some(at) };
         self.fs.write_at(JOURNAL_FILE, at, bytes)?;
         self.journal_end = Some(at + bytes.len() as u64);
         Ok(OpOutput::Done)

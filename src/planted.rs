@@ -1,12 +1,10 @@
 //! Bugs planted on purpose: each one breaks an invariant that one of the simulator's
 //! checkers guards, to prove that the checker can fail.
 //!
-//! Test support, unstable and hidden from the docs. The types always exist, so code that
-//! plants a bug needs no `#[cfg]`; only a build with the `planted-bugs` feature lets a
-//! planted bug take effect ([`ENABLED`]). Everywhere else the broker ignores them.
-
-/// Whether this build lets planted bugs take effect (the `planted-bugs` feature).
-pub const ENABLED: bool = cfg!(feature = "planted-bugs");
+//! Test support, unstable and hidden from the docs. This module, [`crate::Config::bugs`]
+//! and [`crate::Executor::plant`] exist only in a build with the `planted-bugs` feature,
+//! and so does every check of a planted bug: a product build has none of them (each check
+//! is the crate's `planted!` macro, `false` without the feature).
 
 use std::fmt;
 

@@ -37,8 +37,6 @@ struct Run {
     cpu: Option<Duration>,
 }
 
-// With the `planted-bugs` feature the options have one more field, left at its default.
-#[allow(clippy::needless_update)]
 fn campaign(seeds: u64, jobs: usize) -> Run {
     let opts = CampaignOptions { from: 0, seeds, jobs, ..CampaignOptions::default() };
     let cpu = cpu_time();

@@ -18,8 +18,8 @@ pub struct CampaignOptions {
     pub seeds: u64,
     /// Threads (0 counts as 1); the summary is the same whatever the count.
     pub jobs: usize,
-    /// A planted bug.
-    pub bug: Option<broker_core::planted::Bug>,
+    /// A planted bug (see [`RunOptions::bug`]).
+    pub bug: Option<crate::Bug>,
     /// Run every seed as a cluster of this many nodes (see [`RunOptions::nodes`]).
     pub nodes: Option<u32>,
 }

@@ -126,7 +126,7 @@ pub fn cluster_workloads() -> Vec<ClusterScript> {
 
 /// Explores every crash state of every one-broker workload, then every store-fault
 /// state of every cluster workload; `log` receives one line per workload.
-pub fn explore(bug: Option<broker_core::planted::Bug>, log: &mut dyn FnMut(String)) -> ExhaustReport {
+pub fn explore(bug: Option<crate::Bug>, log: &mut dyn FnMut(String)) -> ExhaustReport {
     let mut report = ExhaustReport::default();
     for script in workloads() {
         report.workloads += 1;
@@ -156,7 +156,7 @@ pub fn explore(bug: Option<broker_core::planted::Bug>, log: &mut dyn FnMut(Strin
 
 /// Explores every store-fault state of the cluster workloads only; `log` receives one
 /// line per workload.
-pub fn explore_cluster(bug: Option<broker_core::planted::Bug>, log: &mut dyn FnMut(String)) -> ExhaustReport {
+pub fn explore_cluster(bug: Option<crate::Bug>, log: &mut dyn FnMut(String)) -> ExhaustReport {
     let mut report = ExhaustReport::default();
     explore_cluster_into(&mut report, bug, log);
     report
@@ -166,11 +166,7 @@ pub fn explore_cluster(bug: Option<broker_core::planted::Bug>, log: &mut dyn FnM
 /// reached the store, then runs it once per operation and fault that applies to it.
 /// Up to the struck operation every run repeats the fault-free one (the same seed and a
 /// fixed latency), so the k-th operation is the same in both.
-fn explore_cluster_into(
-    report: &mut ExhaustReport,
-    bug: Option<broker_core::planted::Bug>,
-    log: &mut dyn FnMut(String),
-) {
+fn explore_cluster_into(report: &mut ExhaustReport, bug: Option<crate::Bug>, log: &mut dyn FnMut(String)) {
     for script in cluster_workloads() {
         report.cluster_workloads += 1;
         let base = RunOptions { seed: 0, bug, cluster_script: Some(script.clone()), ..RunOptions::default() };

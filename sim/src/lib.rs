@@ -26,3 +26,21 @@ pub mod workload;
 pub use runner::{run, RunOptions, RunReport, RunStats};
 pub use swarm::SwarmParams;
 pub use violation::{Checker, Violation};
+
+/// A bug planted in the core, for the options that switch one on
+/// ([`RunOptions::bug`], [`campaign::CampaignOptions::bug`], [`exhaust::explore`]).
+#[cfg(feature = "planted-bugs")]
+pub use broker_core::planted::Bug;
+
+/// A bug planted in the core: there is none in a build without the `planted-bugs`
+/// feature, so an option that switches one on is always `None`.
+#[cfg(not(feature = "planted-bugs"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Bug {}
+
+#[cfg(not(feature = "planted-bugs"))]
+impl std::fmt::Display for Bug {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {}
+    }
+}

@@ -6,6 +6,7 @@
 
 use broker_sim::campaign::{run_campaign, CampaignOptions, Summary};
 use broker_sim::runner::{run, RunOptions};
+use broker_sim::Bug;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
@@ -21,6 +22,10 @@ macro_rules! say {
 
 #[derive(Parser)]
 #[command(name = "broker-sim", about = "Deterministic simulation of broker-core: crashes, faults and checkers")]
+#[cfg_attr(
+    not(feature = "planted-bugs"),
+    command(after_help = "This build has no planted bugs: `--plant` and `bugs` need `--features planted-bugs`.")
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -39,9 +44,8 @@ enum Cmd {
         /// Threads (each seed stays single-threaded and deterministic).
         #[arg(long, default_value_t = 1)]
         jobs: usize,
-        /// Switch on a planted bug in the core (see `broker-sim bugs`).
-        #[arg(long)]
-        plant: Option<String>,
+        #[command(flatten)]
+        plant: Plant,
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
@@ -56,9 +60,8 @@ enum Cmd {
         /// The seed.
         #[arg(long)]
         seed: u64,
-        /// Switch on a planted bug in the core.
-        #[arg(long)]
-        plant: Option<String>,
+        #[command(flatten)]
+        plant: Plant,
         /// Write the event trace here, as JSON lines.
         #[arg(long)]
         trace: Option<std::path::PathBuf>,
@@ -69,26 +72,34 @@ enum Cmd {
     /// Crash after every storage operation of a few fixed workloads, under every crash
     /// mode; then strike every store operation of fixed cluster workloads with every fault.
     Exhaust {
-        /// Switch on a planted bug in the core.
-        #[arg(long)]
-        plant: Option<String>,
+        #[command(flatten)]
+        plant: Plant,
     },
     /// List the planted bugs (needs the `planted-bugs` feature).
     Bugs,
 }
 
-fn parse_bug(name: Option<String>) -> Result<Option<broker_core::planted::Bug>, String> {
-    match name {
-        None => Ok(None),
-        Some(_) if !broker_core::planted::ENABLED => Err("--plant needs a build with `--features planted-bugs`".into()),
-        Some(n) => broker_core::planted::Bug::from_name(&n)
-            .map(Some)
-            .ok_or_else(|| format!("unknown bug {n:?}; `broker-sim bugs` lists them")),
-    }
+/// The planted bug a command switches on: `--plant` exists only in a build with the
+/// `planted-bugs` feature.
+#[derive(clap::Args, Clone, Copy, Debug)]
+struct Plant {
+    /// Switch on a planted bug in the core (see `broker-sim bugs`).
+    #[cfg(feature = "planted-bugs")]
+    #[arg(long = "plant", value_name = "BUG", value_parser = parse_bug)]
+    bug: Option<Bug>,
+    /// No planted bug in this build.
+    #[cfg(not(feature = "planted-bugs"))]
+    #[arg(skip)]
+    bug: Option<Bug>,
+}
+
+#[cfg(feature = "planted-bugs")]
+fn parse_bug(name: &str) -> Result<Bug, String> {
+    Bug::from_name(name).ok_or_else(|| format!("unknown bug {name:?}; `broker-sim bugs` lists them"))
 }
 
 /// The command that replays `seed`.
-fn replay_command(seed: u64, plant: &Option<String>, nodes: Option<u32>) -> String {
+fn replay_command(seed: u64, plant: Option<Bug>, nodes: Option<u32>) -> String {
     let nodes = nodes.map(|n| format!(" --nodes {n}")).unwrap_or_default();
     match plant {
         Some(bug) => format!(
@@ -115,26 +126,28 @@ fn main() -> ExitCode {
     }
 }
 
+#[cfg(feature = "planted-bugs")]
 fn cmd_bugs() -> Result<ExitCode, String> {
-    if !broker_core::planted::ENABLED {
-        return Err("planted bugs need a build with `--features planted-bugs`".into());
-    }
-    for bug in broker_core::planted::Bug::ALL {
+    for bug in Bug::ALL {
         say!("{bug}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "planted-bugs"))]
+fn cmd_bugs() -> Result<ExitCode, String> {
+    Err("this build has no planted bugs (nor `--plant`): build with `--features planted-bugs`".into())
 }
 
 fn cmd_run(
     seeds: u64,
     from: u64,
     jobs: usize,
-    plant: Option<String>,
+    plant: Plant,
     quiet: bool,
     nodes: Option<u32>,
 ) -> Result<ExitCode, String> {
-    let bug = parse_bug(plant.clone())?;
-    let opts = CampaignOptions { from, seeds, jobs, bug, nodes };
+    let opts = CampaignOptions { from, seeds, jobs, bug: plant.bug, nodes };
     let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(seeds) };
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} seeds ({per_sec}, eta {eta})")
@@ -152,7 +165,7 @@ fn cmd_run(
         say!("first failing seed {seed}: {v}");
         let seeds: Vec<String> = summary.failures.iter().take(20).map(|(s, _)| s.to_string()).collect();
         say!("failing seeds: {}{}", seeds.join(", "), if summary.failures.len() > 20 { ", ..." } else { "" });
-        say!("replay it with:\n  {}", replay_command(*seed, &plant, nodes));
+        say!("replay it with:\n  {}", replay_command(*seed, plant.bug, nodes));
         return Ok(ExitCode::from(1));
     }
     say!();
@@ -210,12 +223,11 @@ fn print_summary(s: &Summary, wall: f64, jobs: usize) {
 
 fn cmd_replay(
     seed: u64,
-    plant: Option<String>,
+    plant: Plant,
     trace: Option<std::path::PathBuf>,
     nodes: Option<u32>,
 ) -> Result<ExitCode, String> {
-    let bug = parse_bug(plant)?;
-    let opts = RunOptions { seed, bug, keep_trace: trace.is_some(), nodes, ..RunOptions::default() };
+    let opts = RunOptions { seed, bug: plant.bug, keep_trace: trace.is_some(), nodes, ..RunOptions::default() };
     let report = run(&opts);
     say!("seed {seed}: {} events, simulated {}", report.events, report.sim_time);
     say!("params: {:?}", report.params);
@@ -247,9 +259,8 @@ fn cmd_replay(
     Ok(ExitCode::from(1))
 }
 
-fn cmd_exhaust(plant: Option<String>) -> Result<ExitCode, String> {
-    let bug = parse_bug(plant)?;
-    let report = broker_sim::exhaust::explore(bug, &mut |line| say!("{line}"));
+fn cmd_exhaust(plant: Plant) -> Result<ExitCode, String> {
+    let report = broker_sim::exhaust::explore(plant.bug, &mut |line| say!("{line}"));
     say!("explored {} crash states across {} workloads", report.states, report.workloads);
     say!("explored {} store-fault states across {} cluster workloads", report.cluster_states, report.cluster_workloads);
     if report.violations.is_empty() {

@@ -241,6 +241,7 @@ impl Sim {
         let mut exec = Executor::new(disk);
         // A journal reserve as the real one works, at a size the simulated journals need.
         exec.set_reserve_min(SIM_JOURNAL_RESERVE);
+        #[cfg(feature = "planted-bugs")]
         exec.plant(&self.config.bugs);
         self.trace.record(self.now, "start", format!("life {}", self.life));
         self.node = Some(Node {

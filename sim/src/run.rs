@@ -22,9 +22,9 @@ pub const CHAOS_LIMIT_MS: u64 = 600_000;
 pub struct RunOptions {
     /// The seed: it decides everything.
     pub seed: u64,
-    /// A planted bug to switch on in the core (takes effect only in a build with the
-    /// `planted-bugs` feature: `broker_core::planted::ENABLED`).
-    pub bug: Option<broker_core::planted::Bug>,
+    /// A planted bug to switch on in the core (there is none without the `planted-bugs`
+    /// feature: [`crate::Bug`]).
+    pub bug: Option<crate::Bug>,
     /// Keep the trace lines (for `--trace`).
     pub keep_trace: bool,
     /// Override the swarm's parameters (tests use this).
@@ -177,8 +177,11 @@ pub struct RunReport {
 
 /// The core's configuration a seed's parameters give, with `bug` planted (one broker
 /// and every cluster node alike).
-pub fn core_config(params: &SwarmParams, bug: Option<broker_core::planted::Bug>) -> Config {
-    let mut config = Config {
+pub fn core_config(
+    params: &SwarmParams,
+    #[cfg_attr(not(feature = "planted-bugs"), allow(unused_variables))] bug: Option<crate::Bug>,
+) -> Config {
+    Config {
         compaction_min_records: params.compaction_min_records,
         compaction_ratio: 2,
         removal_concurrency: params.removal_concurrency,
@@ -186,10 +189,8 @@ pub fn core_config(params: &SwarmParams, bug: Option<broker_core::planted::Bug>)
         max_batch_bytes: params.batch_limit,
         max_fetch_bytes: params.batch_limit,
         max_record_bytes: params.record_limit,
+        #[cfg(feature = "planted-bugs")]
+        bugs: bug.map(broker_core::planted::PlantedBugs::only).unwrap_or_default(),
         ..Config::default()
-    };
-    if let Some(bug) = bug {
-        config.bugs = broker_core::planted::PlantedBugs::only(bug);
     }
-    config
 }

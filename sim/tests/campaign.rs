@@ -27,7 +27,6 @@ fn same_seed_same_trace_hash_and_different_seeds_differ() {
 }
 
 #[test]
-#[allow(clippy::needless_update)] // `bug` exists only with the planted-bugs feature
 fn a_campaign_hashes_the_same_on_one_thread_and_on_two() {
     let opts = |jobs| CampaignOptions { from: 10, seeds: 40, jobs, ..CampaignOptions::default() };
     let one = run_campaign(&opts(1), &|_| {});
@@ -48,7 +47,6 @@ fn kept_trace_hashes_the_same_as_an_unkept_one() {
 }
 
 #[test]
-#[allow(clippy::needless_update)] // `bug` exists only with the planted-bugs feature
 fn default_swarm_passes_and_injects_every_fault_kind() {
     let n = seeds();
     let summary = run_campaign(&CampaignOptions { from: 0, seeds: n, jobs: 2, ..CampaignOptions::default() }, &|_| {});

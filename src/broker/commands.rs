@@ -8,7 +8,6 @@ use crate::error::BrokerError;
 use crate::ids::{LogId, RequestId, TopicId};
 use crate::journal::{JournalRecord, TopicMeta};
 use crate::placement::{check_produce, place, Placement};
-use crate::planted::Bug;
 
 impl Broker {
     pub(super) fn command(&mut self, request: RequestId, command: Command) {
@@ -55,7 +54,7 @@ impl Broker {
         settings: TopicSettings,
     ) -> Result<Option<Reply>, BrokerError> {
         self.config.check_new_topic(&name, partitions, &settings)?;
-        let taken = if self.bug(Bug::CreateChecksOnlyVisibleNames) {
+        let taken = if planted!(self.config, CreateChecksOnlyVisibleNames) {
             self.visible(&name).is_ok()
         } else {
             self.live_names.contains_key(&name)
@@ -71,7 +70,7 @@ impl Broker {
         };
         let id = TopicId(self.next_topic_id);
         self.next_topic_id = after;
-        let offset_base = if self.bug(Bug::OffsetsIgnoreFloor) { 0 } else { self.offset_floor };
+        let offset_base = if planted!(self.config, OffsetsIgnoreFloor) { 0 } else { self.offset_floor };
         let meta = TopicMeta { id, name: name.clone(), partitions, settings, offset_base };
         let seq = self.journal.push(JournalRecord::TopicCreated(meta.clone()));
         let mut topic = Topic::new(meta, false);
@@ -91,7 +90,7 @@ impl Broker {
             let ended = self.topics.get(&id).and_then(|t| t.partitions.iter().map(|p| p.journaled_end).max());
             self.offset_floor = self.offset_floor.max(ended.unwrap_or(0));
             let seq = self.journal.push(JournalRecord::TopicDeleted { id, remove_after });
-            let early_ack = self.bug(Bug::AckDeleteBeforeTombstoneDurable);
+            let early_ack = planted!(self.config, AckDeleteBeforeTombstoneDurable);
             if let Some(t) = self.topics.get_mut(&id) {
                 t.deletion = Some(Deletion {
                     stage: DeletionStage::AwaitTombstone,
@@ -108,7 +107,7 @@ impl Broker {
             self.journal_waiters.entry(seq).or_default().push(JournalWaiter::Tombstone(id));
             return Ok(early_ack.then_some(Reply::DeleteAccepted { topic: id }));
         }
-        if self.bug(Bug::DeleteIgnoresPendingDeletion) {
+        if planted!(self.config, DeleteIgnoresPendingDeletion) {
             return Err(BrokerError::TopicNotFound { name });
         }
         // Already being deleted: accepted once more, no second pipeline.
@@ -141,7 +140,7 @@ impl Broker {
         // Assign partitions and group the records into one batch per partition, in
         // ascending partition order, without touching state, so a rejection changes
         // nothing. Offsets within each batch count from 0 until the checks pass.
-        let partition = partition.filter(|_| !self.bug(Bug::NamedPartitionIgnored));
+        let partition = partition.filter(|_| !planted!(self.config, NamedPartitionIgnored));
         let Placement { batches, mut positions, cursor } = place(n, t.round_robin, partition, records);
         // The first record, in the order given, whose partition has failed.
         if let Some((p, why)) = positions.iter().find_map(|pos| {
@@ -163,7 +162,7 @@ impl Broker {
             return Err(BrokerError::Storage(format!("partition {p} of {topic:?} has run out of offsets")));
         }
         let id = t.meta.id;
-        let early_ack = self.bug(Bug::AckProduceBeforeSync);
+        let early_ack = planted!(self.config, AckProduceBeforeSync);
         // The log of partition `p` is `LogId { partition: p, ..log0 }`.
         let log0 = self.log_of(t, 0);
         let Some(t) = self.topics.get_mut(&id) else { return Err(BrokerError::TopicNotFound { name: topic.into() }) };
@@ -206,7 +205,7 @@ impl Broker {
         max_bytes: Option<u64>,
     ) -> Result<Option<Reply>, BrokerError> {
         let t = match self.visible(topic) {
-            Err(e) if self.bug(Bug::FetchServesDeletedIncarnation) => self
+            Err(e) if planted!(self.config, FetchServesDeletedIncarnation) => self
                 .deleting_names
                 .get(topic)
                 .and_then(|ids| ids.last())
@@ -239,7 +238,7 @@ impl Broker {
             return Err(BrokerError::OffsetOutOfRange { offset, high_watermark });
         }
         if offset == high_watermark {
-            if self.bug(Bug::LoseFetchAtHighWatermark) {
+            if planted!(self.config, LoseFetchAtHighWatermark) {
                 return Ok(None);
             }
             return Ok(Some(Reply::Fetched { topic: t.meta.id, records: vec![], high_watermark }));

@@ -48,7 +48,7 @@ impl Broker {
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "done")),
                 Err(e) => self.create_failed(log, e),
             },
-            PendingOp::SyncLog { log, end } if result.is_err() && self.bug(crate::planted::Bug::RetryFailedFsync) => {
+            PendingOp::SyncLog { log, end } if result.is_err() && planted!(self.config, RetryFailedFsync) => {
                 self.op(StorageOp::SyncLog { log }, PendingOp::SyncLog { log, end });
             }
             PendingOp::Append { log, end } | PendingOp::SyncLog { log, end } => match result {
@@ -188,7 +188,7 @@ impl Broker {
         if let Some(w) = part.writes.iter_mut().find(|w| w.end == end) {
             w.ops_left = w.ops_left.saturating_sub(1);
         }
-        let ack_anyway = self.bug(crate::planted::Bug::AckProduceOfDeletedTopic);
+        let ack_anyway = planted!(self.config, AckProduceOfDeletedTopic);
         let Some(topic) = self.topics.get_mut(&id) else { return };
         let deleting = topic.deletion.is_some() && !ack_anyway;
         let Some(part) = topic.partitions.get_mut(log.partition as usize) else { return };
@@ -220,7 +220,7 @@ impl Broker {
     pub(super) fn ends_durable(&mut self, id: TopicId, partition: u32, end: u64) {
         // The partition is looked up again after each reply, which needs the whole broker.
         loop {
-            let ack_anyway = self.bug(crate::planted::Bug::AckProduceOfDeletedTopic);
+            let ack_anyway = planted!(self.config, AckProduceOfDeletedTopic);
             let Some(topic) = self.topics.get_mut(&id) else { return };
             let (deleted, name) = (topic.deletion.is_some() && !ack_anyway, topic.meta.name.clone());
             let part = topic.partitions.get_mut(partition as usize);

@@ -8,7 +8,6 @@ use crate::command::Reply;
 use crate::effect::StorageOp;
 use crate::ids::{LogId, TopicId};
 use crate::journal::JournalRecord;
-use crate::planted::Bug;
 
 impl Broker {
     /// The tombstone of `id` is durable: start the physical step, and acknowledge once
@@ -22,7 +21,7 @@ impl Broker {
         }
         self.draining.insert(id);
         self.ack_drained_deletions();
-        if self.bug(Bug::FinishedAtTombstone) {
+        if planted!(self.config, FinishedAtTombstone) {
             let name = self.topics.get(&id).map(|t| t.meta.name.clone()).unwrap_or_default();
             self.notice(crate::notice::Notice::DeletionFinished { topic: id, name });
         }
@@ -32,7 +31,7 @@ impl Broker {
     /// Acknowledges the deletions whose incarnation has drained since its tombstone
     /// became durable.
     pub(super) fn ack_drained_deletions(&mut self) {
-        let at_once = self.bug(Bug::AckDeleteBeforeIoDrains);
+        let at_once = planted!(self.config, AckDeleteBeforeIoDrains);
         let drained: Vec<TopicId> = self
             .draining
             .iter()
@@ -82,10 +81,10 @@ impl Broker {
 
     /// Issues log removals up to the concurrency bound and completes finished deletions.
     pub(super) fn pump_removals(&mut self) {
-        let ignore_reads = self.bug(Bug::RemoveBeforeReadsFinish);
+        let ignore_reads = planted!(self.config, RemoveBeforeReadsFinish);
         let mut completed = Vec::new();
         let mut issue = Vec::new();
-        let bound = self.config.removal_concurrency + usize::from(self.bug(Bug::RemovalConcurrencyOffByOne));
+        let bound = self.config.removal_concurrency + usize::from(planted!(self.config, RemovalConcurrencyOffByOne));
         while self.removals_in_flight < bound {
             let Some(log) = self.strays.pop_first() else { break };
             self.removals_in_flight += 1;

@@ -472,15 +472,9 @@ impl Broker {
         self.effects.push_back(Effect::Halt(reason));
     }
 
-    /// Whether planted bug `bug` is switched on (always false without the feature, so
-    /// the compiler removes every planted branch from a product build).
-    fn bug(&self, bug: crate::planted::Bug) -> bool {
-        crate::planted::ENABLED && self.config.bugs.has(bug)
-    }
-
     /// The log that stores `partition` of `topic`.
     fn log_of(&self, topic: &Topic, partition: u32) -> LogId {
-        let id = if self.bug(crate::planted::Bug::KeyStorageByName) {
+        let id = if planted!(self.config, KeyStorageByName) {
             TopicId(crate::partitioner::murmur2(topic.meta.name.as_bytes()) as u32 as u64)
         } else {
             topic.meta.id
@@ -490,7 +484,7 @@ impl Broker {
 
     /// Finds the topic and partition a log belongs to.
     fn owner_of(&self, log: LogId) -> Option<TopicId> {
-        if self.bug(crate::planted::Bug::KeyStorageByName) {
+        if planted!(self.config, KeyStorageByName) {
             return self.topics.values().rev().find(|t| self.log_of(t, log.partition) == log).map(|t| t.meta.id);
         }
         self.topics.contains_key(&log.topic).then_some(log.topic)

@@ -15,7 +15,6 @@ use crate::error::{HaltReason, StorageError};
 use crate::ids::LogId;
 use crate::journal::{decode_journal, JournalRecord, MetaState, JOURNAL_FILE, MAX_PARTITIONS_EVER};
 use crate::notice::Notice;
-use crate::planted::Bug;
 use std::collections::BTreeSet;
 
 /// Whether a record names a topic with more partitions than any broker may create.
@@ -156,8 +155,8 @@ impl Broker {
     fn install(&mut self, meta: MetaState) {
         self.next_topic_id = meta.next_topic_id;
         self.offset_floor = meta.offset_floor;
-        let clear_deleting = self.bug(Bug::ReloadClearsDeleting);
-        let deleting_names: BTreeSet<String> = if self.bug(Bug::RecoveryDeletesRecreatedName) {
+        let clear_deleting = planted!(self.config, ReloadClearsDeleting);
+        let deleting_names: BTreeSet<String> = if planted!(self.config, RecoveryDeletesRecreatedName) {
             meta.topics.values().filter(|t| t.deleting).map(|t| t.meta.name.clone()).collect()
         } else {
             BTreeSet::new()
@@ -224,7 +223,7 @@ impl Broker {
     pub(super) fn log_opened(&mut self, log: LogId, result: Result<(u64, Vec<DamagedRange>), StorageError>) {
         let owner = self.owner_of(log);
         let first = owner.and_then(|id| self.topics.get(&id)).map_or(0, |t| t.meta.offset_base);
-        let forget_hw = self.bug(Bug::RecoveryForgetsHighWatermark);
+        let forget_hw = planted!(self.config, RecoveryForgetsHighWatermark);
         let part =
             owner.and_then(|id| self.topics.get_mut(&id)).and_then(|t| t.partitions.get_mut(log.partition as usize));
         match result {
@@ -290,7 +289,7 @@ impl Broker {
         }
         self.recovery = None;
         self.phase = Phase::Serving;
-        if self.bug(Bug::SkipResumeDeletions) || self.config.read_only {
+        if planted!(self.config, SkipResumeDeletions) || self.config.read_only {
             return;
         }
         let pending: Vec<_> = self.topics.values().filter(|t| t.deletion.is_some()).map(|t| t.meta.id).collect();

@@ -12,7 +12,7 @@ impl Node {
                 Appendable::Client(request, command) => (*request, command.clone()),
                 Appendable::Removed(topic) => {
                     // Another node's completion may be folded already: then nothing to add.
-                    if self.catalog.validate_removed(*topic) || self.planted(Bug::ClusterDoubleCompletion) {
+                    if self.catalog.validate_removed(*topic) || planted!(self.options.config, ClusterDoubleCompletion) {
                         self.append(from.clone(), EntryKind::Removed { topic: *topic });
                     }
                     continue;
@@ -34,7 +34,7 @@ impl Node {
                 }
                 Command::DeleteTopic { name } => match self.catalog.validate_delete(name) {
                     Ok(DeleteOf::Live(topic)) => {
-                        if self.planted(Bug::ClusterDeleteAcksDeleting) {
+                        if planted!(self.options.config, ClusterDeleteAcksDeleting) {
                             let deleting = self.catalog.deleting().filter(|(_, t)| t.name == *name).map(|(id, _)| id);
                             if let Some(old) = deleting.last() {
                                 self.reply(request, Ok(Reply::DeleteAccepted { topic: old }));

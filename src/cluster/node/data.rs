@@ -185,11 +185,11 @@ impl Node {
                     // The listing may have met a removal under way (segments past `end`
                     // already deleted): answered only if a second fence shows it live.
                     let reply = Err(BrokerError::OffsetOutOfRange { offset, high_watermark: end });
-                    if self.planted(Bug::ClusterUnfencedOutOfRange) {
+                    if planted!(self.options.config, ClusterUnfencedOutOfRange) {
                         self.data.work.remove(&request);
                         return self.reply(request, reply);
                     }
-                    if self.planted(Bug::ClusterSkipFence) {
+                    if planted!(self.options.config, ClusterSkipFence) {
                         return self.fetched(request, reply);
                     }
                     return self.await_fence(request, After::Fetched(reply));
@@ -234,7 +234,7 @@ impl Node {
             .collect();
         // Answered only if a fence begun after the read still shows the topic live.
         let reply = Reply::Fetched { topic, records, high_watermark };
-        if self.planted(Bug::ClusterSkipFence) {
+        if planted!(self.options.config, ClusterSkipFence) {
             return self.fetched(request, Ok(reply));
         }
         self.await_fence(request, After::Fetched(Ok(reply)));
@@ -293,7 +293,10 @@ impl Node {
         let all = parts.values().all(|p| p.written);
         let known = self.data.ends.entry((topic, partition)).or_insert(end);
         *known = (*known).max(end);
-        if all && (self.planted(Bug::ClusterProduceUnverified) || self.planted(Bug::ClusterSkipFence)) {
+        if all
+            && (planted!(self.options.config, ClusterProduceUnverified)
+                || planted!(self.options.config, ClusterSkipFence))
+        {
             self.produced(request);
         } else if all {
             self.await_fence(request, After::Produced);
@@ -331,7 +334,7 @@ impl Node {
     /// A produce that has issued a segment's create already may have had it land before
     /// the tombstone, and read: its outcome is unknown.
     pub(super) fn data_not_found(&mut self, request: RequestId) {
-        let planted = self.planted(Bug::ClusterProduceNotFoundAfterWrite);
+        let planted = planted!(self.options.config, ClusterProduceNotFoundAfterWrite);
         let reply = match self.data.work.remove(&request) {
             Some(Work::Produce { name, topic, parts, .. }) if parts.values().any(|p| p.base.is_some()) && !planted => {
                 BrokerError::OutcomeUnknown(format!(

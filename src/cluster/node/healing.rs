@@ -66,7 +66,7 @@ impl Node {
         }
         let appending =
             self.append.current.as_ref().is_some_and(|a| matches!(a.from, Appendable::Client(r, _) if r == request));
-        if appending && self.planted(Bug::ClusterUnavailableAppend) {
+        if appending && planted!(self.options.config, ClusterUnavailableAppend) {
             self.reply(request, Err(nothing_done()));
             self.requests.expired.insert(request);
             return;

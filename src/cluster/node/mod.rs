@@ -51,7 +51,6 @@ use crate::config::Config;
 use crate::error::BrokerError;
 use crate::ids::{RequestId, TopicId};
 use crate::placement::{check_produce, place, Placement};
-use crate::planted::Bug;
 use crate::time::Time;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -502,7 +501,7 @@ impl Node {
         self.retry_due(now);
         if self.fence.next_tail.is_some_and(|at| at <= now) && self.healing.broken.is_none() {
             self.fence.next_tail = Some(now.plus_millis(self.options.tail_every_ms));
-            if self.fence.round.is_none() && !self.planted(Bug::ClusterNoTailing) {
+            if self.fence.round.is_none() && !planted!(self.options.config, ClusterNoTailing) {
                 self.begin_round();
             }
         }
@@ -564,17 +563,12 @@ impl Node {
             return self.reply(request, reply);
         }
         let produce = matches!(command, Command::Produce { .. });
-        let unverified = produce && self.planted(Bug::ClusterProduceUnverified);
-        if (unverified || self.planted(Bug::ClusterSkipFence)) && self.catalog.position() > 0 {
+        let unverified = produce && planted!(self.options.config, ClusterProduceUnverified);
+        if (unverified || planted!(self.options.config, ClusterSkipFence)) && self.catalog.position() > 0 {
             self.fenced(request, command);
             return self.pump_appends();
         }
         self.await_fence(request, After::Command(command));
-    }
-
-    /// Whether a planted bug is on (only in a build with the `planted-bugs` feature).
-    fn planted(&self, bug: Bug) -> bool {
-        crate::planted::ENABLED && self.options.config.bugs.has(bug)
     }
 
     /// Holds `after` until a fence round that begins from now on has completed.
@@ -617,7 +611,9 @@ impl Node {
             // Compacted in turn: a newer one exists.
             (Purpose::FenceSnapshot(_), StoreOutput::Missing) => self.search_again(),
             (Purpose::Append, StoreOutput::Created) => self.verify_append(true),
-            (Purpose::Append, StoreOutput::Exists) if self.planted(Bug::ClusterUnconditionalAppend) => self.appended(),
+            (Purpose::Append, StoreOutput::Exists) if planted!(self.options.config, ClusterUnconditionalAppend) => {
+                self.appended()
+            }
             (Purpose::Append, StoreOutput::Exists) => self.check_append(),
             (Purpose::AppendCheck, StoreOutput::Found(bytes)) => self.append_checked(&bytes),
             (Purpose::Segments { request, partition, after }, StoreOutput::Listed { keys, more }) => {

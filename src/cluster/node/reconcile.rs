@@ -25,7 +25,7 @@ impl Node {
             _ => last,
         });
         let then = if page.more { Then::From(next) } else { Then::Done };
-        let unknown_ids = self.planted(Bug::ClusterReconcileUnknownIds);
+        let unknown_ids = planted!(self.options.config, ClusterReconcileUnknownIds);
         let orphan = |t: TopicId| {
             self.catalog.is_removed(t) || (unknown_ids && !self.catalog.live_topics().any(|(_, id, _)| id == t))
         };
