@@ -21,12 +21,10 @@
 //! deletes use a fifth of that), `BENCH_REPS` times (default 5), and the median is shown.
 //! Building the commands is not timed; dropping the replies is.
 
-use broker_core::command::StoredRecord;
-use broker_core::name::validate_topic_name;
-use broker_core::partitioner::partition_for_key;
 use broker_core::{
-    Broker, BrokerError, Command, Config, Effect, MemFs, OpOutput, OpResult, Phase, ProduceRecord, RecordPosition,
-    Reply, RequestId, StorageOp, SyncDriver, Time, TopicId, TopicSettings,
+    partition_for_key, validate_topic_name, Broker, BrokerError, Command, Config, Effect, MemFs, OpOutput, OpResult,
+    Phase, ProduceRecord, RecordPosition, Reply, RequestId, StorageOp, StoredRecord, SyncDriver, Time, TopicId,
+    TopicSettings,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;

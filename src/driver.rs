@@ -14,7 +14,10 @@ use crate::notice::Notice;
 use crate::time::Time;
 use std::collections::{BTreeMap, VecDeque};
 
-/// Runs a [`Broker`] over an [`Executor`] in one thread, deterministically.
+/// Runs a [`Broker`] over an [`Executor`] in one thread, deterministically: each storage
+/// operation is carried out over the [`FileSystem`] the moment it is issued, and timers
+/// are fired by a virtual clock. The simplest way to embed the core, and the harness of
+/// the tests.
 #[derive(Debug)]
 pub struct SyncDriver<F> {
     broker: Broker,

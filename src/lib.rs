@@ -31,36 +31,50 @@ const fn no_planted_bug(_bug: &str) -> bool {
 pub mod broker;
 mod bytes;
 pub mod cluster;
-pub mod command;
+mod command;
 mod config;
-pub mod driver;
+mod driver;
 pub mod effect;
-pub mod error;
+mod error;
 pub mod executor;
-pub mod frame;
+mod frame;
 pub mod fs;
-pub mod ids;
-pub mod journal;
-pub mod logcodec;
-pub mod memfs;
-pub mod name;
-pub mod notice;
-pub mod partitioner;
-pub(crate) mod placement;
+mod ids;
+mod journal;
+mod logcodec;
+mod memfs;
+mod name;
+mod notice;
+mod partitioner;
+mod placement;
 #[cfg(feature = "planted-bugs")]
 #[doc(hidden)]
 pub mod planted;
-pub mod time;
+mod time;
 
 pub use broker::{Broker, DamagedRecords, DeletionStatus, Phase, COMPLETED_KEPT};
 pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
 pub use config::Config;
 pub use driver::SyncDriver;
 pub use effect::{AppendRecord, DamagedRange, Effect, OpOutput, OpResult, StorageOp};
-pub use error::{BrokerError, HaltReason, StorageError};
+pub use error::{BrokerError, DecodeError, HaltReason, StorageError};
 pub use executor::Executor;
 pub use fs::FileSystem;
 pub use ids::{LogId, OpId, RequestId, TopicId};
 pub use memfs::MemFs;
+pub use name::{check_collision, validate_topic_name};
 pub use notice::{Notice, Operation};
+pub use partitioner::partition_for_key;
 pub use time::Time;
+
+// The on-disk formats, as far as the runtimes, the simulator, the testkit, the fuzz
+// targets and the tests read or write them.
+pub use frame::FRAME_HEADER_LEN;
+pub use journal::{
+    decode_commit, decode_journal, encode_compacted, encode_header, DecodedJournal, JournalRecord, MetaState,
+    PendingDeletion, Snapshot, TopicMeta, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME, MAX_PARTITIONS_EVER,
+};
+pub use logcodec::{
+    batch_bytes, damaged_ranges, decode_records, encode_log_header, encode_records, open_log, LogImage, LOG_HEADER_LEN,
+    MAX_LOG_FRAME,
+};

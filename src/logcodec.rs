@@ -274,11 +274,6 @@ impl LogOpener {
         LogOpener { log, acked, img, damage: None, unacked_frame: None }
     }
 
-    /// The offset the next valid batch must start at (or after, past damage).
-    pub fn next_offset(&self) -> u64 {
-        self.img.next_offset
-    }
-
     /// A damaged range begins at file position `start` (it ends at the next valid frame).
     pub fn damage(&mut self, start: u64, detail: String) {
         self.damage.get_or_insert((start, detail));

@@ -7,7 +7,11 @@ use crate::error::StorageError;
 use crate::fs::FileSystem;
 use std::collections::BTreeMap;
 
-/// Files in memory, by name. Cloning takes a snapshot of the whole disk.
+/// An in-memory [`FileSystem`] for tests: files by name, every operation durable at once.
+/// Cloning takes a snapshot of the whole disk.
+///
+/// A test "crashes" by dropping the broker and its executor while keeping the `MemFs`.
+/// The simulator's disk is the strict one that models lost unsynced data.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemFs {
     files: BTreeMap<String, Vec<u8>>,

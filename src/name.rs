@@ -12,8 +12,9 @@ pub fn collide(a: &str, b: &str) -> bool {
     a != b && a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| same(x, y))
 }
 
-/// Refuses `name` if it collides with one of the `live` names (see [`collide`]). Only
-/// names with a `.` or `_` can collide, so only those look through `live`.
+/// Refuses `name` if it collides with one of the `live` names: a different name that
+/// differs only in `.` against `_`, as Kafka refuses it. Only names with a `.` or `_` can
+/// collide, so only those look through `live`.
 pub fn check_collision<'a>(name: &str, mut live: impl Iterator<Item = &'a str>) -> Result<(), BrokerError> {
     if !name.contains(['.', '_']) {
         return Ok(());

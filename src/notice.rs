@@ -40,7 +40,13 @@ impl fmt::Display for Operation {
     }
 }
 
-/// Something the broker noticed that an operator should hear about.
+/// Something the broker noticed that an operator should hear about: something it found
+/// or did on its own and carried on from. A notice leaves the core as
+/// [`crate::Effect::Notice`], so a runtime prints or logs it as it comes instead of
+/// working it out from storage operations.
+///
+/// Client-facing outcomes are replies and fatal conditions are halts; a notice is neither:
+/// nothing waits for it, and a runtime that drops it loses only the message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Notice {
     /// No journal existed: the broker started a new, empty one.

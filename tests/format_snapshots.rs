@@ -7,17 +7,11 @@
 //! bytes than the layout says, and every frame checksum is recomputed here from its
 //! documented definition.
 
-use broker_core::command::{ProduceRecord, TopicSettings};
 use broker_core::effect::{AppendRecord, OpOutput, StorageOp};
-use broker_core::error::DecodeError;
-use broker_core::journal::{
-    encode_header, JournalRecord, PendingDeletion, Snapshot, TopicMeta, JOURNAL_COPY_ALIGN, JOURNAL_FILE,
-    JOURNAL_FIRST_FRAME,
-};
-use broker_core::logcodec::{encode_log_header, encode_records};
 use broker_core::{
-    Broker, BrokerError, Command, Config, Effect, HaltReason, LogId, MemFs, OpId, RequestId, StorageError, SyncDriver,
-    Time, TopicId,
+    encode_header, encode_log_header, encode_records, Broker, BrokerError, Command, Config, DecodeError, Effect,
+    HaltReason, JournalRecord, LogId, MemFs, OpId, PendingDeletion, ProduceRecord, RequestId, Snapshot, StorageError,
+    SyncDriver, Time, TopicId, TopicMeta, TopicSettings, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
 };
 use std::fmt::Write;
 

@@ -11,15 +11,11 @@
 use broker_core::cluster::catalog::Catalog;
 use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use broker_core::cluster::{segment, snapshot};
-use broker_core::command::{ProduceRecord, TopicSettings};
 use broker_core::effect::AppendRecord;
-use broker_core::frame::FRAME_HEADER_LEN;
-use broker_core::ids::{LogId, TopicId};
-use broker_core::journal::{
-    encode_compacted, encode_header, JournalRecord, MetaState, PendingDeletion, Snapshot, TopicMeta,
+use broker_core::{
+    encode_compacted, encode_header, encode_log_header, encode_records, JournalRecord, LogId, MetaState,
+    PendingDeletion, ProduceRecord, Snapshot, Time, TopicId, TopicMeta, TopicSettings, FRAME_HEADER_LEN,
 };
-use broker_core::logcodec::{encode_log_header, encode_records};
-use broker_core::Time;
 use broker_testkit::fuzzing::cluster_objects::{run_cluster_objects, Objects, ObjectsInput};
 use broker_testkit::fuzzing::{
     describe_core_commands, fuzz_cluster_objects, fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode,

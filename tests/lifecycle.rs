@@ -2,10 +2,9 @@
 //! sync, deletion racing in-flight I/O, re-creation during deletion, repeated deletes
 //! and removal retries.
 
-use broker_core::journal::JournalRecord;
-use broker_core::partitioner::partition_for_key;
 use broker_core::{
-    BrokerError, Command, Config, Effect, LogId, MemFs, Phase, ProduceRecord, Reply, StorageOp, SyncDriver, TopicId,
+    partition_for_key, BrokerError, Command, Config, Effect, JournalRecord, LogId, MemFs, Phase, ProduceRecord, Reply,
+    StorageOp, SyncDriver, TopicId,
 };
 use broker_testkit::*;
 

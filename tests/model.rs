@@ -9,10 +9,9 @@
 //! against a broker with a bug switched on, and asserts that the model fails and that
 //! the failure shrinks to a short sequence.
 
-use broker_core::partitioner::partition_for_key;
 use broker_core::{
-    BrokerError, Command, Config, LogId, MemFs, Phase, ProduceRecord, RecordPosition, Reply, StoredRecord, SyncDriver,
-    TopicDescription, TopicId, TopicSettings,
+    partition_for_key, BrokerError, Command, Config, LogId, MemFs, Phase, ProduceRecord, RecordPosition, Reply,
+    StoredRecord, SyncDriver, TopicDescription, TopicId, TopicSettings,
 };
 use proptest::prelude::*;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};

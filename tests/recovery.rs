@@ -2,13 +2,10 @@
 //! and corrupted journals, restored offsets, stray logs, and journal compaction.
 
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, MAX_JOURNAL_BACKUPS};
-use broker_core::journal::{
-    decode_journal, encode_header, JournalRecord, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
-};
-use broker_core::logcodec::encode_log_header;
 use broker_core::{
-    BrokerError, Command, Config, FileSystem, HaltReason, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, Time,
-    TopicId,
+    decode_journal, encode_header, encode_log_header, BrokerError, Command, Config, FileSystem, HaltReason,
+    JournalRecord, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, Time, TopicId, JOURNAL_COPY_ALIGN, JOURNAL_FILE,
+    JOURNAL_FIRST_FRAME,
 };
 use broker_testkit::*;
 
@@ -34,7 +31,7 @@ fn assert_finished(fs: &MemFs, broker: &broker_core::Broker, doomed: TopicId) {
     assert!(logs_of(fs, doomed).is_empty(), "logs of {doomed} remain: {:?}", fs.names());
     // Completion is journaled: replaying the journal (snapshot plus later records, or
     // a compacted snapshot that no longer names the topic) forgets the topic.
-    let state = broker_core::journal::MetaState::replay(&journal_records(fs));
+    let state = broker_core::MetaState::replay(&journal_records(fs));
     assert!(
         !state.topics.contains_key(&doomed),
         "the journal does not record {doomed} as completed:\n{}",
@@ -706,7 +703,7 @@ fn compaction_during_a_pending_deletion_keeps_the_deletion() {
 
 #[test]
 fn a_journal_naming_an_absurd_partition_count_is_refused_not_allocated() {
-    use broker_core::journal::{encode_compacted, Snapshot, TopicMeta, MAX_PARTITIONS_EVER};
+    use broker_core::{encode_compacted, Snapshot, TopicMeta, MAX_PARTITIONS_EVER};
     let meta = TopicMeta {
         id: TopicId(0),
         name: "huge".into(),
@@ -873,7 +870,7 @@ fn a_log_with_nothing_acknowledged_and_a_garbled_header_starts_afresh() {
     // Both partitions take records: find a key for the empty one.
     let key = (0..100)
         .map(|i| format!("key-{i}"))
-        .find(|k| broker_core::partitioner::partition_for_key(k.as_bytes(), 2) == empty.partition)
+        .find(|k| broker_core::partition_for_key(k.as_bytes(), 2) == empty.partition)
         .unwrap();
     assert_eq!(produced(d.request(produce_keyed("t", &[(&key, "after")]))), vec![(empty.partition, 0)]);
     let (records, _) = fetched(d.request(fetch("t", empty.partition, 0, 10)));

@@ -2,11 +2,9 @@
 //! malformed, failed, duplicate and unknown completions and timers never panic the
 //! broker, which answers with errors, retries, or halts.
 
-use broker_core::command::StoredRecord;
-use broker_core::journal::JOURNAL_FILE;
 use broker_core::{
     BrokerError, Command, Config, Effect, HaltReason, LogId, MemFs, OpId, OpOutput, Phase, Reply, RequestId,
-    StorageError, StorageOp, SyncDriver, Time, TopicId, TopicSettings,
+    StorageError, StorageOp, StoredRecord, SyncDriver, Time, TopicId, TopicSettings, JOURNAL_FILE,
 };
 use broker_testkit::*;
 use proptest::prelude::*;
@@ -261,10 +259,8 @@ fn a_log_record_claiming_the_last_offset_does_not_panic_recovery() {
     // Damage followed by a well-formed record at offset u64::MAX: the disk, not the core, is wrong.
     let mut fs = disk_with_topic();
     let log = LogId { topic: TopicId(0), partition: 0 };
-    let absurd = broker_core::logcodec::encode_records(
-        log,
-        &[broker_core::AppendRecord { offset: u64::MAX, record: rec(None, "z") }],
-    );
+    let absurd =
+        broker_core::encode_records(log, &[broker_core::AppendRecord { offset: u64::MAX, record: rec(None, "z") }]);
     let file = fs.file_mut(&log.file_name()).unwrap();
     file.extend_from_slice(&[0xff; 12]);
     file.extend_from_slice(&absurd);
@@ -421,7 +417,7 @@ fn disk_with_topic() -> MemFs {
     let stray = LogId { topic: TopicId(40), partition: 0 };
     use broker_core::FileSystem;
     fs.create(&stray.file_name()).unwrap();
-    fs.write_at(&stray.file_name(), 0, &broker_core::logcodec::encode_log_header(stray)).unwrap();
+    fs.write_at(&stray.file_name(), 0, &broker_core::encode_log_header(stray)).unwrap();
     fs
 }
 

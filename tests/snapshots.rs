@@ -60,8 +60,8 @@ fn produce_trace() {
         produced(d.request(produce("orders", &["a", "b", "c"])));
     });
     // Kafka's default partitioner placed the keyed records.
-    assert_eq!(broker_core::partitioner::partition_for_key(b"customer-7", 2), 1);
-    assert_eq!(broker_core::partitioner::partition_for_key(b"customer-8", 2), 0);
+    assert_eq!(broker_core::partition_for_key(b"customer-7", 2), 1);
+    assert_eq!(broker_core::partition_for_key(b"customer-8", 2), 0);
     line_of(&text, "Append t0/p1 [0: key=\"customer-7\"");
     // Each partition write is appended, then synced, then acknowledged.
     let first_reply = lines_of(&text, "Ok(Produced")[0];

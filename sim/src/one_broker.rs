@@ -17,10 +17,9 @@ use crate::trace::{render_command, render_effect, render_op, render_result, Trac
 use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
-use broker_core::journal::{decode_journal, DecodedJournal, JOURNAL_FILE};
 use broker_core::{
-    Broker, BrokerError, Command, Config, Effect, Executor, LogId, OpId, OpResult, Phase, Reply, RequestId, StorageOp,
-    Time, TopicId,
+    decode_journal, Broker, BrokerError, Command, Config, DecodedJournal, Effect, Executor, LogId, OpId, OpResult,
+    Phase, Reply, RequestId, StorageOp, Time, TopicId, JOURNAL_FILE,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -382,7 +381,7 @@ impl Sim {
             self.outstanding[c] += 1;
             self.stats.commands += 1;
             if let Command::Produce { records, .. } = &cmd {
-                let bytes = broker_core::logcodec::batch_bytes(records);
+                let bytes = broker_core::batch_bytes(records);
                 let largest = records.iter().map(|r| r.key.as_ref().map_or(0, Vec::len) + r.value.len()).max();
                 self.stats.large_batches += u64::from(bytes > crate::disk::SECTOR_SIZE);
                 self.stats.batches_over_limit +=

@@ -138,7 +138,7 @@ impl SwarmParams {
             removal_concurrency: r.between(1, 4) as usize,
             value_pad: *r.pick(&[48, 48, 2_000]).unwrap_or(&48),
             big_batch: *r.pick(&[0.0, 0.0, 0.02, 0.1]).unwrap_or(&0.0),
-            batch_limit: *r.pick(&[4 << 10, 64 << 10, broker_core::logcodec::MAX_LOG_FRAME as u64]).unwrap_or(&0),
+            batch_limit: *r.pick(&[4 << 10, 64 << 10, broker_core::MAX_LOG_FRAME as u64]).unwrap_or(&0),
             record_limit: *r.pick(&[1 << 10, 1 << 20]).unwrap_or(&(1 << 20)),
             disk_capacity: if faults && r.chance(0.3) { r.between(24 << 10, 256 << 10) } else { 0 },
             read_only_after_error: rate(&mut r, 0.2),

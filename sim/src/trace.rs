@@ -1,9 +1,9 @@
 //! The event trace of one run: every input and output, rendered compactly, hashed
 //! (FNV-1a 64) so two runs of a seed can be compared bit for bit, and optionally kept.
 
-use broker_core::journal::JournalRecord;
-use broker_core::logcodec::batch_bytes;
-use broker_core::{BrokerError, Command, Effect, OpOutput, OpResult, Reply, StorageOp, Time};
+use broker_core::{
+    batch_bytes, BrokerError, Command, Effect, JournalRecord, OpOutput, OpResult, Reply, StorageOp, Time,
+};
 use std::fmt::Write as _;
 
 /// One trace line.
@@ -89,7 +89,7 @@ fn crc(bytes: &[u8]) -> u32 {
 /// Renders the journal records in an append, decoded with the journal's epoch.
 pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
     let mut out = String::new();
-    let decoded: Vec<Result<JournalRecord, String>> = match broker_core::journal::decode_commit(bytes, epoch) {
+    let decoded: Vec<Result<JournalRecord, String>> = match broker_core::decode_commit(bytes, epoch) {
         Ok(recs) => recs.into_iter().map(Ok).collect(),
         Err(e) => vec![Err(e)],
     };

@@ -167,7 +167,7 @@ impl Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use broker_core::logcodec::{batch_bytes, MAX_LOG_FRAME};
+    use broker_core::{batch_bytes, MAX_LOG_FRAME};
 
     /// Produces range from a few bytes to past every limit: the batch limit of each
     /// seed, the record limit, and one whole log frame.

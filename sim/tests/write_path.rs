@@ -4,10 +4,9 @@
 //! failure a user met on Linux; each fails on the executor as it was before its fix.
 
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_RESERVE_FILE, JOURNAL_TMP_FILE};
-use broker_core::journal::JOURNAL_FILE;
 use broker_core::{
     AppendRecord, Config, Executor, FileSystem, LogId, OpOutput, Phase, ProduceRecord, Reply, StorageError, StorageOp,
-    SyncDriver, TopicId,
+    SyncDriver, TopicId, JOURNAL_FILE,
 };
 use broker_sim::disk::{CrashMode, DiskFaults, SimDisk, BLOCK_SIZE};
 use broker_testkit::commands::{create, created, delete, fetch, fetched, produce};
@@ -142,7 +141,7 @@ fn a_retried_open_makes_a_cut_durable_whose_fsync_failed() {
 /// tail: cut on open, never a reason to refuse the log.
 #[test]
 fn frames_left_past_the_acknowledged_end_are_cut_not_taken_for_damage() {
-    use broker_core::logcodec::{encode_log_header, encode_records};
+    use broker_core::{encode_log_header, encode_records};
     let frames = |rs: &[Vec<AppendRecord>]| -> Vec<u8> {
         let mut out = encode_log_header(LOG);
         rs.iter().for_each(|r| out.extend(encode_records(LOG, r)));

@@ -1,7 +1,6 @@
 //! Small builders of commands, and unwrappers of the replies tests expect.
 
-use broker_core::command::StoredRecord;
-use broker_core::{BrokerError, Command, ProduceRecord, Reply, TopicSettings};
+use broker_core::{BrokerError, Command, ProduceRecord, Reply, StoredRecord, TopicSettings};
 
 /// `CreateTopic` with default settings.
 pub fn create(name: &str, partitions: u32) -> Command {

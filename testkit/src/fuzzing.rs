@@ -26,21 +26,15 @@ use crate::hand::Hand;
 use crate::ledger::Ledger;
 use arbitrary::Unstructured;
 use broker_core::broker::Phase;
-use broker_core::command::{Command, ProduceRecord, Reply, StoredRecord, TopicSettings};
 use broker_core::effect::{AppendRecord, Effect, OpOutput, StorageOp};
-use broker_core::error::{BrokerError, StorageError};
 use broker_core::executor::Executor;
 use broker_core::fs::FileSystem;
-use broker_core::ids::{LogId, OpId, RequestId, TopicId};
-use broker_core::journal::{
-    decode_journal, encode_compacted, encode_header, JournalRecord, MetaState, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
+use broker_core::{
+    damaged_ranges, decode_journal, decode_records, encode_compacted, encode_header, encode_log_header, encode_records,
+    open_log, partition_for_key, BrokerError, Command, Config, JournalRecord, LogId, LogImage, MemFs, MetaState, OpId,
+    ProduceRecord, Reply, RequestId, StorageError, StoredRecord, TopicId, TopicSettings, JOURNAL_FILE,
+    JOURNAL_FIRST_FRAME, LOG_HEADER_LEN,
 };
-use broker_core::logcodec::{
-    damaged_ranges, decode_records, encode_log_header, encode_records, open_log, LogImage, LOG_HEADER_LEN,
-};
-use broker_core::memfs::MemFs;
-use broker_core::partitioner::partition_for_key;
-use broker_core::Config;
 use std::collections::{BTreeMap, BTreeSet};
 
 // ---------------------------------------------------------------------------------------
@@ -93,8 +87,7 @@ pub fn fuzz_journal_decode(data: &[u8]) {
         JournalRecord::encode_batch(records, decoded.epoch, &mut again);
     }
     let redecoded = decode_journal(&again).expect("a re-encoded journal decodes");
-    let records =
-        |d: &broker_core::journal::DecodedJournal| d.records.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>();
+    let records = |d: &broker_core::DecodedJournal| d.records.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>();
     assert_eq!(records(&redecoded), records(&decoded), "re-encoding keeps every record");
     assert!(redecoded.repaired.is_empty() && redecoded.torn_tail.is_none());
     let end = match &decoded.torn_tail {
@@ -135,8 +128,8 @@ fn refuses_to_recover(journal: &[u8]) {
     fs.create(JOURNAL_FILE).expect("memfs create");
     fs.write_at(JOURNAL_FILE, 0, journal).expect("memfs write");
     let before = fs.clone();
-    let d = broker_core::driver::SyncDriver::start(Config::default(), fs);
-    assert!(matches!(d.halted(), Some(broker_core::error::HaltReason::CorruptJournal { .. })), "{:?}", d.halted());
+    let d = broker_core::SyncDriver::start(Config::default(), fs);
+    assert!(matches!(d.halted(), Some(broker_core::HaltReason::CorruptJournal { .. })), "{:?}", d.halted());
     assert_eq!(d.fs(), &before, "a refused start changes nothing");
 }
 
@@ -146,14 +139,14 @@ fn recover_from_journal(journal: &[u8], state: &MetaState) {
     let mut fs = MemFs::new();
     fs.create(JOURNAL_FILE).expect("memfs create");
     fs.write_at(JOURNAL_FILE, 0, journal).expect("memfs write");
-    let mut d = broker_core::driver::SyncDriver::start(Config::default(), fs);
+    let mut d = broker_core::SyncDriver::start(Config::default(), fs);
     d.settle(10_000);
     assert_eq!(d.halted(), None, "a decodable journal recovers");
     assert_eq!(d.phase(), Phase::Serving);
     assert!(d.broker().pending_deletions().is_empty(), "deletions finish");
     let live: BTreeSet<TopicId> = d.broker().live_topics().iter().map(|t| t.id).collect();
     for (id, t) in &state.topics {
-        if !t.deleting && broker_core::name::validate_topic_name(&t.meta.name).is_ok() {
+        if !t.deleting && broker_core::validate_topic_name(&t.meta.name).is_ok() {
             // Several live incarnations may share a name; the newest answers for it.
             let newest = state.topics.values().rev().find(|o| !o.deleting && o.meta.name == t.meta.name);
             if newest.map(|o| o.meta.id) == Some(*id) {
@@ -178,12 +171,11 @@ fn recover_from_journal(journal: &[u8], state: &MetaState) {
         ),
     }
     let before = d.broker().live_topics();
-    let mut again = broker_core::driver::SyncDriver::start(Config::default(), d.crash());
+    let mut again = broker_core::SyncDriver::start(Config::default(), d.crash());
     again.settle(10_000);
     assert_eq!(again.halted(), None, "the recovered journal recovers again");
     let after = again.broker().live_topics();
-    let ids =
-        |v: &[broker_core::command::TopicDescription]| v.iter().map(|t| (t.id, t.name.clone())).collect::<Vec<_>>();
+    let ids = |v: &[broker_core::TopicDescription]| v.iter().map(|t| (t.id, t.name.clone())).collect::<Vec<_>>();
     assert_eq!(ids(&before), ids(&after), "a restart keeps the live topics");
 }
 
@@ -796,7 +788,7 @@ impl Oracle {
         }
     }
 
-    fn check_described(&self, t: &broker_core::command::TopicDescription) {
+    fn check_described(&self, t: &broker_core::TopicDescription) {
         assert_eq!(t.high_watermarks.len(), t.partitions as usize);
         if let Some((name, partitions)) = self.created.get(&t.id) {
             assert_eq!((name, partitions), (&t.name, &t.partitions), "topic {} changed", t.id);

@@ -2,9 +2,10 @@
 //! (journal appends decoded into their record kinds), for snapshots and failure
 //! messages; and readers of what a `MemFs` holds.
 
-use broker_core::command::StoredRecord;
-use broker_core::journal::{decode_journal, JournalRecord, TopicMeta, JOURNAL_FILE};
-use broker_core::{AppendRecord, BrokerError, Effect, LogId, MemFs, Reply, StorageOp};
+use broker_core::{
+    decode_journal, AppendRecord, BrokerError, Effect, JournalRecord, LogId, MemFs, Reply, StorageOp, StoredRecord,
+    TopicMeta, JOURNAL_FILE,
+};
 use std::fmt::Write as _;
 
 /// Every log file in the file system, parsed back to its id.
@@ -60,7 +61,7 @@ pub fn record_text(r: &JournalRecord) -> String {
 
 /// Decodes the records of one `AppendJournal` (one commit, salted with `epoch`).
 pub fn decode_appended(bytes: &[u8], epoch: u64) -> Result<Vec<JournalRecord>, String> {
-    broker_core::journal::decode_commit(bytes, epoch)
+    broker_core::decode_commit(bytes, epoch)
 }
 
 fn append_records_text(records: &[AppendRecord]) -> String {

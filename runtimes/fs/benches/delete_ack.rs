@@ -23,8 +23,7 @@
 
 mod common;
 
-use broker_core::logcodec::batch_bytes;
-use broker_core::{Command, ProduceRecord, Reply, TopicSettings};
+use broker_core::{batch_bytes, Command, ProduceRecord, Reply, TopicSettings};
 use broker_fs::{Driver, DriverOptions};
 use common::{fmt, median, settle};
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //!
 //! Records carry no key and a 100-byte value. The raw loop appends, to a file in the
 //! data directory, exactly the bytes the executor appends for each batch (the framed,
-//! checksummed batch from `logcodec::encode_records`), with `write` then `fdatasync`
+//! checksummed batch from `broker_core::encode_records`), with `write` then `fdatasync`
 //! (`File::sync_data`, what the runtime calls) per batch, through one open descriptor.
 //! Broker and raw loop take turns in short slices (`BROKER_FS_BENCH_SLICES`, default
 //! 16, sharing `BROKER_FS_BENCH_SECS` seconds per side, default 4), so that both see the
@@ -20,8 +20,7 @@
 mod common;
 
 use broker_core::effect::AppendRecord;
-use broker_core::logcodec::encode_records;
-use broker_core::{Command, LogId, ProduceRecord, Reply, TopicSettings};
+use broker_core::{encode_records, Command, LogId, ProduceRecord, Reply, TopicSettings};
 use broker_fs::{Driver, DriverOptions};
 use common::setting;
 use std::io::Write;

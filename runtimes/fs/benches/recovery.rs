@@ -22,8 +22,7 @@
 
 mod common;
 
-use broker_core::journal::JOURNAL_FILE;
-use broker_core::{Command, Config, MemFs, Phase, ProduceRecord, SyncDriver, TopicSettings};
+use broker_core::{Command, Config, MemFs, Phase, ProduceRecord, SyncDriver, TopicSettings, JOURNAL_FILE};
 use broker_fs::{Driver, DriverOptions};
 use common::{fmt, fmt_bytes, median, setting};
 use std::path::Path;

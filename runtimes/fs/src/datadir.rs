@@ -12,8 +12,7 @@
 use crate::realfs::{is_symlink, no_follow, sync_directory};
 use crate::report::{DriverError, Notice};
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_RESERVE_FILE, JOURNAL_TMP_FILE};
-use broker_core::journal::JOURNAL_FILE;
-use broker_core::LogId;
+use broker_core::{LogId, JOURNAL_FILE};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::path::Path;

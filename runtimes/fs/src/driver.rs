@@ -56,7 +56,7 @@ pub struct DriverOptions {
 /// never by a count no Kafka client knows of. The core's default, 10,000, is what
 /// librdkafka puts in one batch by default; a producer with a larger `batch.size` sends
 /// more small records than that.
-pub const MAX_BATCH_RECORDS: usize = broker_core::logcodec::MAX_LOG_FRAME / broker_kafka::batches::MIN_STORED;
+pub const MAX_BATCH_RECORDS: usize = broker_core::MAX_LOG_FRAME / broker_kafka::batches::MIN_STORED;
 
 /// The core's configuration as broker-fs runs it: the core's defaults, with a produce's
 /// record count at [`MAX_BATCH_RECORDS`].

@@ -120,11 +120,11 @@ fn a_corrupt_journal_middle_refuses_to_start_naming_file_and_offset() {
     let mut bytes = std::fs::read(&journal).unwrap();
     // Damage both copies of a commit with one after it (the journal holds the snapshot
     // each start writes, then the last creation).
-    let decoded = broker_core::journal::decode_journal(&bytes).unwrap();
+    let decoded = broker_core::decode_journal(&bytes).unwrap();
     assert_eq!(decoded.records.len(), 2);
     let middle = decoded.records[0].0 as usize;
     let len = u32::from_le_bytes(bytes[middle..middle + 4].try_into().unwrap()) as usize;
-    let copy_b = (middle + 9 + len).next_multiple_of(broker_core::journal::JOURNAL_COPY_ALIGN);
+    let copy_b = (middle + 9 + len).next_multiple_of(broker_core::JOURNAL_COPY_ALIGN);
     bytes[middle + 10] ^= 0x5a;
     bytes[copy_b + 10] ^= 0x5a;
     std::fs::write(&journal, &bytes).unwrap();

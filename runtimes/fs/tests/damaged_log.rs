@@ -2,8 +2,9 @@
 //! run of zeros, as a lost extent reads back) between valid frames, and again as a
 //! tail, is searched a window at a time.
 
-use broker_core::logcodec::{encode_log_header, encode_records};
-use broker_core::{AppendRecord, Executor, LogId, OpOutput, ProduceRecord, StorageOp, TopicId};
+use broker_core::{
+    encode_log_header, encode_records, AppendRecord, Executor, LogId, OpOutput, ProduceRecord, StorageOp, TopicId,
+};
 use broker_fs::RealFs;
 use std::os::unix::fs::FileExt;
 

@@ -13,7 +13,7 @@
 mod common;
 
 use base64::Engine as _;
-use broker_core::partitioner::partition_for_key;
+use broker_core::partition_for_key;
 use common::{cli_ok, log_files, KafkaServer, TempDir};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

@@ -22,7 +22,7 @@
 //!   (and made durable) all the same, and a failure closes the connection.
 //! - **Partitioning** is the client's: a produce lands in the partition it names.
 //!   Kafka's Java client and kafka-python choose `murmur2(key) % partitions`, the core's
-//!   own [`broker_core::partitioner`]; librdkafka does with `partitioner=murmur2_random`.
+//!   own [`broker_core::partition_for_key`]; librdkafka does with `partitioner=murmur2_random`.
 //!
 //! The listener runs on a tokio runtime of its own and serves any broker behind the
 //! [`Broker`] trait: every request becomes commands passed to it, answered in the order

@@ -22,8 +22,7 @@
 
 use crate::model::{label, Model, Seen};
 use crate::violation::{Checker, Flags};
-use broker_core::partitioner::partition_for_key;
-use broker_core::{BrokerError, Command, Reply};
+use broker_core::{partition_for_key, BrokerError, Command, Reply};
 
 /// Judges one part of a reply, against the model as folded up to it.
 pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>) {

@@ -4,8 +4,7 @@
 //! exactly those of the live topics.
 
 use crate::disk::SimDisk;
-use broker_core::journal::{decode_journal, MetaState, JOURNAL_FILE};
-use broker_core::{LogId, TopicDescription};
+use broker_core::{decode_journal, LogId, MetaState, TopicDescription, JOURNAL_FILE};
 use std::collections::BTreeSet;
 
 /// What breaks the invariant on the durable disk right after a crash.

@@ -7,9 +7,7 @@ use broker_core::cluster::catalog::{Catalog, Folded, Incarnation};
 use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use broker_core::cluster::segment::{self, Segment};
 use broker_core::cluster::snapshot;
-use broker_core::command::{ProduceRecord, TopicSettings};
-use broker_core::error::DecodeError;
-use broker_core::ids::TopicId;
+use broker_core::{DecodeError, ProduceRecord, TopicId, TopicSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use super::objects_input::{Objects, ObjectsInput, MAX_FRAME_KIND};

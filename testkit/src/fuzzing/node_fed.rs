@@ -10,10 +10,7 @@ use broker_core::cluster::node::{Node, NodeEffect, NodeOptions};
 use broker_core::cluster::segment;
 use broker_core::cluster::snapshot;
 use broker_core::cluster::store::StoreOp;
-use broker_core::command::{Command, ProduceRecord, Reply, TopicSettings};
-use broker_core::error::BrokerError;
-use broker_core::ids::{RequestId, TopicId};
-use broker_core::{Config, Time};
+use broker_core::{BrokerError, Command, Config, ProduceRecord, Reply, RequestId, Time, TopicId, TopicSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The seq of the snapshot planted (the journal holds entries after it only).

@@ -2,7 +2,7 @@
 //! they are read under, and whether the target frames them first.
 
 use broker_core::cluster::{entry, segment, snapshot};
-use broker_core::ids::TopicId;
+use broker_core::TopicId;
 
 /// Which objects an input's bytes are decoded as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -98,7 +98,7 @@ fn produce_chunks(records: Vec<ProduceRecord>, max_bytes: u64) -> Vec<Vec<Produc
     let mut chunks: Vec<Vec<ProduceRecord>> = Vec::new();
     let mut bytes = 0;
     for record in records {
-        let size = broker_core::logcodec::batch_bytes([&record]);
+        let size = broker_core::batch_bytes([&record]);
         match chunks.last_mut() {
             // A batch's fixed header counts once: `size` includes it again.
             Some(chunk) if chunk.len() < PRODUCE_CHUNK && bytes + size - 12 <= max_bytes => {

@@ -118,7 +118,7 @@ fn name_is_free(name: &str, live: &[String]) -> Result<(), BrokerError> {
     if live.iter().any(|l| l == name) {
         return Err(BrokerError::TopicAlreadyExists { name: name.to_string() });
     }
-    broker_core::name::check_collision(name, live.iter().map(String::as_str))
+    broker_core::check_collision(name, live.iter().map(String::as_str))
 }
 
 /// The result of a topic created (or that a create which only validates would create).
