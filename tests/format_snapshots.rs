@@ -13,6 +13,7 @@ use broker_core::{
     HaltReason, JournalRecord, LogId, MemFs, OpId, PendingDeletion, ProduceRecord, RequestId, Snapshot, StorageError,
     SyncDriver, Time, TopicId, TopicMeta, TopicSettings, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
 };
+use broker_testkit::commands::topic_meta;
 use std::fmt::Write;
 
 /// One field of a documented layout.
@@ -95,16 +96,6 @@ const META: [(&str, F); 6] = [
 
 const EPOCH: u64 = 7;
 
-fn meta(id: u64, name: &str, partitions: u32, grace: u64) -> TopicMeta {
-    TopicMeta {
-        id: TopicId(id),
-        name: name.into(),
-        partitions,
-        settings: TopicSettings { deletion_grace_ms: grace },
-        offset_base: 0,
-    }
-}
-
 /// Checks one commit of a journal as documented (copy A salted with the epoch, zeros up
 /// to the next 4 KiB boundary, copy B with the same kind and payload salted with
 /// `!(epoch ^ position * 0x9e3779b97f4a7c15)`) and returns copy A.
@@ -139,7 +130,10 @@ fn journal_header() {
 
 #[test]
 fn journal_topic_created() {
-    let f = journal_frame(&JournalRecord::TopicCreated(TopicMeta { offset_base: 1_000, ..meta(42, "orders", 3, 250) }));
+    let f = journal_frame(&JournalRecord::TopicCreated(TopicMeta {
+        offset_base: 1_000,
+        ..topic_meta(42, "orders", 3, 250)
+    }));
     insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &META])));
 }
 
@@ -173,9 +167,9 @@ fn journal_snapshot() {
     let snapshot = Snapshot {
         next_topic_id: 44,
         offset_floor: 1_017,
-        live: vec![TopicMeta { offset_base: 1_017, ..meta(43, "audit", 1, 0) }],
+        live: vec![TopicMeta { offset_base: 1_017, ..topic_meta(43, "audit", 1, 0) }],
         deleting: vec![PendingDeletion {
-            topic: TopicMeta { offset_base: 1_000, ..meta(42, "orders", 3, 250) },
+            topic: TopicMeta { offset_base: 1_000, ..topic_meta(42, "orders", 3, 250) },
             remove_after: Time(250_000),
             removed: vec![0, 2],
         }],

@@ -16,6 +16,7 @@ use broker_core::{
     encode_compacted, encode_header, encode_log_header, encode_records, JournalRecord, LogId, MetaState,
     PendingDeletion, ProduceRecord, Snapshot, Time, TopicId, TopicMeta, TopicSettings, FRAME_HEADER_LEN,
 };
+use broker_testkit::commands::topic_meta;
 use broker_testkit::fuzzing::cluster_objects::{run_cluster_objects, Objects, ObjectsInput};
 use broker_testkit::fuzzing::{
     describe_core_commands, fuzz_cluster_objects, fuzz_core_commands, fuzz_journal_decode, fuzz_log_decode,
@@ -81,16 +82,6 @@ fn every_target_passes_its_corpus() {
 // Seed generation
 // ----------------------------------------------------------------------------------
 
-fn meta(id: u64, name: &str, partitions: u32, grace: u64) -> TopicMeta {
-    TopicMeta {
-        id: TopicId(id),
-        name: name.into(),
-        partitions,
-        settings: TopicSettings { deletion_grace_ms: grace },
-        offset_base: 0,
-    }
-}
-
 fn journal(epoch: u64, records: &[JournalRecord]) -> Vec<u8> {
     let mut out = encode_header(epoch);
     for r in records {
@@ -101,8 +92,8 @@ fn journal(epoch: u64, records: &[JournalRecord]) -> Vec<u8> {
 
 fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let history = vec![
-        JournalRecord::TopicCreated(meta(0, "orders", 3, 0)),
-        JournalRecord::TopicCreated(meta(1, "audit", 1, 500)),
+        JournalRecord::TopicCreated(topic_meta(0, "orders", 3, 0)),
+        JournalRecord::TopicCreated(topic_meta(1, "audit", 1, 500)),
         JournalRecord::TopicDeleted { id: TopicId(0), remove_after: Time(2_500) },
         JournalRecord::PartitionRemoved { id: TopicId(0), partition: 1 },
         JournalRecord::PartitionRemoved { id: TopicId(0), partition: 0 },
@@ -113,11 +104,11 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
         next_topic_id: 9,
         offset_floor: 40,
         live: vec![
-            TopicMeta { offset_base: 30, ..meta(3, "orders", 2, 0) },
-            TopicMeta { offset_base: 40, ..meta(7, "audit", 1, 5) },
+            TopicMeta { offset_base: 30, ..topic_meta(3, "orders", 2, 0) },
+            TopicMeta { offset_base: 40, ..topic_meta(7, "audit", 1, 5) },
         ],
         deleting: vec![PendingDeletion {
-            topic: meta(5, "orders", 4, 0),
+            topic: topic_meta(5, "orders", 4, 0),
             remove_after: Time::ZERO,
             removed: vec![0, 3],
         }],
@@ -126,9 +117,9 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut torn = journal(1, &history);
     torn.truncate(torn.len() - 5);
     let mut compacted_then_appended = encode_compacted(2, MetaState::replay(&history).snapshot());
-    JournalRecord::TopicCreated(meta(2, "c", 1, 0)).encode(2, &mut compacted_then_appended);
+    JournalRecord::TopicCreated(topic_meta(2, "c", 1, 0)).encode(2, &mut compacted_then_appended);
     // A topic with the largest id: creating another one once overflowed the next id.
-    let largest_id = journal(3, &[JournalRecord::TopicCreated(meta(u64::MAX, "last", 1, 0))]);
+    let largest_id = journal(3, &[JournalRecord::TopicCreated(topic_meta(u64::MAX, "last", 1, 0))]);
     // Rot in copy A of the second commit: decoded from copy B.
     let mut one_copy_rotted = journal(1, &history);
     let second = journal(1, &history[..1]).len();

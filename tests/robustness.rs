@@ -542,14 +542,7 @@ fn every_error_of_every_operation_kind_is_handled() {
                 }
                 _ => {}
             }
-            let mut live: Vec<LogId> = h
-                .broker
-                .live_topics()
-                .iter()
-                .flat_map(|t| (0..t.partitions).map(move |partition| LogId { topic: t.id, partition }))
-                .collect();
-            live.sort();
-            assert_eq!(log_files(h.exec.fs()), live, "{what}: the logs on disk are the live topics' logs");
+            assert_eq!(log_files(h.exec.fs()), h.live_logs(), "{what}: the logs on disk are the live topics' logs");
         }
     }
 }
@@ -794,14 +787,7 @@ proptest! {
             prop_assert!(h.answered.contains(&r), "request {} never answered", r.0);
         }
         prop_assert!(h.broker.pending_deletions().is_empty());
-        let mut live: Vec<LogId> = h
-            .broker
-            .live_topics()
-            .iter()
-            .flat_map(|t| (0..t.partitions).map(move |partition| LogId { topic: t.id, partition }))
-            .collect();
-        live.sort();
-        prop_assert_eq!(log_files(h.exec.fs()), live);
+        prop_assert_eq!(log_files(h.exec.fs()), h.live_logs());
         prop_assert!(h.exec.fs().file(JOURNAL_FILE).is_some());
     }
 }

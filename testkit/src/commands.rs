@@ -1,6 +1,6 @@
 //! Small builders of commands, and unwrappers of the replies tests expect.
 
-use broker_core::{BrokerError, Command, ProduceRecord, Reply, StoredRecord, TopicSettings};
+use broker_core::{BrokerError, Command, ProduceRecord, Reply, StoredRecord, TopicId, TopicMeta, TopicSettings};
 
 /// `CreateTopic` with default settings.
 pub fn create(name: &str, partitions: u32) -> Command {
@@ -70,5 +70,16 @@ pub fn produced(reply: Result<Reply, BrokerError>) -> Vec<(u32, u64)> {
     match reply {
         Ok(Reply::Produced { positions, .. }) => positions.iter().map(|p| (p.partition, p.offset)).collect(),
         other => panic!("expected Produced, got {other:?}"),
+    }
+}
+
+/// A topic's journaled metadata: incarnation `id`, offsets from 0.
+pub fn topic_meta(id: u64, name: &str, partitions: u32, grace_ms: u64) -> TopicMeta {
+    TopicMeta {
+        id: TopicId(id),
+        name: name.into(),
+        partitions,
+        settings: TopicSettings { deletion_grace_ms: grace_ms },
+        offset_base: 0,
     }
 }

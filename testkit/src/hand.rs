@@ -3,8 +3,8 @@
 //! the executor, or with a result of its choosing); time passes only when it says.
 
 use broker_core::{
-    Broker, BrokerError, Command, Config, Effect, Executor, FileSystem, HaltReason, MemFs, Notice, OpId, OpResult,
-    Reply, RequestId, StorageOp, Time,
+    Broker, BrokerError, Command, Config, Effect, Executor, FileSystem, HaltReason, LogId, MemFs, Notice, OpId,
+    OpResult, Reply, RequestId, StorageOp, Time,
 };
 use std::collections::BTreeMap;
 
@@ -215,6 +215,18 @@ impl<F: FileSystem> Hand<F> {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The logs the broker's live topics own, in order: what should be on disk once
+    /// every deletion is done.
+    pub fn live_logs(&self) -> Vec<LogId> {
+        let topics = self.broker.live_topics();
+        let mut logs: Vec<LogId> = topics
+            .iter()
+            .flat_map(|t| (0..t.partitions).map(move |partition| LogId { topic: t.id, partition }))
+            .collect();
+        logs.sort();
+        logs
     }
 
     /// A crash, then a new broker over the same storage at the same time, nothing
