@@ -10,6 +10,7 @@ pub mod checkers;
 pub mod cluster;
 pub mod disk;
 pub mod disk_kit;
+pub mod events;
 pub mod exhaust;
 pub mod fuzzing;
 pub mod model;

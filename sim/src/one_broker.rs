@@ -10,6 +10,7 @@
 use crate::checkers::durability::{self, ReadBack};
 use crate::checkers::{liveness, no_orphans, no_premature_removal, Checkers};
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
+use crate::events::EventQueue;
 use crate::model::Model;
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
@@ -78,8 +79,7 @@ struct Sim {
     params: SwarmParams,
     config: Config,
     rng: SimRng,
-    queue: BTreeMap<(Time, u64), Event>,
-    seq: u64,
+    queue: EventQueue<Event>,
     life: u32,
     node: Option<Node>,
     /// The disk while the process is down.
@@ -130,8 +130,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
         params,
         config,
         rng: SimRng::fork(opts.seed, "scheduler"),
-        queue: BTreeMap::new(),
-        seq: 0,
+        queue: EventQueue::default(),
         life: 0,
         node: None,
         idle_disk: Some(Tripwire::new(disk)),
@@ -186,8 +185,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
 
 impl Sim {
     fn schedule(&mut self, at: Time, ev: Event) {
-        self.seq += 1;
-        self.queue.insert((at.max(self.now), self.seq), ev);
+        self.queue.push(at.max(self.now), ev);
     }
 
     fn flag(&mut self, checker: Checker, detail: String) {
@@ -291,7 +289,7 @@ impl Sim {
     fn run_events(&mut self) {
         let mut chaos_end_scheduled = false;
         let mut settle_deadline = None;
-        while let Some(((at, _), ev)) = self.queue.pop_first() {
+        while let Some((at, ev)) = self.queue.pop() {
             self.now = at;
             if let Some(deadline) = settle_deadline {
                 if at > deadline {

@@ -22,6 +22,7 @@ pub use crate::cluster::metrics::ClusterMetrics;
 use crate::cluster::params::ClusterParams;
 pub use crate::cluster::script::{arrived_ops, ClusterScript, StoreFault, LANDS_LAST_US};
 use crate::cluster::store::SimStore;
+use crate::events::EventQueue;
 use crate::rng::SimRng;
 use crate::run::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
 use crate::swarm::SwarmParams;
@@ -146,7 +147,7 @@ struct Sim {
     cp: ClusterParams,
     config: Config,
     rng: SimRng,
-    queue: BTreeMap<(Time, u64), Ev>,
+    queue: EventQueue<Ev>,
     seq: u64,
     store: SimStore,
     slots: Vec<Slot>,
@@ -190,7 +191,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
         arrivals: 0,
         config,
         rng: SimRng::fork(opts.seed, "cluster-scheduler"),
-        queue: BTreeMap::new(),
+        queue: EventQueue::default(),
         seq: 0,
         store: SimStore::default(),
         slots: (0..nodes)
@@ -304,7 +305,7 @@ impl Sim {
         if matches!(ev, Ev::Arrive { .. } | Ev::Land { .. } | Ev::Answer { .. }) {
             self.store_pending += 1;
         }
-        self.queue.insert((at.max(self.now), self.seq), ev);
+        self.queue.push(at.max(self.now), ev);
     }
 
     /// Carries out `op` on the store now, and shows the checkers what it did.
@@ -364,7 +365,7 @@ impl Sim {
     fn run_events(&mut self) {
         let mut chaos_end_scheduled = false;
         let mut deadline = None;
-        while let Some(((at, _), ev)) = self.queue.pop_first() {
+        while let Some((at, ev)) = self.queue.pop() {
             self.now = at;
             if deadline.is_some_and(|d| at > d) {
                 break;
