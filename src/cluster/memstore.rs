@@ -3,6 +3,7 @@
 
 use crate::cluster::store::{StoreOp, StoreOutput};
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 /// Objects by key, in key order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -27,9 +28,15 @@ impl MemStore {
                 None => StoreOutput::Missing,
             },
             StoreOp::List { prefix, after, limit } => {
+                // Start past `after` when it is within the prefix's range: a listing
+                // costs the keys it returns, not the keys before them.
+                let from = match after {
+                    Some(a) if a.as_str() >= prefix.as_str() => Bound::Excluded(a),
+                    _ => Bound::Included(prefix),
+                };
                 let mut keys: Vec<String> = self
                     .objects
-                    .range::<String, _>(prefix..)
+                    .range::<String, _>((from, Bound::Unbounded))
                     .map(|(k, _)| k)
                     .take_while(|k| k.starts_with(prefix.as_str()))
                     .filter(|k| after.as_ref().is_none_or(|a| *k > a))
