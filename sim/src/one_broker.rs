@@ -86,6 +86,9 @@ struct Sim {
     idle_disk: Option<Tripwire<SimDisk>>,
     workload: Workload,
     outstanding: Vec<u32>,
+    /// Clients that could send nothing at their next wake, with when it was due: they
+    /// wake when a reply (or the broker serving) frees them instead of waking for nothing.
+    parked: Vec<Option<Time>>,
     next_request: u64,
     chaos: bool,
     crash_now: bool,
@@ -135,6 +138,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
         node: None,
         idle_disk: Some(Tripwire::new(disk)),
         outstanding: vec![0; clients],
+        parked: vec![None; clients],
         next_request: 1,
         chaos: true,
         crash_now: false,
@@ -369,11 +373,9 @@ impl Sim {
         if !self.chaos || self.workload.exhausted() {
             return;
         }
-        let think = self.rng.between(1, 2 * self.params.think_us);
-        self.schedule(self.now.plus_micros(think), Event::ClientWake(c));
         // Issue as much as the client may have in flight, all at this instant.
         while self.node.as_ref().is_some_and(|n| n.serving) && self.outstanding[c] < self.params.depth {
-            let Some(cmd) = self.workload.next_command(self.outstanding[c] == 0) else { return };
+            let Some(cmd) = self.workload.next_command(self.outstanding[c] == 0) else { break };
             let request = RequestId(self.next_request);
             self.next_request += 1;
             self.outstanding[c] += 1;
@@ -394,6 +396,34 @@ impl Sim {
                 n.broker.handle_command(self.now, request, cmd);
             }
             self.drain_effects();
+        }
+        self.next_wake(c);
+    }
+
+    /// Draws client `c`'s next wake, a think time from now. If it could send nothing
+    /// then (it has all it may have in flight, or the broker is not serving), the wake is parked: [`Sim::unpark`]
+    /// schedules it once a reply or the broker serving frees the client, which then does not wake for
+    /// nothing meanwhile.
+    fn next_wake(&mut self, c: usize) {
+        let think = self.rng.between(1, 2 * self.params.think_us);
+        let at = self.now.plus_micros(think);
+        let serving = self.node.as_ref().is_some_and(|n| n.serving);
+        if self.outstanding[c] >= self.params.depth || !serving {
+            self.parked[c] = Some(at);
+        } else {
+            self.schedule(at, Event::ClientWake(c));
+        }
+    }
+
+    /// Client `c` has a request fewer in flight, or the broker now serves: if it was
+    /// waiting for that, it wakes at the first of its skipped wakes that is not past, so
+    /// that it wakes when it would have, had it woken all along.
+    fn unpark(&mut self, c: usize) {
+        if let Some(mut at) = self.parked[c].take() {
+            while at < self.now {
+                at = at.plus_micros(self.rng.between(1, 2 * self.params.think_us));
+            }
+            self.schedule(at, Event::ClientWake(c));
         }
     }
 
@@ -504,6 +534,7 @@ impl Sim {
             self.failed_starts = 0;
             let live = n.broker.live_topic_ids();
             self.checkers.recovered(self.now, &self.model, &live);
+            (0..self.parked.len()).for_each(|c| self.unpark(c));
         }
     }
 
@@ -548,6 +579,7 @@ impl Sim {
         self.workload.observe(&reply);
         if let Some(c) = self.node.as_mut().and_then(|n| n.requests.remove(&request)) {
             self.outstanding[c] = self.outstanding[c].saturating_sub(1);
+            self.unpark(c);
         }
         if matches!(reply, Ok(Reply::DeleteAccepted { .. })) {
             // Targeted crash between the logical and the physical deletion step.

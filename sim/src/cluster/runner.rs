@@ -160,6 +160,9 @@ struct Sim {
     /// Operations that reached the store so far.
     arrivals: u64,
     outstanding: Vec<u32>,
+    /// Clients that could send nothing at their next wake, with when it was due: they
+    /// wake when a reply frees them instead of waking for nothing.
+    parked: Vec<Option<Time>>,
     next_request: u64,
     chaos: bool,
     /// Store events scheduled and not yet processed.
@@ -207,6 +210,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
             .collect(),
         boots: 0,
         outstanding: vec![0; clients],
+        parked: vec![None; clients],
         next_request: 1,
         chaos: true,
         store_pending: 0,
@@ -355,6 +359,7 @@ impl Sim {
         self.history.cut_off(requests.keys());
         for c in requests.values() {
             self.outstanding[*c] = self.outstanding[*c].saturating_sub(1);
+            self.unpark(*c);
         }
         self.stats.node_crashes += 1;
         self.trace.record(self.now, "crash", format!("node {n}: {why}"));
@@ -769,13 +774,38 @@ impl Sim {
         if self.script.is_some() {
             return self.script_wake(c);
         }
-        let think = self.rng.between(1, 2 * self.params.think_us);
-        self.schedule(self.now.plus_micros(think), Ev::ClientWake(c));
         while self.outstanding[c] < self.params.depth {
             let up: Vec<usize> = (0..self.slots.len()).filter(|n| self.slots[*n].node.is_some()).collect();
-            let Some(&n) = self.rng.pick(&up) else { return };
-            let Some(command) = self.workload.next_command(self.outstanding[c] == 0) else { return };
+            let Some(&n) = self.rng.pick(&up) else { break };
+            let Some(command) = self.workload.next_command(self.outstanding[c] == 0) else { break };
             self.send(c, n, command);
+        }
+        self.next_wake(c);
+    }
+
+    /// Draws client `c`'s next wake, a think time from now. If it could send nothing
+    /// then (it has all it may have in flight), the wake is parked: [`Sim::unpark`]
+    /// schedules it once a reply or a cut-off frees the client, which then does not wake for
+    /// nothing meanwhile.
+    fn next_wake(&mut self, c: usize) {
+        let think = self.rng.between(1, 2 * self.params.think_us);
+        let at = self.now.plus_micros(think);
+        if self.outstanding[c] >= self.params.depth {
+            self.parked[c] = Some(at);
+        } else {
+            self.schedule(at, Ev::ClientWake(c));
+        }
+    }
+
+    /// Client `c` has a request fewer in flight: if it was
+    /// waiting for that, it wakes at the first of its skipped wakes that is not past, so
+    /// that it wakes when it would have, had it woken all along.
+    fn unpark(&mut self, c: usize) {
+        if let Some(mut at) = self.parked[c].take() {
+            while at < self.now {
+                at = at.plus_micros(self.rng.between(1, 2 * self.params.think_us));
+            }
+            self.schedule(at, Ev::ClientWake(c));
         }
     }
 
@@ -814,6 +844,7 @@ impl Sim {
         self.workload.observe(&reply);
         if let Some(c) = self.slots[n].requests.remove(&request) {
             self.outstanding[c] = self.outstanding[c].saturating_sub(1);
+            self.unpark(c);
         }
         self.trace.record(self.now, "reply", format!("node {n} req{} {}", request.0, render_reply(&reply)));
         if matches!(reply, Ok(Reply::DeleteAccepted { .. })) {
