@@ -338,15 +338,6 @@ pub fn serve(out: &mut Vec<u8>, offset: u64, leader_epoch: i32, key: Option<&[u8
     out.len() - from
 }
 
-/// How many bytes the record would take in a fetch response.
-pub fn served_len(key: Option<&[u8]>, value: &[u8]) -> usize {
-    if is_stored_batch(value) {
-        value.len()
-    } else {
-        wrap(key, value).len()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,7 +395,7 @@ mod tests {
         let mut fetched = Vec::new();
         for (i, s) in stored.iter().enumerate() {
             let n = serve(&mut fetched, 100 + i as u64, 7, None, s);
-            assert_eq!(n, served_len(None, s));
+            assert_eq!(n, s.len(), "a stored batch is served as it is");
         }
         let back = decode(&fetched);
         assert_eq!(back.len(), 4);

@@ -201,11 +201,14 @@ async fn read_partition(
         Ok(Reply::Fetched { records, high_watermark, .. }) => {
             let mut out = Vec::new();
             for r in &records {
-                let size = batches::served_len(r.key.as_deref(), &r.value) as i64;
-                if out.len() as i64 + size > limit && !(first && out.is_empty()) {
+                // Served first and taken back if it does not fit: a stored batch is
+                // recognised by its CRC, computed once.
+                let from = out.len();
+                batches::serve(&mut out, r.offset, leader_epoch(t.id), r.key.as_deref(), &r.value);
+                if out.len() as i64 > limit && !(first && from == 0) {
+                    out.truncate(from);
                     break;
                 }
-                batches::serve(&mut out, r.offset, leader_epoch(t.id), r.key.as_deref(), &r.value);
             }
             Ok((out, high_watermark as i64))
         }
