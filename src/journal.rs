@@ -51,7 +51,6 @@ pub const JOURNAL_HEADER_LEN: usize = 18;
 pub const JOURNAL_COPY_ALIGN: usize = 4096;
 /// Where the first commit of a journal file starts: after the header's second copy.
 pub const JOURNAL_FIRST_FRAME: usize = JOURNAL_COPY_ALIGN + JOURNAL_HEADER_LEN;
-pub use crate::config::MAX_PARTITIONS_EVER;
 /// The largest frame payload the journal accepts (a snapshot of many topics).
 pub const MAX_JOURNAL_FRAME: usize = 256 << 20;
 
@@ -62,7 +61,7 @@ pub struct TopicMeta {
     pub id: TopicId,
     /// The topic name; a later incarnation may have it too.
     pub name: String,
-    /// The partition count, at most [`MAX_PARTITIONS_EVER`] (more is corruption).
+    /// The partition count, at most [`crate::MAX_PARTITIONS_EVER`] (more is corruption).
     pub partitions: u32,
     /// The settings chosen at creation (stored as `deletion_grace_ms`, a u64).
     pub settings: TopicSettings,

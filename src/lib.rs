@@ -54,7 +54,7 @@ mod time;
 
 pub use broker::{Broker, DamagedRecords, DeletionStatus, Phase, COMPLETED_KEPT};
 pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
-pub use config::Config;
+pub use config::{Config, MAX_PARTITIONS_EVER};
 pub use driver::SyncDriver;
 pub use effect::{AppendRecord, DamagedRange, Effect, OpOutput, OpResult, StorageOp};
 pub use error::{BrokerError, DecodeError, HaltReason, StorageError};
@@ -72,7 +72,7 @@ pub use time::Time;
 pub use frame::FRAME_HEADER_LEN;
 pub use journal::{
     decode_commit, decode_journal, encode_compacted, encode_header, DecodedJournal, JournalRecord, MetaState,
-    PendingDeletion, Snapshot, TopicMeta, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME, MAX_PARTITIONS_EVER,
+    PendingDeletion, Snapshot, TopicMeta, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
 };
 pub use logcodec::{
     batch_bytes, damaged_ranges, decode_records, encode_log_header, encode_records, open_log, LogImage, LOG_HEADER_LEN,

@@ -10,10 +10,11 @@
 
 use super::state::{Deletion, DeletionStage, Recovery, Topic};
 use super::{Broker, PendingOp, Phase, TimerPurpose};
+use crate::config::MAX_PARTITIONS_EVER;
 use crate::effect::{DamagedRange, StorageOp};
 use crate::error::{HaltReason, StorageError};
 use crate::ids::LogId;
-use crate::journal::{decode_journal, JournalRecord, MetaState, JOURNAL_FILE, MAX_PARTITIONS_EVER};
+use crate::journal::{decode_journal, JournalRecord, MetaState, JOURNAL_FILE};
 use crate::notice::Notice;
 use std::collections::BTreeSet;
 

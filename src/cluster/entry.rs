@@ -186,7 +186,7 @@ mod tests {
             writer: EntryWriter { node: 1, boot: 1, nonce: 1 },
             kind: EntryKind::Create { name: "t".into(), partitions, settings: TopicSettings::default() },
         };
-        let most = crate::journal::MAX_PARTITIONS_EVER;
+        let most = crate::config::MAX_PARTITIONS_EVER;
         assert_eq!(decode(1, &encode(1, &create(most))), Ok(create(most)));
         for partitions in [most + 1, u32::MAX] {
             let e = decode(1, &encode(1, &create(partitions))).expect_err("too many partitions");

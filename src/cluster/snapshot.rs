@@ -254,7 +254,7 @@ mod tests {
         w.u32(1);
         w.u64(1);
         w.bytes(b"a");
-        w.u32(crate::journal::MAX_PARTITIONS_EVER + 1);
+        w.u32(crate::config::MAX_PARTITIONS_EVER + 1);
         w.u64(0);
         write_writer(&mut w, &writer(1, 1));
         w.u8(0);
