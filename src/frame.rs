@@ -16,6 +16,17 @@ pub fn encode_frame(out: &mut Vec<u8>, salt: u64, kind: u8, payload: &[u8]) {
     out.extend_from_slice(payload);
 }
 
+/// Fills in the header of the frame `frame` holds: [`FRAME_HEADER_LEN`] bytes to
+/// overwrite, then the payload, already in place. The bytes are those of
+/// [`encode_frame`] of that payload.
+pub(crate) fn seal_frame(frame: &mut [u8], salt: u64, kind: u8) {
+    let (head, payload) = frame.split_at_mut(FRAME_HEADER_LEN);
+    let len = payload.len() as u32;
+    head[..4].copy_from_slice(&len.to_le_bytes());
+    head[4] = kind;
+    head[5..].copy_from_slice(&frame_crc(salt, len, kind, payload).to_le_bytes());
+}
+
 fn frame_crc(salt: u64, len: u32, kind: u8, payload: &[u8]) -> u32 {
     let mut head = [0u8; 13];
     head[..8].copy_from_slice(&salt.to_le_bytes());

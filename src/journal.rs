@@ -30,7 +30,7 @@
 use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
 use crate::error::DecodeError;
-use crate::frame::{encode_frame, frame_at, scan, Frame, FRAME_HEADER_LEN};
+use crate::frame::{frame_at, scan, seal_frame, Frame, FRAME_HEADER_LEN};
 use crate::ids::{LogId, TopicId};
 use crate::time::Time;
 use std::collections::{BTreeMap, BTreeSet};
@@ -169,6 +169,14 @@ fn get_meta(r: &mut Reader<'_>, based: bool) -> Result<TopicMeta, DecodeError> {
     })
 }
 
+/// The length of [`put_meta`]'s bytes.
+fn meta_len(m: &TopicMeta) -> usize {
+    8 + 4 + m.name.len() + 4 + 8 + 8
+}
+
+/// The length of [`put_log_end`]'s bytes.
+const LOG_END_LEN: usize = 8 + 4 + 8;
+
 fn put_log_end(w: &mut Writer, log: LogId, end: u64) {
     w.u64(log.topic.0);
     w.u32(log.partition);
@@ -180,12 +188,11 @@ fn get_log_end(r: &mut Reader<'_>) -> Result<(LogId, u64), DecodeError> {
 }
 
 impl JournalRecord {
-    /// The frame kind and payload of this record.
-    fn encode_payload(&self) -> (u8, Vec<u8>) {
-        let mut w = Writer::default();
-        let kind = match self {
+    /// Appends this record's payload to `w`; returns its frame kind.
+    fn put_payload(&self, w: &mut Writer) -> u8 {
+        match self {
             JournalRecord::TopicCreated(m) => {
-                put_meta(&mut w, m);
+                put_meta(w, m);
                 KIND_CREATED_BASED
             }
             JournalRecord::TopicDeleted { id, remove_after } => {
@@ -207,11 +214,11 @@ impl JournalRecord {
                 w.u64(s.offset_floor);
                 w.u32(s.live.len() as u32);
                 for m in &s.live {
-                    put_meta(&mut w, m);
+                    put_meta(w, m);
                 }
                 w.u32(s.deleting.len() as u32);
                 for d in &s.deleting {
-                    put_meta(&mut w, &d.topic);
+                    put_meta(w, &d.topic);
                     w.u64(d.remove_after.0);
                     w.u32(d.removed.len() as u32);
                     for p in &d.removed {
@@ -220,16 +227,32 @@ impl JournalRecord {
                 }
                 w.u32(s.ends.len() as u32);
                 for (log, end) in &s.ends {
-                    put_log_end(&mut w, *log, *end);
+                    put_log_end(w, *log, *end);
                 }
                 KIND_SNAPSHOT_BASED
             }
             JournalRecord::LogEnd { log, end } => {
-                put_log_end(&mut w, *log, *end);
+                put_log_end(w, *log, *end);
                 KIND_LOG_END
             }
-        };
-        (kind, w.buf)
+        }
+    }
+
+    /// The length of the payload [`JournalRecord::put_payload`] writes, counted without
+    /// writing it.
+    fn payload_len(&self) -> usize {
+        match self {
+            JournalRecord::TopicCreated(m) => meta_len(m),
+            JournalRecord::TopicDeleted { .. } => 8 + 8,
+            JournalRecord::PartitionRemoved { .. } => 8 + 4,
+            JournalRecord::DeletionCompleted { .. } => 8,
+            JournalRecord::Snapshot(s) => {
+                let live: usize = s.live.iter().map(meta_len).sum();
+                let deleting: usize = s.deleting.iter().map(|d| meta_len(&d.topic) + 8 + 4 + 4 * d.removed.len()).sum();
+                8 + 8 + 4 + live + 4 + deleting + 4 + LOG_END_LEN * s.ends.len()
+            }
+            JournalRecord::LogEnd { .. } => LOG_END_LEN,
+        }
     }
 
     /// Appends this record as one commit (both copies) to `image`, a journal file of
@@ -243,31 +266,64 @@ impl JournalRecord {
     /// write of one commit can only tear into a bad tail, never into damage followed by
     /// valid records, which recovery would have to call corruption.
     pub fn encode_batch(records: &[JournalRecord], epoch: u64, image: &mut Vec<u8>) {
-        let bytes = JournalRecord::encode_commit(records, epoch, image.len() as u64);
-        image.extend_from_slice(&bytes);
+        let position = image.len() as u64;
+        JournalRecord::encode_commit_into(records, epoch, position, image);
     }
 
     /// The bytes of one commit of `records` that starts at byte `position` of a journal
     /// file of `epoch`: copy A, zeros up to the next [`JOURNAL_COPY_ALIGN`], copy B.
+    /// [`JournalRecord::commit_len`] of them long.
     pub fn encode_commit(records: &[JournalRecord], epoch: u64, position: u64) -> Vec<u8> {
-        let (kind, payload) = match records {
-            [only] => only.encode_payload(),
+        let mut out = Vec::new();
+        JournalRecord::encode_commit_into(records, epoch, position, &mut out);
+        out
+    }
+
+    /// Appends to `out` the bytes of [`JournalRecord::encode_commit`]: the commit that
+    /// starts at byte `position` of the journal file (wherever the bytes go in `out`).
+    /// The payload is written once, in place, and copied for copy B.
+    pub fn encode_commit_into(records: &[JournalRecord], epoch: u64, position: u64, out: &mut Vec<u8>) {
+        let start = out.len();
+        let mut w = Writer { buf: std::mem::take(out) };
+        w.buf.reserve(JournalRecord::commit_len(records, position) as usize);
+        w.buf.resize(start + FRAME_HEADER_LEN, 0);
+        let kind = match records {
+            [only] => only.put_payload(&mut w),
             _ => {
-                let mut w = Writer::default();
                 for r in records {
-                    let (kind, payload) = r.encode_payload();
-                    w.u8(kind);
-                    w.bytes(&payload);
+                    // kind u8, payload length u32, payload: the kind and length are
+                    // filled in once the payload is written.
+                    let at = w.buf.len();
+                    w.buf.resize(at + 5, 0);
+                    let kind = r.put_payload(&mut w);
+                    let len = (w.buf.len() - at - 5) as u32;
+                    w.buf[at] = kind;
+                    w.buf[at + 1..at + 5].copy_from_slice(&len.to_le_bytes());
                 }
-                (KIND_BATCH, w.buf)
+                KIND_BATCH
             }
         };
-        let mut out = Vec::new();
-        encode_frame(&mut out, epoch, kind, &payload);
-        let copy_b = align_up(position + out.len() as u64);
-        out.resize((copy_b - position) as usize, 0);
-        encode_frame(&mut out, mirror_salt(epoch, position), kind, &payload);
-        out
+        let mut out_buf = w.buf;
+        let a_end = out_buf.len();
+        seal_frame(&mut out_buf[start..], epoch, kind);
+        let copy_b = align_up(position + (a_end - start) as u64);
+        out_buf.resize(start + (copy_b - position) as usize, 0);
+        let b_start = out_buf.len();
+        out_buf.extend_from_within(start..a_end);
+        seal_frame(&mut out_buf[b_start..], mirror_salt(epoch, position), kind);
+        *out = out_buf;
+    }
+
+    /// The length of the commit of `records` that starts at byte `position` of a journal
+    /// file (the length of [`JournalRecord::encode_commit`]'s bytes), counted without
+    /// encoding it: two frames and the zeros between them.
+    pub fn commit_len(records: &[JournalRecord], position: u64) -> u64 {
+        let payload = match records {
+            [only] => only.payload_len(),
+            _ => records.iter().map(|r| 1 + 4 + r.payload_len()).sum(),
+        };
+        let frame = (FRAME_HEADER_LEN + payload) as u64;
+        align_up(position + frame) - position + frame
     }
 
     /// Decodes a frame's records: one, or several for a batch frame.
@@ -674,6 +730,14 @@ impl MetaState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::encode_frame;
+
+    /// A record's frame kind and payload, as a commit holds them.
+    fn encode_payload(r: &JournalRecord) -> (u8, Vec<u8>) {
+        let mut w = Writer::default();
+        let kind = r.put_payload(&mut w);
+        (kind, w.buf)
+    }
 
     fn meta(id: u64, name: &str, partitions: u32) -> TopicMeta {
         TopicMeta {
@@ -732,6 +796,93 @@ mod tests {
         let mut one = encode_header(2);
         JournalRecord::encode_batch(&recs[..1], 2, &mut one);
         assert_eq!(one, image(2, &recs[..1]));
+    }
+
+    /// One record of every kind, snapshots with and without deletions and ends.
+    fn every_kind() -> Vec<JournalRecord> {
+        let log = LogId { topic: TopicId(3), partition: 2 };
+        let mut state = MetaState::replay(&sample());
+        state.ends.insert(LogId { topic: TopicId(1), partition: 0 }, 40);
+        vec![
+            JournalRecord::TopicCreated(meta(0, "a", 3)),
+            JournalRecord::TopicCreated(TopicMeta { offset_base: 9, ..meta(7, "a-much-longer-name", 5) }),
+            JournalRecord::TopicDeleted { id: TopicId(0), remove_after: Time(7) },
+            JournalRecord::PartitionRemoved { id: TopicId(0), partition: 1 },
+            JournalRecord::DeletionCompleted { id: TopicId(0) },
+            JournalRecord::LogEnd { log, end: 1 << 40 },
+            JournalRecord::Snapshot(Snapshot::default()),
+            JournalRecord::Snapshot(state.snapshot()),
+        ]
+    }
+
+    /// Positions around the 4 KiB boundaries, where copy B moves to the next block.
+    fn positions() -> Vec<u64> {
+        let mut out = vec![JOURNAL_FIRST_FRAME as u64, 0, 1, 5000];
+        for block in [1u64, 2, 7] {
+            let edge = block * JOURNAL_COPY_ALIGN as u64;
+            out.extend((edge - 300..edge + 40).step_by(7));
+            out.extend(edge - 40..=edge);
+        }
+        out
+    }
+
+    /// A commit as the format describes it, built from its frames: copy A, zeros up to
+    /// the next 4 KiB boundary, copy B.
+    fn reference_commit(records: &[JournalRecord], epoch: u64, position: u64) -> Vec<u8> {
+        let (kind, payload) = match records {
+            [only] => encode_payload(only),
+            _ => {
+                let mut w = Writer::default();
+                for r in records {
+                    let (kind, payload) = encode_payload(r);
+                    w.u8(kind);
+                    w.bytes(&payload);
+                }
+                (KIND_BATCH, w.buf)
+            }
+        };
+        let mut out = Vec::new();
+        encode_frame(&mut out, epoch, kind, &payload);
+        out.resize((align_up(position + out.len() as u64) - position) as usize, 0);
+        encode_frame(&mut out, mirror_salt(epoch, position), kind, &payload);
+        out
+    }
+
+    #[test]
+    fn commits_are_laid_out_as_documented_and_commit_len_counts_them() {
+        let all = every_kind();
+        let mut groups: Vec<&[JournalRecord]> = all.chunks(1).collect();
+        groups.extend([&all[..], &all[2..4], &all[5..6], &[]]);
+        for records in groups {
+            for position in positions() {
+                let bytes = JournalRecord::encode_commit(records, 11, position);
+                assert_eq!(bytes, reference_commit(records, 11, position), "{records:?} at {position}");
+                assert_eq!(
+                    JournalRecord::commit_len(records, position),
+                    bytes.len() as u64,
+                    "{records:?} at {position}"
+                );
+                // Into a buffer that already holds other bytes, at any file position.
+                let mut out = vec![0xee; 13];
+                JournalRecord::encode_commit_into(records, 11, position, &mut out);
+                assert_eq!((&out[..13], &out[13..]), (&[0xee; 13][..], &bytes[..]));
+            }
+        }
+    }
+
+    #[test]
+    fn commit_len_is_the_encoded_length_near_a_block_boundary() {
+        let end = [JournalRecord::LogEnd { log: LogId { topic: TopicId(1), partition: 0 }, end: 5 }];
+        let frame = (FRAME_HEADER_LEN + LOG_END_LEN) as u64;
+        let edge = 2 * JOURNAL_COPY_ALIGN as u64;
+        // Copy A ends exactly on the boundary: copy B follows it with no zeros.
+        assert_eq!(JournalRecord::commit_len(&end, edge - frame), 2 * frame);
+        // One byte further: copy B goes to the next boundary.
+        assert_eq!(JournalRecord::commit_len(&end, edge - frame + 1), JOURNAL_COPY_ALIGN as u64 - 1 + 2 * frame);
+        for position in edge - frame - 2..=edge + 2 {
+            let want = JournalRecord::encode_commit(&end, 3, position).len() as u64;
+            assert_eq!(JournalRecord::commit_len(&end, position), want, "at {position}");
+        }
     }
 
     #[test]
@@ -812,7 +963,7 @@ mod tests {
         let crc = crc32c::crc32c(&img);
         img.extend_from_slice(&crc.to_le_bytes());
         for r in sample() {
-            let (kind, payload) = r.encode_payload();
+            let (kind, payload) = encode_payload(&r);
             encode_frame(&mut img, 4, kind, &payload);
         }
         let d = decode_journal(&img).unwrap();
