@@ -24,6 +24,7 @@
 use crate::command::{ProduceRecord, Reply, StoredRecord};
 use crate::error::{BrokerError, HaltReason, StorageError};
 use crate::ids::{LogId, OpId, RequestId};
+use crate::journal::JournalRecord;
 use crate::notice::Notice;
 use serde::{Deserialize, Serialize};
 
@@ -42,11 +43,18 @@ pub struct AppendRecord {
 pub enum StorageOp {
     /// Read the whole metadata journal. Output: [`OpOutput::Journal`], `None` if there is none.
     ReadJournal,
-    /// Append bytes at the end of the journal. Durable only after a later
-    /// [`StorageOp::SyncJournal`] completes. Output: [`OpOutput::Done`].
+    /// Append one commit of `records` at the end of the journal: the runtime lays out
+    /// its bytes ([`JournalRecord::encode_commit_into`]: copy A, zeros up to the next
+    /// 4 KiB boundary, copy B) for the position where they land, the end of the
+    /// journal's last whole commit (after the last [`StorageOp::ReplaceJournal`]'s
+    /// contents or the journal read, and the earlier appends). Durable only after a
+    /// later [`StorageOp::SyncJournal`] completes. Output: [`OpOutput::Done`].
     AppendJournal {
-        /// Encoded journal records.
-        bytes: Vec<u8>,
+        /// The epoch of the journal appended to (the one in its header), which salts
+        /// both copies.
+        epoch: u64,
+        /// The records of the commit, in order: one frame holds them all.
+        records: Vec<JournalRecord>,
     },
     /// Make every journal append issued before it durable. Output: [`OpOutput::Done`].
     SyncJournal,

@@ -4,6 +4,9 @@
 //!
 //! - A new log: create, write its header, fsync the file, fsync the directory.
 //! - A removed log: unlink, fsync the directory.
+//! - A journal append: one commit of the records, laid out (copy A, zeros, copy B; see
+//!   [`crate::JournalRecord::encode_commit_into`]) for the journal's end, and written
+//!   there.
 //! - A journal replacement: write `journal.tmp`, fsync it, rename it over `journal`,
 //!   fsync the directory.
 //! - A log whose tail is torn is cut to its last whole record and fsynced on open; a cut
@@ -26,7 +29,7 @@ use crate::error::StorageError;
 use crate::frame::FRAME_HEADER_LEN;
 use crate::fs::FileSystem;
 use crate::ids::LogId;
-use crate::journal::JOURNAL_FILE;
+use crate::journal::{JournalRecord, JOURNAL_FILE};
 use crate::logcodec::{self, Hole, IndexEntry, LOG_HEADER_LEN};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -195,7 +198,7 @@ impl<F: FileSystem> Executor<F> {
         }
         match op {
             StorageOp::ReadJournal => self.read_journal(),
-            StorageOp::AppendJournal { bytes } => self.with_reserve(|ex| ex.append_journal(bytes)),
+            StorageOp::AppendJournal { epoch, records } => self.with_reserve(|ex| ex.append_journal(*epoch, records)),
             StorageOp::SyncJournal => self.fs.sync_file(JOURNAL_FILE).map(|()| OpOutput::Done),
             StorageOp::ReplaceJournal { contents, keep_old } => {
                 let done = self.replace_journal(contents, *keep_old)?;
@@ -239,7 +242,8 @@ impl<F: FileSystem> Executor<F> {
         }
     }
 
-    fn append_journal(&mut self, bytes: &[u8]) -> OpResult {
+    /// Lays out the commit of `records` for the journal's end and writes it there.
+    fn append_journal(&mut self, epoch: u64, records: &[JournalRecord]) -> OpResult {
         let at = match self.journal_end {
             Some(end) => end,
             None => self.fs.len(JOURNAL_FILE)?,
@@ -247,7 +251,8 @@ impl<F: FileSystem> Executor<F> {
         // A failed write may have landed in part (a short write, then ENOSPC or EIO):
         // `at` stays where the retry goes, over those bytes.
         self.journal_end = if planted!(self, ForgetJournalEnd) { None } else { Some(at) };
-        self.fs.write_at(JOURNAL_FILE, at, bytes)?;
+        let bytes = JournalRecord::encode_commit(records, epoch, at);
+        self.fs.write_at(JOURNAL_FILE, at, &bytes)?;
         self.journal_end = Some(at + bytes.len() as u64);
         Ok(OpOutput::Done)
     }

@@ -16,6 +16,14 @@
 //! Compaction writes a new file with the next epoch, so records of an older file never
 //! validate in a newer one.
 //!
+//! Who builds what: the core decides what each commit holds, and hands the records to
+//! the storage executor ([`crate::StorageOp::AppendJournal`]), which lays out both
+//! copies and the zeros between them at the journal's end
+//! ([`JournalRecord::encode_commit_into`]). The core only counts a commit's length
+//! ([`JournalRecord::commit_len`], arithmetic, no bytes built), to know how long the
+//! file grows. A whole file (a snapshot, by compaction or at start) is still encoded by
+//! the core ([`encode_compacted`]).
+//!
 //! Why two copies: a torn write can only damage a commit that was never acknowledged,
 //! but bit rot can damage one that was, and the two look alike when they hit the last
 //! commit. Every commit (a tombstone, an acknowledged log end) is therefore written
@@ -33,6 +41,7 @@ use crate::error::DecodeError;
 use crate::frame::{frame_at, scan, seal_frame, Frame, FRAME_HEADER_LEN};
 use crate::ids::{LogId, TopicId};
 use crate::time::Time;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The name of the journal file in byte-oriented runtimes.
@@ -55,7 +64,7 @@ pub const JOURNAL_FIRST_FRAME: usize = JOURNAL_COPY_ALIGN + JOURNAL_HEADER_LEN;
 pub const MAX_JOURNAL_FRAME: usize = 256 << 20;
 
 /// A topic's durable metadata.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicMeta {
     /// The incarnation's id, never reused ([`MetaState::next_topic_id`]).
     pub id: TopicId,
@@ -74,7 +83,7 @@ pub struct TopicMeta {
 }
 
 /// A pending deletion as a snapshot records it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingDeletion {
     /// The deleted incarnation's metadata.
     pub topic: TopicMeta,
@@ -85,7 +94,7 @@ pub struct PendingDeletion {
 }
 
 /// The whole metadata state, as a compaction snapshot holds it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     /// The next topic id to hand out.
     pub next_topic_id: u64,
@@ -100,7 +109,7 @@ pub struct Snapshot {
 }
 
 /// One journal record.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JournalRecord {
     /// A topic was created (the intent, journaled before its logs exist).
     TopicCreated(TopicMeta),
@@ -478,13 +487,6 @@ pub fn decode_journal(data: &[u8]) -> Result<DecodedJournal, JournalCorruption> 
         records.extend(recs.into_iter().map(|r| (f.position, r)));
     }
     Ok(DecodedJournal { epoch, records, torn_tail, repaired })
-}
-
-/// The records of one commit's bytes as [`JournalRecord::encode_commit`] made them,
-/// read from copy A (a trace of what was written; recovery reads whole files).
-pub fn decode_commit(bytes: &[u8], epoch: u64) -> Result<Vec<JournalRecord>, String> {
-    let f = frame_at(bytes, 0, epoch, MAX_JOURNAL_FRAME, &|_, _| true).map_err(|e| format!("copy A: {e}"))?;
-    JournalRecord::decode_frame(f.kind, f.payload, FRAME_HEADER_LEN as u64).map_err(|e| e.to_string())
 }
 
 /// What [`scan_commits`] found.

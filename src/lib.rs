@@ -71,8 +71,8 @@ pub use time::Time;
 // targets and the tests read or write them.
 pub use frame::FRAME_HEADER_LEN;
 pub use journal::{
-    decode_commit, decode_journal, encode_compacted, encode_header, DecodedJournal, JournalRecord, MetaState,
-    PendingDeletion, Snapshot, TopicMeta, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
+    decode_journal, encode_compacted, encode_header, DecodedJournal, JournalRecord, MetaState, PendingDeletion,
+    Snapshot, TopicMeta, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
 };
 pub use logcodec::{
     batch_bytes, damaged_ranges, decode_records, encode_log_header, encode_records, open_log, LogImage, LOG_HEADER_LEN,

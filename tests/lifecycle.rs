@@ -290,7 +290,7 @@ fn second_delete_of_a_deleting_topic_is_accepted_and_starts_no_second_pipeline()
     let tombstones = ops
         .iter()
         .filter_map(|op| match op {
-            StorageOp::AppendJournal { bytes } => Some(decode_appended(bytes, d.broker().journal_epoch()).unwrap()),
+            StorageOp::AppendJournal { records, .. } => Some(records),
             _ => None,
         })
         .flatten()

@@ -145,11 +145,9 @@ fn crash_after_each_number_of_removals() {
 }
 
 /// Whether `op` is the journal append that carries `DeletionCompleted` of `id`.
-fn appends_completion(op: &StorageOp, epoch: u64, id: TopicId) -> bool {
+fn appends_completion(op: &StorageOp, id: TopicId) -> bool {
     match op {
-        StorageOp::AppendJournal { bytes } => {
-            decode_appended(bytes, epoch).unwrap().contains(&JournalRecord::DeletionCompleted { id })
-        }
+        StorageOp::AppendJournal { records, .. } => records.contains(&JournalRecord::DeletionCompleted { id }),
         _ => false,
     }
 }
@@ -158,9 +156,8 @@ fn appends_completion(op: &StorageOp, epoch: u64, id: TopicId) -> bool {
 /// before the next, until the journal append carrying `DeletionCompleted` of `doomed`
 /// is issued; from then on no journal operation completes.
 fn run_until_completion_issued(h: &mut Hand, doomed: TopicId) {
-    let epoch = h.broker.journal_epoch();
     loop {
-        let issued = h.pending.values().any(|op| appends_completion(op, epoch, doomed));
+        let issued = h.pending.values().any(|op| appends_completion(op, doomed));
         let next = h.pending_where(|op| !(is_remove(op) || (issued && is_journal(op)))).first().copied();
         match next.or_else(|| h.pending_where(is_remove).first().copied()) {
             Some(id) => h.complete(id),
@@ -173,13 +170,12 @@ fn run_until_completion_issued(h: &mut Hand, doomed: TopicId) {
 fn crash_before_the_completion_record_is_durable() {
     let (d, _, doomed) = two_topics(0);
     let mut h = Hand::start(Config::default(), d.crash());
-    let epoch = h.broker.journal_epoch();
     h.submit(delete("doomed"));
     run_until_completion_issued(&mut h, doomed);
     let held: Vec<StorageOp> = h.pending.values().cloned().collect();
     assert_eq!(held.len(), 2, "only the completion append and its sync are outstanding: {held:?}");
     let held_records = match &held[0] {
-        StorageOp::AppendJournal { bytes } => decode_appended(bytes, epoch).unwrap(),
+        StorageOp::AppendJournal { records, .. } => records.clone(),
         other => panic!("{other:?}"),
     };
     let fs = h.crash();
@@ -201,10 +197,9 @@ fn crash_before_the_completion_record_is_durable() {
 fn crash_after_the_completion_append_but_before_its_sync() {
     let (d, _, doomed) = two_topics(0);
     let mut h = Hand::start(Config::default(), d.crash());
-    let epoch = h.broker.journal_epoch();
     h.submit(delete("doomed"));
     run_until_completion_issued(&mut h, doomed);
-    h.complete(h.first_pending(|op| appends_completion(op, epoch, doomed)));
+    h.complete(h.first_pending(|op| appends_completion(op, doomed)));
     assert_eq!(h.pending.values().collect::<Vec<_>>(), vec![&StorageOp::SyncJournal]);
     // MemFs keeps the unsynced append: recovery reads the completion and has nothing to do.
     let mut d = start(h.crash());

@@ -15,11 +15,10 @@ fn driver() -> SyncDriver<MemFs> {
 
 /// Traces `f` on the driver and renders the effects it caused.
 fn traced(d: &mut SyncDriver<MemFs>, f: impl FnOnce(&mut SyncDriver<MemFs>)) -> String {
-    let epoch = d.broker().journal_epoch();
     d.record_trace();
     d.take_trace();
     f(d);
-    render(&d.take_trace(), epoch)
+    render(&d.take_trace())
 }
 
 /// The index of the only line containing `needle`.
@@ -138,13 +137,13 @@ fn recovery_resuming_a_deletion_trace() {
     let disk = d.crash();
     let mut h = Hand::new(Config::default(), disk);
     h.run();
-    let mut text = render(&h.trace, epoch);
+    let mut text = render(&h.trace);
     let mark = h.trace.len();
     let deadline = h.broker.poll_timeout().expect("the rest of the grace delay is a timer");
     text += &format!("time passes to {deadline}\n");
     h.settle(100);
     assert_eq!(h.broker.journal_epoch(), epoch + 1, "recovery rewrites the journal once, as a snapshot");
-    text += &render(&h.trace[mark..], epoch + 1);
+    text += &render(&h.trace[mark..]);
     let open = line_of(&text, "OpenLog t0/p0");
     let timer = line_of(&text, "time passes to 0.050000s");
     let removes = lines_of(&text, "RemoveLog t1/");
@@ -159,7 +158,7 @@ fn recovery_resuming_a_deletion_trace() {
 fn first_start_trace() {
     // An empty data directory: read (nothing), list, then write the first journal.
     let h = Hand::start(Config::default(), MemFs::new());
-    let text = render(&h.trace, 0);
+    let text = render(&h.trace);
     let replace =
         line_of(&text, "ReplaceJournal epoch=1 keep_old=false [Snapshot(next_id=0 live=[] deleting=[] ends=[])]");
     assert!(line_of(&text, "ReadJournal") < replace, "{text}");

@@ -3,7 +3,9 @@
 //!
 //! The checks drive the executor through [`StorageOp`]s only, and only as the core
 //! would: log contents are produced by `Append` (their format is the executor's
-//! business), journal contents are opaque bytes the executor must give back, a read
+//! business), journal contents are bytes the executor must give back (a
+//! `ReplaceJournal`'s as they are, opaque; an `AppendJournal`'s records laid out as
+//! `JournalRecord::encode_commit_into` lays them out where they land), a read
 //! never asks past the records the log holds, and `acked_end` always falls at the end
 //! of an append (the core acknowledges whole appends). A check returns `Err(what was
 //! seen)` when the executor breaks its rule; operations the rule does not cover, but
@@ -12,7 +14,8 @@
 use crate::checks::{differ, pattern, Run};
 use crate::{Check, ExecutorSubject};
 use broker_core::{
-    AppendRecord, DamagedRange, LogId, OpOutput, ProduceRecord, StorageError, StorageOp, StoredRecord, TopicId,
+    AppendRecord, DamagedRange, JournalRecord, LogId, OpOutput, ProduceRecord, StorageError, StorageOp, StoredRecord,
+    TopicId,
 };
 
 type Seen = Result<(), String>;
@@ -46,8 +49,10 @@ pub(crate) fn all<S: ExecutorSubject>() -> Vec<(Check, Run<S>)> {
         (
             plain(
                 "append-journal-appends",
-                "AppendJournal adds its bytes at the end of the journal, after the last ReplaceJournal's \
-                 contents and the earlier appends: after SyncJournal, ReadJournal returns them all, in order",
+                "AppendJournal adds one commit of its records at the end of the journal, after the last \
+                 ReplaceJournal's contents and the earlier appends, laid out for where it lands (the bytes of \
+                 JournalRecord::encode_commit at that position: copy A, zeros up to the next 4 KiB boundary, copy \
+                 B): after SyncJournal, ReadJournal returns them all, in order",
             ),
             append_journal_appends::<S>,
         ),
@@ -145,7 +150,7 @@ pub(crate) fn all<S: ExecutorSubject>() -> Vec<(Check, Run<S>)> {
         (
             crash(
                 "synced-journal-appends-survive-crash",
-                "after AppendJournal and SyncJournal, a crash keeps the journal with the appended bytes at its \
+                "after AppendJournal and SyncJournal, a crash keeps the journal with the appended commit at its \
                  end",
             ),
             synced_journal_appends_survive_crash::<S>,
@@ -175,7 +180,9 @@ pub(crate) fn all<S: ExecutorSubject>() -> Vec<(Check, Run<S>)> {
 fn show(op: &StorageOp) -> String {
     match op {
         StorageOp::ReadJournal => "ReadJournal".into(),
-        StorageOp::AppendJournal { bytes } => format!("AppendJournal({} bytes)", bytes.len()),
+        StorageOp::AppendJournal { epoch, records } => {
+            format!("AppendJournal(epoch {epoch}, {} records)", records.len())
+        }
         StorageOp::SyncJournal => "SyncJournal".into(),
         StorageOp::ReplaceJournal { contents, keep_old } => {
             format!("ReplaceJournal({} bytes, keep_old: {keep_old})", contents.len())
@@ -227,6 +234,16 @@ fn show_damaged(damaged: &[DamagedRange]) -> String {
 
 fn log(topic: u64, partition: u32) -> LogId {
     LogId { topic: TopicId(topic), partition }
+}
+
+/// The epoch the checks' journal appends name (the journal's contents are theirs, so any
+/// epoch will do; the executor salts the commit with it).
+const JOURNAL_EPOCH: u64 = 5;
+
+/// `n` journal records for one append, in variant `seed`: acknowledged ends, 20 bytes of
+/// payload each.
+fn journal_records(n: usize, seed: u64) -> Vec<JournalRecord> {
+    (0..n).map(|i| JournalRecord::LogEnd { log: log(seed, i as u32), end: seed * 1000 + i as u64 }).collect()
 }
 
 /// The record the checks append at `offset` of a log, in variant `seed`: keys absent,
@@ -330,6 +347,14 @@ impl<'s, S: ExecutorSubject> Store<'s, S> {
 
     fn replace(&mut self, contents: &[u8]) -> Seen {
         self.done(StorageOp::ReplaceJournal { contents: contents.to_vec(), keep_old: false })
+    }
+
+    /// Appends one commit of `records` to the journal, whose bytes so far are `journal`,
+    /// and adds to `journal` the bytes the commit must take there.
+    fn append_journal(&mut self, journal: &mut Vec<u8>, records: &[JournalRecord]) -> Seen {
+        self.done(StorageOp::AppendJournal { epoch: JOURNAL_EPOCH, records: records.to_vec() })?;
+        JournalRecord::encode_batch(records, JOURNAL_EPOCH, journal);
+        Ok(())
     }
 
     fn logs(&mut self) -> Result<Vec<LogId>, String> {
@@ -500,36 +525,33 @@ fn replace_journal_then_read<S: ExecutorSubject>(s: &mut S) -> Seen {
     st.expect_logs("after journal replacements (and backups)", &[])
 }
 
-/// AppendJournal adds its bytes at the end of the journal, after the last
-/// ReplaceJournal's contents and the earlier appends: after SyncJournal, ReadJournal
-/// returns them all, in order.
+/// AppendJournal adds one commit of its records at the end of the journal, after the
+/// last ReplaceJournal's contents and the earlier appends, laid out for where it lands
+/// (the bytes of `JournalRecord::encode_commit` at that position: copy A, zeros up to
+/// the next 4 KiB boundary, copy B): after SyncJournal, ReadJournal returns them all,
+/// in order.
 fn append_journal_appends<S: ExecutorSubject>(s: &mut S) -> Seen {
     let mut st = Store::fresh(s);
     let mut want = pattern(1500, 210);
     st.replace(&want)?;
-    for (i, n) in [100usize, 1, 4000].into_iter().enumerate() {
-        let more = pattern(n, 211 + i as u64);
-        st.done(StorageOp::AppendJournal { bytes: more.clone() })?;
-        want.extend_from_slice(&more);
+    // One record, a commit whose copy A crosses a 4 KiB boundary, and a batch.
+    for (i, n) in [1usize, 300, 3].into_iter().enumerate() {
+        st.append_journal(&mut want, &journal_records(n, 211 + i as u64))?;
     }
     st.done(StorageOp::SyncJournal)?;
     st.expect_journal("after ReplaceJournal, three AppendJournal and SyncJournal", &want)?;
     // After a replacement, appends go after the new contents (a shorter journal).
     let mut want = pattern(300, 220);
     st.replace(&want)?;
-    let more = pattern(250, 221);
-    st.done(StorageOp::AppendJournal { bytes: more.clone() })?;
+    st.append_journal(&mut want, &journal_records(2, 221))?;
     st.done(StorageOp::SyncJournal)?;
-    want.extend_from_slice(&more);
     st.expect_journal(
         "after a ReplaceJournal of 300 bytes over a longer journal, AppendJournal and SyncJournal",
         &want,
     )?;
     // After ReadJournal (as a restarted broker does), appends still go at the end.
-    let more = pattern(90, 222);
-    st.done(StorageOp::AppendJournal { bytes: more.clone() })?;
+    st.append_journal(&mut want, &journal_records(1, 222))?;
     st.done(StorageOp::SyncJournal)?;
-    want.extend_from_slice(&more);
     st.expect_journal("after ReadJournal, another AppendJournal and SyncJournal", &want)
 }
 
@@ -838,24 +860,20 @@ fn replaced_journal_survives_crash<S: ExecutorSubject>(s: &mut S) -> Seen {
 }
 
 /// After AppendJournal and SyncJournal, a crash keeps the journal with the appended
-/// bytes at its end.
+/// commit at its end.
 fn synced_journal_appends_survive_crash<S: ExecutorSubject>(s: &mut S) -> Seen {
     let mut st = Store::fresh(s);
     let mut want = pattern(800, 330);
     st.replace(&want)?;
     for i in 0..3 {
-        let more = pattern(300 + 100 * i, 331 + i as u64);
-        st.done(StorageOp::AppendJournal { bytes: more.clone() })?;
+        st.append_journal(&mut want, &journal_records(1 + 2 * i, 331 + i as u64))?;
         st.done(StorageOp::SyncJournal)?;
-        want.extend_from_slice(&more);
     }
     let mut st = st.crash()?;
     st.expect_journal("after ReplaceJournal, AppendJournal and SyncJournal three times, and a crash", &want)?;
     // Appends after a crash (and a ReadJournal) go at the surviving end, and survive too.
-    let more = pattern(444, 335);
-    st.done(StorageOp::AppendJournal { bytes: more.clone() })?;
+    st.append_journal(&mut want, &journal_records(4, 335))?;
     st.done(StorageOp::SyncJournal)?;
-    want.extend_from_slice(&more);
     let mut st = st.crash()?;
     st.expect_journal("after ReadJournal, AppendJournal and SyncJournal, and another crash", &want)
 }

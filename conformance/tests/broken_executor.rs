@@ -5,7 +5,7 @@
 mod crashfs;
 
 use broker_conformance::{check_executor, executor_checks, ExecutorOver, ExecutorSubject, Outcome, Subject};
-use broker_core::{Executor, FileSystem, LogId, OpOutput, OpResult, StorageError, StorageOp};
+use broker_core::{Executor, FileSystem, JournalRecord, LogId, OpOutput, OpResult, StorageError, StorageOp};
 use crashfs::{Bug, CrashFs, Crashing};
 use std::collections::BTreeMap;
 
@@ -17,7 +17,7 @@ enum ExecBug {
     /// ReplaceJournal writes the new contents over the journal in place (synced, its
     /// entry too) without cutting it: a shorter journal keeps the old one's tail.
     ReplaceJournalInPlace,
-    /// AppendJournal replaces the journal with its bytes.
+    /// AppendJournal replaces the journal with its commit (laid out at its start).
     AppendJournalOverwrites,
     /// CreateLog of an existing log empties it (removes it and creates it anew).
     CreateLogTruncates,
@@ -110,8 +110,9 @@ impl ExecutorSubject for BrokenExecutors {
                 renew(inner);
                 Ok(OpOutput::Done)
             }
-            (AppendJournalOverwrites, StorageOp::AppendJournal { bytes }) => {
-                inner.execute(&StorageOp::ReplaceJournal { contents: bytes.clone(), keep_old: false })
+            (AppendJournalOverwrites, StorageOp::AppendJournal { epoch, records }) => {
+                let contents = JournalRecord::encode_commit(records, *epoch, 0);
+                inner.execute(&StorageOp::ReplaceJournal { contents, keep_old: false })
             }
             (CreateLogTruncates, StorageOp::CreateLog { log, first_offset: 0 }) => {
                 inner.execute(&StorageOp::RemoveLog { log: *log })?;

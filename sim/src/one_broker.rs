@@ -448,16 +448,11 @@ impl Sim {
                 n.exec.fs_mut().arm_after_calls(self.rng.below(4));
             }
         }
-        let epoch = n.broker.journal_epoch();
         let result = n.exec.execute(&op);
         self.stats.storage_ops += 1;
         let tripped = n.exec.fs().tripped();
         n.exec.fs_mut().disarm();
-        self.trace.record(
-            self.now,
-            "execute",
-            format!("#{} {} -> {}", id.0, render_op(&op, epoch), render_result(&result)),
-        );
+        self.trace.record(self.now, "execute", format!("#{} {} -> {}", id.0, render_op(&op), render_result(&result)));
         if tripped {
             self.crash_now = true;
             return;
@@ -502,8 +497,7 @@ impl Sim {
         loop {
             let Some(n) = self.node.as_mut() else { return };
             let Some(effect) = n.broker.poll_effect() else { break };
-            let epoch = n.broker.journal_epoch();
-            self.trace.record(self.now, "effect", render_effect(&effect, epoch));
+            self.trace.record(self.now, "effect", render_effect(&effect));
             match effect {
                 Effect::Storage { id, op } => self.issue(id, op),
                 Effect::Reply { request, reply } => self.reply(request, reply),

@@ -86,39 +86,32 @@ fn crc(bytes: &[u8]) -> u32 {
     crc32c::crc32c(bytes)
 }
 
-/// Renders the journal records in an append, decoded with the journal's epoch.
-pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
+/// Renders the journal records of an append.
+pub fn render_journal_records(records: &[JournalRecord]) -> String {
     let mut out = String::new();
-    let decoded: Vec<Result<JournalRecord, String>> = match broker_core::decode_commit(bytes, epoch) {
-        Ok(recs) => recs.into_iter().map(Ok).collect(),
-        Err(e) => vec![Err(e)],
-    };
-    for rec in decoded {
+    for rec in records {
         if !out.is_empty() {
             out.push_str(", ");
         }
         match rec {
-            Ok(JournalRecord::TopicCreated(m)) => {
+            JournalRecord::TopicCreated(m) => {
                 let _ = write!(out, "TopicCreated {} {:?} x{}", m.id, m.name, m.partitions);
             }
-            Ok(JournalRecord::TopicDeleted { id, remove_after }) => {
+            JournalRecord::TopicDeleted { id, remove_after } => {
                 let _ = write!(out, "TopicDeleted {id} remove after {remove_after}");
             }
-            Ok(JournalRecord::PartitionRemoved { id, partition }) => {
+            JournalRecord::PartitionRemoved { id, partition } => {
                 let _ = write!(out, "PartitionRemoved {id}/p{partition}");
             }
-            Ok(JournalRecord::DeletionCompleted { id }) => {
+            JournalRecord::DeletionCompleted { id } => {
                 let _ = write!(out, "DeletionCompleted {id}");
             }
-            Ok(JournalRecord::Snapshot(s)) => {
+            JournalRecord::Snapshot(s) => {
                 let _ =
                     write!(out, "Snapshot live={} deleting={} ends={}", s.live.len(), s.deleting.len(), s.ends.len());
             }
-            Ok(JournalRecord::LogEnd { log, end }) => {
+            JournalRecord::LogEnd { log, end } => {
                 let _ = write!(out, "LogEnd {log} {end}");
-            }
-            Err(e) => {
-                let _ = write!(out, "undecodable: {e}");
             }
         }
     }
@@ -126,9 +119,9 @@ pub fn render_journal_bytes(bytes: &[u8], epoch: u64) -> String {
 }
 
 /// Renders a storage operation compactly (byte payloads as length and CRC).
-pub fn render_op(op: &StorageOp, epoch: u64) -> String {
+pub fn render_op(op: &StorageOp) -> String {
     match op {
-        StorageOp::AppendJournal { bytes } => format!("AppendJournal [{}]", render_journal_bytes(bytes, epoch)),
+        StorageOp::AppendJournal { records, .. } => format!("AppendJournal [{}]", render_journal_records(records)),
         StorageOp::ReplaceJournal { contents, keep_old } => {
             format!("ReplaceJournal len={} crc={:08x} keep_old={keep_old}", contents.len(), crc(contents))
         }
@@ -209,9 +202,9 @@ pub fn render_reply(reply: &Result<Reply, BrokerError>) -> String {
 }
 
 /// Renders an effect (storage operations via [`render_op`]).
-pub fn render_effect(e: &Effect, epoch: u64) -> String {
+pub fn render_effect(e: &Effect) -> String {
     match e {
-        Effect::Storage { id, op } => format!("#{} {}", id.0, render_op(op, epoch)),
+        Effect::Storage { id, op } => format!("#{} {}", id.0, render_op(op)),
         Effect::Reply { request, reply } => format!("req{} {}", request.0, render_reply(reply)),
         Effect::Notice(notice) => format!("notice: {notice}"),
         Effect::Halt(reason) => format!("HALT {reason}"),

@@ -5,8 +5,8 @@
 
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, JOURNAL_RESERVE_FILE, JOURNAL_TMP_FILE};
 use broker_core::{
-    AppendRecord, Config, Executor, FileSystem, LogId, OpOutput, Phase, ProduceRecord, Reply, StorageError, StorageOp,
-    SyncDriver, TopicId, JOURNAL_FILE,
+    decode_journal, encode_compacted, AppendRecord, Config, Executor, FileSystem, JournalRecord, LogId, OpOutput,
+    Phase, ProduceRecord, Reply, Snapshot, StorageError, StorageOp, SyncDriver, Time, TopicId, JOURNAL_FILE,
 };
 use broker_sim::disk::{CrashMode, DiskFaults, SimDisk, BLOCK_SIZE};
 use broker_testkit::commands::{create, created, delete, fetch, fetched, produce};
@@ -187,7 +187,8 @@ fn used(disk: &SimDisk) -> u64 {
 fn a_reserve_that_does_not_fit_is_not_grown_in_part() {
     let mut ex = Executor::new(SimDisk::new(3));
     ex.set_reserve_min(16 * BLOCK_SIZE);
-    ex.execute(&StorageOp::ReplaceJournal { contents: vec![b'J'; 8192], keep_old: false }).unwrap();
+    let journal = encode_compacted(1, Snapshot::default());
+    ex.execute(&StorageOp::ReplaceJournal { contents: journal.clone(), keep_old: false }).unwrap();
     ex.execute(&StorageOp::CreateLog { log: LOG, first_offset: 0 }).unwrap();
     ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 0, first_offset: 0 }).unwrap();
     let other = LogId { topic: TopicId(2), partition: 0 };
@@ -199,8 +200,15 @@ fn a_reserve_that_does_not_fit_is_not_grown_in_part() {
     // back is taken (by other programs, or by the logs).
     let before = used(ex.fs());
     ex.fs_mut().set_faults(capacity(before));
-    ex.execute(&StorageOp::AppendJournal { bytes: vec![b'x'; 100] }).unwrap();
+    let tombstone = JournalRecord::TopicDeleted { id: TopicId(2), remove_after: Time::ZERO };
+    ex.execute(&StorageOp::AppendJournal { epoch: 1, records: vec![tombstone.clone()] }).unwrap();
     assert!(ex.fs().live_file(JOURNAL_RESERVE_FILE).is_none(), "released");
+    let written = ex.fs().live_file(JOURNAL_FILE).unwrap();
+    let commit = JournalRecord::commit_len(std::slice::from_ref(&tombstone), journal.len() as u64);
+    assert_eq!(written.len() as u64, journal.len() as u64 + commit, "the whole commit is appended");
+    let d = decode_journal(&written).unwrap();
+    assert_eq!(d.records.last().map(|(_, r)| r), Some(&tombstone));
+    assert!(d.torn_tail.is_none() && d.repaired.is_empty());
     let full = used(ex.fs());
     ex.fs_mut().set_faults(capacity(full));
     // Removing the other log frees 7 blocks, fewer than the reserve's 16.

@@ -27,7 +27,9 @@ pub(crate) enum Flight {
 /// The next journal operation(s) to issue.
 #[derive(Debug)]
 pub(crate) enum JournalIo {
-    AppendSync { bytes: Vec<u8> },
+    /// One commit of `records` to journal `epoch`; the executor lays out its bytes.
+    AppendSync { epoch: u64, records: Vec<JournalRecord> },
+    /// A new journal file of `contents`, replacing the current one.
     Replace { contents: Vec<u8>, keep_old: bool },
 }
 
@@ -41,7 +43,8 @@ pub(crate) struct JournalWriter {
     /// Records in the current journal file (snapshot included).
     records_in_file: u64,
     /// The current journal file's length: where the next commit starts, which places
-    /// its second copy (see [`crate::journal`]).
+    /// its second copy (see [`crate::journal`]); counted, commit by commit, with
+    /// [`JournalRecord::commit_len`].
     file_len: u64,
     /// The size of the last journal file written whole (a snapshot): the measure of the
     /// live metadata in bytes.
@@ -115,12 +118,11 @@ impl JournalWriter {
         if self.queue.is_empty() {
             return None;
         }
-        let bytes = JournalRecord::encode_commit(&self.queue, self.epoch, self.file_len);
-        let records = self.queue.len() as u64;
-        self.queue.clear();
-        let len = bytes.len() as u64;
-        self.flight = Some(Flight::AppendSync { upto: self.last_seq, records, bytes: len, ops_left: 2 });
-        Some(JournalIo::AppendSync { bytes })
+        let records = std::mem::take(&mut self.queue);
+        let bytes = JournalRecord::commit_len(&records, self.file_len);
+        let count = records.len() as u64;
+        self.flight = Some(Flight::AppendSync { upto: self.last_seq, records: count, bytes, ops_left: 2 });
+        Some(JournalIo::AppendSync { epoch: self.epoch, records })
     }
 
     /// One journal operation completed successfully. Returns true if the in-flight

@@ -511,8 +511,8 @@ impl Broker {
         };
         let (topics, next_id, floor) = (&self.topics, self.next_topic_id, self.offset_floor);
         match self.journal.next_io(live, &limits, || meta_state_of(topics, next_id, floor).snapshot()) {
-            Some(JournalIo::AppendSync { bytes }) => {
-                self.op(StorageOp::AppendJournal { bytes }, PendingOp::JournalWrite { backs_up: false });
+            Some(JournalIo::AppendSync { epoch, records }) => {
+                self.op(StorageOp::AppendJournal { epoch, records }, PendingOp::JournalWrite { backs_up: false });
                 self.op(StorageOp::SyncJournal, PendingOp::JournalWrite { backs_up: false });
             }
             Some(JournalIo::Replace { contents, keep_old }) => {

@@ -59,11 +59,6 @@ pub fn record_text(r: &JournalRecord) -> String {
     }
 }
 
-/// Decodes the records of one `AppendJournal` (one commit, salted with `epoch`).
-pub fn decode_appended(bytes: &[u8], epoch: u64) -> Result<Vec<JournalRecord>, String> {
-    broker_core::decode_commit(bytes, epoch)
-}
-
 fn append_records_text(records: &[AppendRecord]) -> String {
     let parts: Vec<String> = records
         .iter()
@@ -86,18 +81,16 @@ fn stored_text(records: &[StoredRecord]) -> String {
     parts.join(", ")
 }
 
-/// A storage operation, readably; `epoch` is the journal epoch its appends are salted with.
-pub fn op_text(op: &StorageOp, epoch: &mut u64) -> String {
+/// A storage operation, readably.
+pub fn op_text(op: &StorageOp) -> String {
     match op {
         StorageOp::ReadJournal => "ReadJournal".into(),
-        StorageOp::AppendJournal { bytes } => match decode_appended(bytes, *epoch) {
-            Ok(recs) => format!("AppendJournal [{}]", recs.iter().map(record_text).collect::<Vec<_>>().join(", ")),
-            Err(e) => format!("AppendJournal <{e}>"),
-        },
+        StorageOp::AppendJournal { records, .. } => {
+            format!("AppendJournal [{}]", records.iter().map(record_text).collect::<Vec<_>>().join(", "))
+        }
         StorageOp::SyncJournal => "SyncJournal".into(),
         StorageOp::ReplaceJournal { contents, keep_old } => match decode_journal(contents) {
             Ok(d) => {
-                *epoch = d.epoch;
                 let recs: Vec<String> = d.records.iter().map(|(_, r)| record_text(r)).collect();
                 format!("ReplaceJournal epoch={} keep_old={keep_old} [{}]", d.epoch, recs.join(", "))
             }
@@ -141,13 +134,12 @@ pub fn reply_text(reply: &Result<Reply, BrokerError>) -> String {
     }
 }
 
-/// Renders effects one a line. `epoch` is the journal epoch when the first was issued;
-/// a `ReplaceJournal` in the trace moves it on.
-pub fn render(effects: &[Effect], mut epoch: u64) -> String {
+/// Renders effects one a line.
+pub fn render(effects: &[Effect]) -> String {
     let mut out = String::new();
     for e in effects {
         let line = match e {
-            Effect::Storage { id, op } => format!("storage #{} {}", id.0, op_text(op, &mut epoch)),
+            Effect::Storage { id, op } => format!("storage #{} {}", id.0, op_text(op)),
             Effect::Reply { request, reply } => format!("reply req#{} {}", request.0, reply_text(reply)),
             Effect::Notice(notice) => format!("notice {notice}"),
             Effect::Halt(reason) => format!("halt {reason:?}"),
