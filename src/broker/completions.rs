@@ -222,11 +222,12 @@ impl Broker {
         loop {
             let ack_anyway = planted!(self.config, AckProduceOfDeletedTopic);
             let Some(topic) = self.topics.get_mut(&id) else { return };
-            let (deleted, name) = (topic.deletion.is_some() && !ack_anyway, topic.meta.name.clone());
+            let deleted = topic.deletion.is_some() && !ack_anyway;
             let part = topic.partitions.get_mut(partition as usize);
             let Some(part) = part.filter(|p| p.journaling.front().is_some_and(|w| w.end <= end)) else { return };
             let Some(w) = part.journaling.pop_front() else { return };
             if deleted {
+                let name = topic.meta.name.clone();
                 self.reply(w.request, Err(BrokerError::TopicNotFound { name }));
                 continue;
             }
