@@ -72,12 +72,11 @@ impl Broker {
         self.next_topic_id = after;
         let offset_base = if planted!(self.config, OffsetsIgnoreFloor) { 0 } else { self.offset_floor };
         let meta = TopicMeta { id, name: name.clone(), partitions, settings, offset_base };
-        let seq = self.journal.push(JournalRecord::TopicCreated(meta.clone()));
+        self.wait_for_journal(JournalRecord::TopicCreated(meta.clone()), JournalWaiter::Created(id));
         let mut topic = Topic::new(meta, false);
         topic.create_waiter = Some((request, partitions));
         self.topics.insert(id, topic);
         self.live_names.insert(name, id);
-        self.journal_waiters.entry(seq).or_default().push(JournalWaiter::Created(id));
         Ok(None)
     }
 
@@ -89,7 +88,8 @@ impl Broker {
             // journal's replay takes the same ends: those queued before the tombstone).
             let ended = self.topics.get(&id).and_then(|t| t.partitions.iter().map(|p| p.journaled_end).max());
             self.offset_floor = self.offset_floor.max(ended.unwrap_or(0));
-            let seq = self.journal.push(JournalRecord::TopicDeleted { id, remove_after });
+            let seq =
+                self.wait_for_journal(JournalRecord::TopicDeleted { id, remove_after }, JournalWaiter::Tombstone(id));
             let early_ack = planted!(self.config, AckDeleteBeforeTombstoneDurable);
             if let Some(t) = self.topics.get_mut(&id) {
                 t.deletion = Some(Deletion {
@@ -104,7 +104,6 @@ impl Broker {
                 });
             }
             self.deleting_names.entry(name).or_default().insert(id);
-            self.journal_waiters.entry(seq).or_default().push(JournalWaiter::Tombstone(id));
             return Ok(early_ack.then_some(Reply::DeleteAccepted { topic: id }));
         }
         if planted!(self.config, DeleteIgnoresPendingDeletion) {

@@ -205,12 +205,11 @@ impl Broker {
         }
         part.journaled_end = part.journaled_end.max(end);
         // Named by the incarnation (the storage log's name may differ under a planted bug).
-        let seq = self.journal.push(JournalRecord::LogEnd { log: LogId { topic: id, partition: log.partition }, end });
-        self.journal_waiters.entry(seq).or_default().push(JournalWaiter::LogEnd {
-            topic: id,
-            partition: log.partition,
-            end,
-        });
+        let log = LogId { topic: id, partition: log.partition };
+        self.wait_for_journal(
+            JournalRecord::LogEnd { log, end },
+            JournalWaiter::LogEnd { topic: id, partition: log.partition, end },
+        );
     }
 
     /// The journal holds `end` as the acknowledged end of a partition: acknowledge its

@@ -25,7 +25,7 @@ use crate::config::Config;
 use crate::effect::{Effect, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason};
 use crate::ids::{LogId, OpId, RequestId, TopicId};
-use crate::journal::{MetaState, MetaTopic};
+use crate::journal::{JournalRecord, MetaState, MetaTopic};
 use crate::time::Time;
 use journal_writer::{CompactionLimits, JournalIo, JournalWriter};
 use state::Topic;
@@ -171,8 +171,10 @@ pub struct Broker {
     /// Where the next topic's offsets begin ([`crate::journal::MetaState::offset_floor`]).
     offset_floor: u64,
     journal: JournalWriter,
-    /// Journal sequence numbers whose durability something waits for.
-    journal_waiters: BTreeMap<u64, Vec<JournalWaiter>>,
+    /// What waits for the durability of a journal record, with the record's sequence
+    /// number, ascending: each waits for the record queued just before it, the newest
+    /// ([`Broker::wait_for_journal`]).
+    journal_waiters: VecDeque<(u64, JournalWaiter)>,
     /// Client requests not yet answered; a produce's with how many partition writes it
     /// still waits for.
     requests: BTreeMap<RequestId, Option<ProduceProgress>>,
@@ -231,7 +233,7 @@ impl Broker {
             next_topic_id: 0,
             offset_floor: 0,
             journal: JournalWriter::default(),
-            journal_waiters: BTreeMap::new(),
+            journal_waiters: VecDeque::new(),
             requests: BTreeMap::new(),
             removals_in_flight: 0,
             strays: BTreeSet::new(),
@@ -525,12 +527,23 @@ impl Broker {
         }
     }
 
-    /// Journal work completed: wake everything waiting for durability.
+    /// Queues `rec` in the journal, and `waiter` to be woken once it is durable; returns
+    /// the record's sequence number.
+    fn wait_for_journal(&mut self, rec: JournalRecord, waiter: JournalWaiter) -> u64 {
+        let seq = self.journal.push(rec);
+        self.journal_waiters.push_back((seq, waiter));
+        seq
+    }
+
+    /// Journal work completed: wake everything waiting for durability, in the order the
+    /// records were queued. What the waiters queue in turn is not durable yet.
     fn journal_durable(&mut self) {
         let durable = self.journal.durable_seq();
-        let later = self.journal_waiters.split_off(&(durable + 1));
-        let ready = std::mem::replace(&mut self.journal_waiters, later);
-        for waiter in ready.into_values().flatten() {
+        while let Some(&(seq, waiter)) = self.journal_waiters.front() {
+            if seq > durable {
+                break;
+            }
+            self.journal_waiters.pop_front();
             match waiter {
                 JournalWaiter::Created(id) => self.create_logs(id),
                 JournalWaiter::Tombstone(id) => self.tombstone_durable(id),
