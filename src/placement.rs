@@ -42,9 +42,9 @@ pub fn check_produce(
 
 /// A produce's records in one batch per partition.
 #[derive(Debug)]
-pub struct Placement {
+pub struct Placement<R = ProduceRecord> {
     /// The batches, in ascending partition order.
-    pub batches: Vec<(u32, Vec<ProduceRecord>)>,
+    pub batches: Vec<(u32, Vec<R>)>,
     /// Where each record went, in the order given: its partition, and its index in that
     /// partition's batch (the caller adds the partition's next offset).
     pub positions: Vec<RecordPosition>,
@@ -56,8 +56,20 @@ pub struct Placement {
 /// if given, else keyed ones by `murmur2(key) % partitions`, keyless ones round-robin
 /// from `cursor`.
 pub fn place(partitions: u32, cursor: u32, partition: Option<u32>, records: Vec<ProduceRecord>) -> Placement {
+    place_as(partitions, cursor, partition, records, |_, record| record)
+}
+
+/// [`place`], each record stored in its batch as `make(its index in the batch, record)`
+/// (the broker's appends, with offsets counted from 0, built where they go).
+pub fn place_as<R>(
+    partitions: u32,
+    cursor: u32,
+    partition: Option<u32>,
+    records: Vec<ProduceRecord>,
+    mut make: impl FnMut(u64, ProduceRecord) -> R,
+) -> Placement<R> {
     let mut cursor = cursor;
-    let mut batches: Vec<(u32, Vec<ProduceRecord>)> = Vec::new();
+    let mut batches: Vec<(u32, Vec<R>)> = Vec::new();
     let mut positions = Vec::with_capacity(records.len());
     for record in records {
         let p = match (partition, &record.key) {
@@ -77,8 +89,9 @@ pub fn place(partitions: u32, cursor: u32, partition: Option<u32>, records: Vec<
             }
         };
         let batch = &mut batches[i].1;
-        positions.push(RecordPosition { partition: p, offset: batch.len() as u64 });
-        batch.push(record);
+        let index = batch.len() as u64;
+        positions.push(RecordPosition { partition: p, offset: index });
+        batch.push(make(index, record));
     }
     Placement { batches, positions, cursor }
 }

@@ -7,7 +7,7 @@ use crate::effect::{AppendRecord, StorageOp};
 use crate::error::BrokerError;
 use crate::ids::{LogId, RequestId, TopicId};
 use crate::journal::{JournalRecord, TopicMeta};
-use crate::placement::{check_produce, place, Placement};
+use crate::placement::{check_produce, place_as, Placement};
 
 impl Broker {
     pub(super) fn command(&mut self, request: RequestId, command: Command) {
@@ -140,7 +140,8 @@ impl Broker {
         // ascending partition order, without touching state, so a rejection changes
         // nothing. Offsets within each batch count from 0 until the checks pass.
         let partition = partition.filter(|_| !planted!(self.config, NamedPartitionIgnored));
-        let Placement { batches, mut positions, cursor } = place(n, t.round_robin, partition, records);
+        let make = |offset, record| AppendRecord { offset, record };
+        let Placement { mut batches, mut positions, cursor } = place_as(n, t.round_robin, partition, records, make);
         // The first record, in the order given, whose partition has failed.
         if let Some((p, why)) = positions.iter().find_map(|pos| {
             let failed = t.partitions.get(pos.partition as usize).map(|part| part.failed.clone());
@@ -148,13 +149,6 @@ impl Broker {
         }) {
             return Err(BrokerError::Storage(format!("partition {p} of {topic:?} is unavailable: {why}")));
         }
-        let mut batches: Vec<(u32, Vec<AppendRecord>)> = batches
-            .into_iter()
-            .map(|(p, records)| {
-                let records = records.into_iter().enumerate();
-                (p, records.map(|(i, record)| AppendRecord { offset: i as u64, record }).collect())
-            })
-            .collect();
         if let Some((p, _)) =
             batches.iter().find(|(p, b)| t.partitions[*p as usize].next_offset.checked_add(b.len() as u64).is_none())
         {
