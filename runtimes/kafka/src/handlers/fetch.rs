@@ -199,7 +199,8 @@ async fn read_partition(
         // Re-created between the look and the read: answered as the next look will see it.
         Ok(Reply::Fetched { topic, high_watermark, .. }) if topic != t.id => Ok((Vec::new(), high_watermark as i64)),
         Ok(Reply::Fetched { records, high_watermark, .. }) => {
-            let mut out = Vec::new();
+            let stored: usize = records.iter().map(|r| r.value.len()).sum();
+            let mut out = Vec::with_capacity(stored.min(limit as usize));
             for r in &records {
                 // Served first and taken back if it does not fit: a stored batch is
                 // recognised by its CRC, computed once.
