@@ -14,7 +14,7 @@ use crate::events::EventQueue;
 use crate::model::Model;
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
-use crate::trace::{render_command, render_effect, render_op, render_result, Trace};
+use crate::trace::{CommandText, EffectText, OpText, ResultText, Trace};
 use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
@@ -226,7 +226,7 @@ impl Sim {
     fn note_journal_rot(&mut self) {
         if self.journal_lost_to_rot.is_none() && Self::journal_lost_a_commit_to_rot(self.disk()) {
             self.journal_lost_to_rot = Some(self.now);
-            self.trace.record(self.now, "journal-lost", "rot struck both copies of a journal commit".into());
+            self.trace.record(self.now, "journal-lost", format_args!("rot struck both copies of a journal commit"));
         }
     }
 
@@ -244,7 +244,7 @@ impl Sim {
         exec.set_reserve_min(SIM_JOURNAL_RESERVE);
         #[cfg(feature = "planted-bugs")]
         exec.plant(&self.config.bugs);
-        self.trace.record(self.now, "start", format!("life {}", self.life));
+        self.trace.record(self.now, "start", format_args!("life {}", self.life));
         self.node = Some(Node {
             broker: Broker::start(self.config.clone(), self.now),
             exec,
@@ -276,11 +276,11 @@ impl Sim {
                 Some(mode) => disk.inner_mut().crash_with(mode),
                 None => disk.inner_mut().crash(),
             };
-            self.trace.record(self.now, "crash", format!("{why}: {report:?}"));
+            self.trace.record(self.now, "crash", format_args!("{why}: {report:?}"));
             self.idle_disk = Some(disk);
             self.check_no_orphans();
         } else {
-            self.trace.record(self.now, "restart", why.to_string());
+            self.trace.record(self.now, "restart", format_args!("{why}"));
             self.idle_disk = Some(disk);
         }
         // A supervisor restarts the process, backing off while restarts keep failing.
@@ -326,7 +326,7 @@ impl Sim {
                 }
                 self.last_completed = self.last_completed.max(id);
                 self.checkers.storage_completed(id);
-                self.trace.record(self.now, "complete", format!("#{} {}", id.0, render_result(&result)));
+                self.trace.record(self.now, "complete", format_args!("#{} {}", id.0, ResultText(&result)));
                 if let Some(n) = self.node.as_mut() {
                     n.broker.handle_completion(self.now, id, result);
                 }
@@ -336,7 +336,7 @@ impl Sim {
                 if let Some(n) = self.node.as_mut() {
                     n.wakes.remove(&at);
                     if n.broker.poll_timeout().is_some_and(|due| due <= self.now) {
-                        self.trace.record(self.now, "timeout", String::new());
+                        self.trace.record(self.now, "timeout", format_args!(""));
                         n.broker.handle_timeout(self.now);
                     }
                 }
@@ -353,7 +353,7 @@ impl Sim {
             Event::Restart => self.start_node(),
             Event::EndChaos => {
                 self.chaos = false;
-                self.trace.record(self.now, "end-chaos", String::new());
+                self.trace.record(self.now, "end-chaos", format_args!(""));
                 match (&mut self.node, &mut self.idle_disk) {
                     (Some(n), _) => {
                         n.exec.fs_mut().disarm();
@@ -390,7 +390,7 @@ impl Sim {
             let shared = Rc::new(cmd.clone());
             self.checkers.issued(self.now, &self.model, request, &shared);
             self.model.issued(self.now, request, &shared);
-            self.trace.record(self.now, "command", format!("req{} c{c} {}", request.0, render_command(&cmd)));
+            self.trace.record(self.now, "command", format_args!("req{} c{c} {}", request.0, CommandText(&cmd)));
             if let Some(n) = self.node.as_mut() {
                 n.requests.insert(request, c);
                 n.broker.handle_command(self.now, request, cmd);
@@ -452,7 +452,7 @@ impl Sim {
         self.stats.storage_ops += 1;
         let tripped = n.exec.fs().tripped();
         n.exec.fs_mut().disarm();
-        self.trace.record(self.now, "execute", format!("#{} {} -> {}", id.0, render_op(&op), render_result(&result)));
+        self.trace.record(self.now, "execute", format_args!("#{} {} -> {}", id.0, OpText(&op), ResultText(&result)));
         if tripped {
             self.crash_now = true;
             return;
@@ -497,7 +497,7 @@ impl Sim {
         loop {
             let Some(n) = self.node.as_mut() else { return };
             let Some(effect) = n.broker.poll_effect() else { break };
-            self.trace.record(self.now, "effect", render_effect(&effect));
+            self.trace.record(self.now, "effect", format_args!("{}", EffectText(&effect)));
             match effect {
                 Effect::Storage { id, op } => self.issue(id, op),
                 Effect::Reply { request, reply } => self.reply(request, reply),

@@ -4,7 +4,7 @@
 use broker_core::{
     batch_bytes, BrokerError, Command, Effect, JournalRecord, OpOutput, OpResult, Reply, StorageOp, Time,
 };
-use std::fmt::Write as _;
+use std::fmt::{self, Display, Formatter, Write as _};
 
 /// One trace line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,17 +53,21 @@ impl Trace {
         Trace { hash: 0xcbf2_9ce4_8422_2325, events: 0, keep, lines: Vec::new() }
     }
 
-    /// Records one event.
-    pub fn record(&mut self, at: Time, kind: &'static str, detail: String) {
+    /// Records one event. Its detail is formatted straight into the hash, and into a
+    /// string only when lines are kept: most runs keep none.
+    pub fn record(&mut self, at: Time, kind: &'static str, detail: fmt::Arguments<'_>) {
         self.events += 1;
-        let mut h = self.hash;
-        for b in at.as_micros().to_le_bytes().iter().chain(kind.as_bytes()).chain(detail.as_bytes()) {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.hash = h;
+        let mut h = Fnv(self.hash);
+        h.bytes(&at.as_micros().to_le_bytes());
+        h.bytes(kind.as_bytes());
         if self.keep {
+            let detail = fmt::format(detail);
+            h.bytes(detail.as_bytes());
             self.lines.push(TraceLine { at, kind, detail });
+        } else {
+            let _ = h.write_fmt(detail);
         }
+        self.hash = h.0;
     }
 
     /// The hash of everything recorded.
@@ -82,89 +86,113 @@ impl Trace {
     }
 }
 
+/// An FNV-1a 64 hash of the bytes written to it, from the given state.
+struct Fnv(u64);
+
+impl Fnv {
+    fn bytes(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+impl fmt::Write for Fnv {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.bytes(s.as_bytes());
+        Ok(())
+    }
+}
+
 fn crc(bytes: &[u8]) -> u32 {
     crc32c::crc32c(bytes)
 }
 
-/// Renders the journal records of an append.
-pub fn render_journal_records(records: &[JournalRecord]) -> String {
-    let mut out = String::new();
-    for rec in records {
-        if !out.is_empty() {
-            out.push_str(", ");
-        }
-        match rec {
-            JournalRecord::TopicCreated(m) => {
-                let _ = write!(out, "TopicCreated {} {:?} x{}", m.id, m.name, m.partitions);
-            }
-            JournalRecord::TopicDeleted { id, remove_after } => {
-                let _ = write!(out, "TopicDeleted {id} remove after {remove_after}");
-            }
-            JournalRecord::PartitionRemoved { id, partition } => {
-                let _ = write!(out, "PartitionRemoved {id}/p{partition}");
-            }
-            JournalRecord::DeletionCompleted { id } => {
-                let _ = write!(out, "DeletionCompleted {id}");
-            }
-            JournalRecord::Snapshot(s) => {
-                let _ =
-                    write!(out, "Snapshot live={} deleting={} ends={}", s.live.len(), s.deleting.len(), s.ends.len());
-            }
-            JournalRecord::LogEnd { log, end } => {
-                let _ = write!(out, "LogEnd {log} {end}");
-            }
-        }
-    }
-    out
-}
+/// The journal records of an append, rendered.
+pub struct JournalRecordsText<'a>(pub &'a [JournalRecord]);
 
-/// Renders a storage operation compactly (byte payloads as length and CRC).
-pub fn render_op(op: &StorageOp) -> String {
-    match op {
-        StorageOp::AppendJournal { records, .. } => format!("AppendJournal [{}]", render_journal_records(records)),
-        StorageOp::ReplaceJournal { contents, keep_old } => {
-            format!("ReplaceJournal len={} crc={:08x} keep_old={keep_old}", contents.len(), crc(contents))
-        }
-        StorageOp::Append { log, records } => {
-            let first = records.first().map_or(0, |r| r.offset);
-            let mut c = 0u32;
-            for r in records {
-                c = crc32c::crc32c_append(c, &r.record.value);
+impl Display for JournalRecordsText<'_> {
+    fn fmt(&self, out: &mut Formatter<'_>) -> fmt::Result {
+        for (i, rec) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.write_str(", ")?;
             }
-            format!("Append {log} offsets {first}+{} crc={c:08x}", records.len())
+            match rec {
+                JournalRecord::TopicCreated(m) => write!(out, "TopicCreated {} {:?} x{}", m.id, m.name, m.partitions)?,
+                JournalRecord::TopicDeleted { id, remove_after } => {
+                    write!(out, "TopicDeleted {id} remove after {remove_after}")?
+                }
+                JournalRecord::PartitionRemoved { id, partition } => write!(out, "PartitionRemoved {id}/p{partition}")?,
+                JournalRecord::DeletionCompleted { id } => write!(out, "DeletionCompleted {id}")?,
+                JournalRecord::Snapshot(s) => {
+                    write!(out, "Snapshot live={} deleting={} ends={}", s.live.len(), s.deleting.len(), s.ends.len())?
+                }
+                JournalRecord::LogEnd { log, end } => write!(out, "LogEnd {log} {end}")?,
+            }
         }
-        StorageOp::CreateLog { log, first_offset } => format!("CreateLog {log} from {first_offset}"),
-        StorageOp::OpenLog { log, acked_end, first_offset } => {
-            format!("OpenLog {log} acked {acked_end} from {first_offset}")
-        }
-        StorageOp::SyncLog { log } => format!("SyncLog {log}"),
-        StorageOp::RemoveLog { log } => format!("RemoveLog {log}"),
-        StorageOp::Read { log, offset, max_records, max_bytes } => {
-            format!("Read {log} from {offset} max {max_records} records {max_bytes} bytes")
-        }
-        StorageOp::ReadJournal => "ReadJournal".into(),
-        StorageOp::SyncJournal => "SyncJournal".into(),
-        StorageOp::ListLogs => "ListLogs".into(),
+        Ok(())
     }
 }
 
-/// Renders a storage result compactly.
-pub fn render_result(r: &OpResult) -> String {
-    match r {
-        Ok(OpOutput::Done) => "ok".into(),
-        Ok(OpOutput::Journal(None)) => "no journal".into(),
-        Ok(OpOutput::Journal(Some(b))) => format!("journal len={} crc={:08x}", b.len(), crc(b)),
-        Ok(OpOutput::Logs(logs)) => format!("{} logs", logs.len()),
-        Ok(OpOutput::BackedUp(file)) => format!("ok, old journal kept as {file}"),
-        Ok(OpOutput::Opened { next_offset, damaged }) => format!("opened next={next_offset} damaged={}", damaged.len()),
-        Ok(OpOutput::Records(rs)) => {
-            let mut c = 0u32;
-            for r in rs {
-                c = crc32c::crc32c_append(c, &r.value);
+/// A storage operation, rendered compactly (byte payloads as length and CRC).
+pub struct OpText<'a>(pub &'a StorageOp);
+
+impl Display for OpText<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            StorageOp::AppendJournal { records, .. } => write!(f, "AppendJournal [{}]", JournalRecordsText(records)),
+            StorageOp::ReplaceJournal { contents, keep_old } => {
+                write!(f, "ReplaceJournal len={} crc={:08x} keep_old={keep_old}", contents.len(), crc(contents))
             }
-            format!("{} records crc={c:08x}", rs.len())
+            StorageOp::Append { log, records } => {
+                let first = records.first().map_or(0, |r| r.offset);
+                let mut c = 0u32;
+                for r in records {
+                    c = crc32c::crc32c_append(c, &r.record.value);
+                }
+                write!(f, "Append {log} offsets {first}+{} crc={c:08x}", records.len())
+            }
+            StorageOp::CreateLog { log, first_offset } => write!(f, "CreateLog {log} from {first_offset}"),
+            StorageOp::OpenLog { log, acked_end, first_offset } => {
+                write!(f, "OpenLog {log} acked {acked_end} from {first_offset}")
+            }
+            StorageOp::SyncLog { log } => write!(f, "SyncLog {log}"),
+            StorageOp::RemoveLog { log } => write!(f, "RemoveLog {log}"),
+            StorageOp::Read { log, offset, max_records, max_bytes } => {
+                write!(f, "Read {log} from {offset} max {max_records} records {max_bytes} bytes")
+            }
+            StorageOp::ReadJournal => f.write_str("ReadJournal"),
+            StorageOp::SyncJournal => f.write_str("SyncJournal"),
+            StorageOp::ListLogs => f.write_str("ListLogs"),
         }
-        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// A storage result, rendered compactly.
+pub struct ResultText<'a>(pub &'a OpResult);
+
+impl Display for ResultText<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Ok(OpOutput::Done) => f.write_str("ok"),
+            Ok(OpOutput::Journal(None)) => f.write_str("no journal"),
+            Ok(OpOutput::Journal(Some(b))) => write!(f, "journal len={} crc={:08x}", b.len(), crc(b)),
+            Ok(OpOutput::Logs(logs)) => write!(f, "{} logs", logs.len()),
+            Ok(OpOutput::BackedUp(file)) => write!(f, "ok, old journal kept as {file}"),
+            Ok(OpOutput::Opened { next_offset, damaged }) => {
+                write!(f, "opened next={next_offset} damaged={}", damaged.len())
+            }
+            Ok(OpOutput::Records(rs)) => {
+                let mut c = 0u32;
+                for r in rs {
+                    c = crc32c::crc32c_append(c, &r.value);
+                }
+                write!(f, "{} records crc={c:08x}", rs.len())
+            }
+            Err(e) => write!(f, "error: {e}"),
+        }
     }
 }
 
@@ -177,36 +205,82 @@ fn records_crc<'a>(records: impl IntoIterator<Item = (Option<&'a [u8]>, &'a [u8]
     })
 }
 
-/// Renders a client command, produced records as their count, size and checksum.
-pub fn render_command(cmd: &Command) -> String {
-    match cmd {
-        Command::Produce { topic, partition, records } => {
-            let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
-            let to = partition.map(|p| format!(" to partition {p}")).unwrap_or_default();
-            format!("Produce {topic:?}{to} {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
+/// A client command, rendered; produced records as their count, size and checksum.
+pub struct CommandText<'a>(pub &'a Command);
+
+impl Display for CommandText<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Command::Produce { topic, partition, records } => {
+                let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
+                write!(f, "Produce {topic:?}")?;
+                if let Some(p) = partition {
+                    write!(f, " to partition {p}")?;
+                }
+                write!(f, " {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
+            }
+            other => write!(f, "{other:?}"),
         }
-        other => format!("{other:?}"),
     }
 }
 
-/// Renders a reply, fetched records as their offsets and checksum.
-pub fn render_reply(reply: &Result<Reply, BrokerError>) -> String {
-    match reply {
-        Ok(Reply::Fetched { topic, records, high_watermark }) => {
-            let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
-            let first = records.first().map_or(0, |r| r.offset);
-            format!("Ok(Fetched {topic} {} records from {first} crc={c:08x} hw {high_watermark})", records.len())
+/// A reply, rendered; fetched records as their offsets and checksum.
+pub struct ReplyText<'a>(pub &'a Result<Reply, BrokerError>);
+
+impl Display for ReplyText<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Ok(Reply::Fetched { topic, records, high_watermark }) => {
+                let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
+                let first = records.first().map_or(0, |r| r.offset);
+                write!(f, "Ok(Fetched {topic} {} records from {first} crc={c:08x} hw {high_watermark})", records.len())
+            }
+            other => write!(f, "{other:?}"),
         }
-        other => format!("{other:?}"),
     }
 }
 
-/// Renders an effect (storage operations via [`render_op`]).
-pub fn render_effect(e: &Effect) -> String {
-    match e {
-        Effect::Storage { id, op } => format!("#{} {}", id.0, render_op(op)),
-        Effect::Reply { request, reply } => format!("req{} {}", request.0, render_reply(reply)),
-        Effect::Notice(notice) => format!("notice: {notice}"),
-        Effect::Halt(reason) => format!("HALT {reason}"),
+/// An effect, rendered (storage operations as [`OpText`]).
+pub struct EffectText<'a>(pub &'a Effect);
+
+impl Display for EffectText<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Effect::Storage { id, op } => write!(f, "#{} {}", id.0, OpText(op)),
+            Effect::Reply { request, reply } => write!(f, "req{} {}", request.0, ReplyText(reply)),
+            Effect::Notice(notice) => write!(f, "notice: {notice}"),
+            Effect::Halt(reason) => write!(f, "HALT {reason}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FNV-1a 64 of `bytes`, written out here as the algorithm's definition.
+    fn fnv(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    }
+
+    #[test]
+    fn the_hash_is_fnv_of_time_kind_and_detail_in_order_kept_or_not() {
+        let mut kept = Trace::new(true);
+        let mut plain = Trace::new(false);
+        let mut stream = Vec::new();
+        for (i, kind) in ["command", "effect", "timeout"].into_iter().enumerate() {
+            let at = Time::from_millis(i as u64).plus_micros(7);
+            kept.record(at, kind, format_args!("req{i} {}", "x".repeat(i)));
+            plain.record(at, kind, format_args!("req{i} {}", "x".repeat(i)));
+            stream.extend_from_slice(&at.as_micros().to_le_bytes());
+            stream.extend_from_slice(kind.as_bytes());
+            stream.extend_from_slice(format!("req{i} {}", "x".repeat(i)).as_bytes());
+        }
+        assert_eq!(plain.hash(), fnv(&stream));
+        assert_eq!(kept.hash(), plain.hash());
+        assert_eq!(plain.events(), 3);
+        let lines = kept.into_lines();
+        assert_eq!(lines[2].detail, "req2 xx");
+        assert!(plain.into_lines().is_empty());
     }
 }

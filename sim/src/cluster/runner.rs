@@ -26,7 +26,7 @@ use crate::events::EventQueue;
 use crate::rng::SimRng;
 use crate::run::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
 use crate::swarm::SwarmParams;
-use crate::trace::{render_command, render_reply, Trace};
+use crate::trace::{CommandText, ReplyText, Trace};
 use crate::violation::{Flags, Violation};
 use crate::workload::Workload;
 use broker_core::cluster::keys::{
@@ -266,25 +266,40 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
     }
 }
 
-/// Renders a store operation compactly for the trace.
-fn render_op(op: &StoreOp) -> String {
-    match op {
-        StoreOp::Create { key, bytes } => {
-            format!("create {key} {} bytes crc={:08x}", bytes.len(), crc32c::crc32c(bytes))
+/// A store operation, rendered compactly for the trace.
+struct StoreOpText<'a>(&'a StoreOp);
+
+impl std::fmt::Display for StoreOpText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            StoreOp::Create { key, bytes } => {
+                write!(f, "create {key} {} bytes crc={:08x}", bytes.len(), crc32c::crc32c(bytes))
+            }
+            StoreOp::Get { key } => write!(f, "get {key}"),
+            StoreOp::List { prefix, after, limit } => write!(f, "list {prefix} after {after:?} limit {limit}"),
+            StoreOp::Delete { key } => write!(f, "delete {key}"),
         }
-        StoreOp::Get { key } => format!("get {key}"),
-        StoreOp::List { prefix, after, limit } => format!("list {prefix} after {after:?} limit {limit}"),
-        StoreOp::Delete { key } => format!("delete {key}"),
     }
 }
 
-fn render_result(r: &StoreResult) -> String {
-    match r {
-        Ok(StoreOutput::Found(bytes)) => format!("found {} bytes", bytes.len()),
-        Ok(StoreOutput::Listed { keys, more }) => {
-            format!("listed {} keys, last {:?}{}", keys.len(), keys.last(), if *more { ", more follow" } else { "" })
+/// A store operation's result, rendered compactly for the trace.
+struct StoreResultText<'a>(&'a StoreResult);
+
+impl std::fmt::Display for StoreResultText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Ok(StoreOutput::Found(bytes)) => write!(f, "found {} bytes", bytes.len()),
+            Ok(StoreOutput::Listed { keys, more }) => {
+                write!(
+                    f,
+                    "listed {} keys, last {:?}{}",
+                    keys.len(),
+                    keys.last(),
+                    if *more { ", more follow" } else { "" }
+                )
+            }
+            other => write!(f, "{other:?}"),
         }
-        other => format!("{other:?}"),
     }
 }
 
@@ -343,7 +358,7 @@ impl Sim {
         slot.life += 1;
         slot.node = Some(node);
         let (life, since) = (slot.life, slot.cut_at);
-        self.trace.record(self.now, "start", format!("node {n} life {life}"));
+        self.trace.record(self.now, "start", format_args!("node {n} life {life}"));
         self.heal_check(n, life, since, 0);
         self.drain(n);
     }
@@ -362,7 +377,7 @@ impl Sim {
             self.unpark(*c);
         }
         self.stats.node_crashes += 1;
-        self.trace.record(self.now, "crash", format!("node {n}: {why}"));
+        self.trace.record(self.now, "crash", format_args!("node {n}: {why}"));
         let down = self.rng.between(self.cp.down_for_us.0, self.cp.down_for_us.1);
         self.schedule(self.now.plus_micros(down), Ev::Restart(n));
     }
@@ -455,7 +470,7 @@ impl Sim {
             }
             Ev::Land { node, op } => {
                 self.store_pending -= 1;
-                self.trace.record(self.now, "land", format!("node {node} {}", render_op(&op)));
+                self.trace.record(self.now, "land", format_args!("node {node} {}", StoreOpText(&op)));
                 self.stats.late_landings += 1;
                 self.apply(&op);
             }
@@ -466,7 +481,11 @@ impl Sim {
                 }
                 let result =
                     if self.cut_off(node) { Err(StoreError::Unknown("cut off from the store".into())) } else { result };
-                self.trace.record(self.now, "answer", format!("node {node} #{} {}", id.0, render_result(&result)));
+                self.trace.record(
+                    self.now,
+                    "answer",
+                    format_args!("node {node} #{} {}", id.0, StoreResultText(&result)),
+                );
                 let local = self.slots[node].clock.local(self.now);
                 if let Some(n) = self.slots[node].node.as_mut() {
                     n.handle_store(local, id, result);
@@ -516,7 +535,7 @@ impl Sim {
                 slot.cut_until = Some(slot.cut_until.map_or(until, |u| u.max(until)));
                 slot.cut_at = self.now;
                 self.stats.cuts += 1;
-                self.trace.record(self.now, "cut", format!("node {n} until {until}"));
+                self.trace.record(self.now, "cut", format_args!("node {n} until {until}"));
                 self.schedule(until, Ev::CutEnd(n));
                 let next = self.now.plus_micros(self.rng.between(1, 2 * self.cp.cut_every_us));
                 self.schedule(next, Ev::Cut);
@@ -528,7 +547,7 @@ impl Sim {
             }
             Ev::EndChaos => {
                 self.chaos = false;
-                self.trace.record(self.now, "end-chaos", String::new());
+                self.trace.record(self.now, "end-chaos", format_args!(""));
                 for n in 0..self.slots.len() {
                     if self.slots[n].cut_until.is_some() {
                         self.slots[n].cut_until = Some(self.now);
@@ -549,7 +568,7 @@ impl Sim {
         slot.cut_until = None;
         let (life, since) = (slot.life, slot.cut_at);
         let position = slot.node.as_ref().map_or(0, |node| node.catalog().position());
-        self.trace.record(self.now, "heal", format!("node {n}"));
+        self.trace.record(self.now, "heal", format_args!("node {n}"));
         self.heal_check(n, life, since, position);
     }
 
@@ -582,7 +601,7 @@ impl Sim {
             Some(StoreFault::TimeoutLandsLast) => Fate::Timeout(Some(LANDS_LAST_US)),
             Some(StoreFault::Fail) => Fate::Fail,
             Some(fault @ StoreFault::Overtaken { by_us }) => {
-                let detail = format!("node {node} #{} {} (held back, injected {fault:?})", id.0, render_op(&op));
+                let detail = format_args!("node {node} #{} {} (held back, injected {fault:?})", id.0, StoreOpText(&op));
                 self.trace.record(self.now, "store", detail);
                 self.stats.held_back += 1;
                 let at = self.now.plus_micros(by_us);
@@ -590,7 +609,11 @@ impl Sim {
             }
         };
         let fault = injected.map(|f| format!(", injected {f:?}")).unwrap_or_default();
-        self.trace.record(self.now, "store", format!("node {node} #{} {} ({fate:?}{fault})", id.0, render_op(&op)));
+        self.trace.record(
+            self.now,
+            "store",
+            format_args!("node {node} #{} {} ({fate:?}{fault})", id.0, StoreOpText(&op)),
+        );
         if let Some(crash @ (StoreFault::CrashAfter | StoreFault::CrashBefore)) = injected {
             if crash == StoreFault::CrashAfter {
                 self.apply(&op);
@@ -829,7 +852,11 @@ impl Sim {
         self.next_request += 1;
         self.outstanding[c] += 1;
         self.stats.commands += 1;
-        self.trace.record(self.now, "command", format!("req{} c{c} node {n} {}", request.0, render_command(&command)));
+        self.trace.record(
+            self.now,
+            "command",
+            format_args!("req{} c{c} node {n} {}", request.0, CommandText(&command)),
+        );
         self.history.invoked(self.now, request, n, Rc::new(command.clone()));
         self.slots[n].requests.insert(request, c);
         let local = self.slots[n].clock.local(self.now);
@@ -846,7 +873,7 @@ impl Sim {
             self.outstanding[c] = self.outstanding[c].saturating_sub(1);
             self.unpark(c);
         }
-        self.trace.record(self.now, "reply", format!("node {n} req{} {}", request.0, render_reply(&reply)));
+        self.trace.record(self.now, "reply", format_args!("node {n} req{} {}", request.0, ReplyText(&reply)));
         if matches!(reply, Ok(Reply::DeleteAccepted { .. })) {
             self.stats.deletions_started += 1;
             // Between the logical and the physical step.
