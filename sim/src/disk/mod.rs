@@ -56,10 +56,12 @@
 //! - Renaming onto another name of the same file does nothing (POSIX); only a broken
 //!   rename can create such a second name.
 
+mod image;
 mod space;
 
 use crate::rng::SimRng;
 use broker_core::{FileSystem, StorageError};
+use image::Image;
 use space::Blocks;
 pub use space::BLOCK_SIZE;
 use std::collections::{BTreeMap, BTreeSet};
@@ -234,9 +236,10 @@ type FileId = u64;
 #[derive(Clone, Debug, Default)]
 struct File {
     /// What survives a crash.
-    durable: Vec<u8>,
-    /// What reads see.
-    live: Vec<u8>,
+    durable: Image,
+    /// What reads see. A crash makes it a copy of `durable` that shares every chunk
+    /// until one side writes it.
+    live: Image,
     /// Bad sectors on the medium (of the durable image). Pristine bytes are kept; reads
     /// corrupt these sectors deterministically.
     rot: BTreeSet<u64>,
@@ -291,7 +294,8 @@ enum Fate {
 /// A simulated disk holding one flat directory. See the [module docs](self) for the model.
 ///
 /// Cloning takes a full snapshot, random stream included, so a simulator can try
-/// several crashes from one point.
+/// several crashes from one point. File contents are shared copy-on-write
+/// ([`Image`]), so a clone costs a pointer per chunk of every file, not its bytes.
 #[derive(Clone, Debug)]
 pub struct SimDisk {
     rng: SimRng,
@@ -409,7 +413,7 @@ impl SimDisk {
     pub fn durable_file(&self, name: &str) -> Option<Vec<u8>> {
         let id = *self.durable_dir.get(name)?;
         let f = self.files.get(&id)?;
-        let mut out = f.durable.clone();
+        let mut out = f.durable.to_vec();
         corrupt(&mut out, 0, id, &f.rot, &BTreeSet::new());
         Some(out)
     }
@@ -419,7 +423,7 @@ impl SimDisk {
     pub fn live_file(&self, name: &str) -> Option<Vec<u8>> {
         let id = *self.live_dir.get(name)?;
         let f = self.files.get(&id)?;
-        let mut out = f.live.clone();
+        let mut out = f.live.to_vec();
         corrupt(&mut out, 0, id, &f.rot, &f.live_clean);
         Some(out)
     }
@@ -429,7 +433,7 @@ impl SimDisk {
     /// redundancy can), or `None` if the live directory has no such entry.
     pub fn live_file_unrotted(&self, name: &str) -> Option<Vec<u8>> {
         let id = *self.live_dir.get(name)?;
-        Some(self.files.get(&id)?.live.clone())
+        Some(self.files.get(&id)?.live.to_vec())
     }
 
     /// The names (as named when it happened) of every file that has had bit rot
@@ -447,8 +451,8 @@ impl SimDisk {
         h.u64(self.dir_hash(&self.live_dir));
         for (id, f) in &self.files {
             h.u64(*id);
-            h.bytes(&f.durable);
-            h.bytes(&f.live);
+            h.image(&f.durable);
+            h.image(&f.live);
             h.u64(f.rot.len() as u64);
             f.rot.iter().for_each(|s| h.u64(*s));
             h.u64(f.live_clean.len() as u64);
@@ -600,7 +604,7 @@ impl SimDisk {
         for f in self.files.values_mut() {
             f.live = f.durable.clone();
             f.live_clean.clear();
-            f.blocks = Blocks::dense(f.live.len() as u64);
+            f.blocks = Blocks::dense(f.live.len());
         }
         self.live_dir = self.durable_dir.clone();
         // A reboot: the file system is checked and mounted writable again.
@@ -682,13 +686,13 @@ impl SimDisk {
     /// and records the unsynced write.
     fn live_write(&mut self, id: FileId, offset: u64, data: &[u8]) -> Result<(), StorageError> {
         let f = self.file_mut(id)?;
-        if data.is_empty() && offset <= f.live.len() as u64 {
+        if data.is_empty() && offset <= f.live.len() {
             return Ok(()); // changes nothing: no unsynced operation
         }
-        put(&mut f.live, offset, data);
+        f.live.write(offset, data);
         let (lo, hi) = space::block_span(offset, offset + data.len() as u64);
         f.blocks.insert(lo, hi);
-        let cleaned = covered(&f.rot, offset, offset + data.len() as u64, f.live.len() as u64);
+        let cleaned = covered(&f.rot, offset, offset + data.len() as u64, f.live.len());
         f.live_clean.extend(cleaned);
         self.pending.push(Op::Write { file: id, offset, data: data.to_vec() });
         Ok(())
@@ -716,8 +720,8 @@ impl SimDisk {
         match op {
             Op::Write { file, offset, data } => {
                 if let Some(f) = self.files.get_mut(&file) {
-                    put(&mut f.durable, offset, &data);
-                    let healed = covered(&f.rot, offset, offset + data.len() as u64, f.durable.len() as u64);
+                    f.durable.write(offset, &data);
+                    let healed = covered(&f.rot, offset, offset + data.len() as u64, f.durable.len());
                     for s in healed {
                         f.rot.remove(&s);
                         f.live_clean.remove(&s);
@@ -726,7 +730,7 @@ impl SimDisk {
             }
             Op::Truncate { file, len } => {
                 if let Some(f) = self.files.get_mut(&file) {
-                    f.durable.resize(len as usize, 0);
+                    f.durable.set_len(len);
                     f.rot.retain(|s| s * SECTOR_SIZE < len);
                     f.live_clean.retain(|s| s * SECTOR_SIZE < len);
                 }
@@ -768,7 +772,7 @@ impl SimDisk {
         let end = offset + data.len() as u64;
         let pieces = pieces(offset, end);
         let keep: Vec<bool> = pieces.iter().map(|_| self.rng.chance(0.5)).collect();
-        let Some(old_len) = self.files.get(&id).map(|f| f.durable.len() as u64) else { return };
+        let Some(old_len) = self.files.get(&id).map(|f| f.durable.len()) else { return };
         let mut new_len = old_len;
         let mut garbage = Vec::new();
         if end > old_len {
@@ -782,14 +786,14 @@ impl SimDisk {
         }
         let Some(f) = self.files.get_mut(&id) else { return };
         if new_len > old_len {
-            f.durable.resize(new_len as usize, 0);
+            f.durable.set_len(new_len);
             if !garbage.is_empty() {
-                f.durable[old_len as usize..].copy_from_slice(&garbage);
+                f.durable.write(old_len, &garbage);
             }
         }
         for (&(lo, hi), _) in pieces.iter().zip(&keep).filter(|(_, k)| **k) {
             let src = &data[(lo - offset) as usize..(hi - offset) as usize];
-            f.durable[lo as usize..hi as usize].copy_from_slice(src);
+            f.durable.write(lo, src);
             for s in covered(&f.rot, lo, hi, new_len) {
                 f.rot.remove(&s);
                 f.live_clean.remove(&s);
@@ -888,7 +892,7 @@ impl FileSystem for SimDisk {
         if let Some(free) = self.free_blocks() {
             if !self.write_what_fits(id, offset, data, free)? {
                 self.counters.out_of_space += 1;
-                let written = self.file_mut(id)?.live.len() as u64 > offset;
+                let written = self.file_mut(id)?.live.len() > offset;
                 self.counters.short_writes += u64::from(written);
                 let used = self.used_blocks();
                 return Err(StorageError::DiskFull(format!(
@@ -904,10 +908,8 @@ impl FileSystem for SimDisk {
         let id = self.id_of(name)?;
         self.io_fault("read", name)?;
         let f = self.file_mut(id)?;
-        let size = f.live.len() as u64;
-        let start = offset.min(size);
-        let end = start.saturating_add(len as u64).min(size);
-        let mut out = f.live[start as usize..end as usize].to_vec();
+        let start = offset.min(f.live.len());
+        let mut out = f.live.read(start, len);
         corrupt(&mut out, start, id, &f.rot, &f.live_clean);
         Ok(out)
     }
@@ -915,7 +917,7 @@ impl FileSystem for SimDisk {
     fn len(&mut self, name: &str) -> Result<u64, StorageError> {
         let id = self.id_of(name)?;
         self.io_fault("len", name)?;
-        Ok(self.file_mut(id)?.live.len() as u64)
+        Ok(self.file_mut(id)?.live.len())
     }
 
     /// Growing a file allocates nothing (the new bytes are a hole); cutting it frees
@@ -926,7 +928,7 @@ impl FileSystem for SimDisk {
         self.check_writable("truncate", name)?;
         self.io_fault("truncate", name)?;
         let f = self.file_mut(id)?;
-        f.live.resize(len as usize, 0);
+        f.live.set_len(len);
         f.blocks.cut(len.div_ceil(BLOCK_SIZE));
         let cut: Vec<u64> = f.rot.iter().copied().filter(|s| s * SECTOR_SIZE >= len).collect();
         f.live_clean.extend(cut);
@@ -946,7 +948,7 @@ impl FileSystem for SimDisk {
             self.counters.disk_full += 1;
             return Err(StorageError::DiskFull(format!("injected: allocate {name} to {len} bytes")));
         }
-        let have = self.file_mut(id)?.live.len() as u64;
+        let have = self.file_mut(id)?.live.len();
         let need = self.blocks_needed(id, 0, len)?;
         let free = self.free_blocks().unwrap_or(u64::MAX);
         let got = if need <= free { need } else { self.rng.below(free + 1) };
@@ -964,7 +966,7 @@ impl FileSystem for SimDisk {
         }
         let new_len = if got == need { len.max(have) } else { (reached * BLOCK_SIZE).min(len).max(have) };
         if new_len > have {
-            self.file_mut(id)?.live.resize(new_len as usize, 0);
+            self.file_mut(id)?.live.set_len(new_len);
             self.pending.push(Op::Truncate { file: id, len: new_len });
         }
         if got < need {
@@ -1038,7 +1040,7 @@ impl FileSystem for SimDisk {
         // sectors included: the broker must repair or report it, never take it for a
         // torn write.
         if made_durable && self.inject(self.faults.bit_rot) {
-            let sectors = self.files.get(&id).map_or(0, |f| (f.durable.len() as u64).div_ceil(SECTOR_SIZE));
+            let sectors = self.files.get(&id).map_or(0, |f| f.durable.len().div_ceil(SECTOR_SIZE));
             if sectors >= 1 {
                 let s = self.rng.below(sectors);
                 let f = self.file_mut(id)?;
@@ -1111,16 +1113,6 @@ impl FileSystem for SimDisk {
         self.io_fault("list", "the directory")?;
         Ok(self.live_names())
     }
-}
-
-/// `data` written at `offset` into `img`, growing it (with zeros) as needed.
-fn put(img: &mut Vec<u8>, offset: u64, data: &[u8]) {
-    let start = offset as usize;
-    let end = start + data.len();
-    if img.len() < end {
-        img.resize(end, 0);
-    }
-    img[start..end].copy_from_slice(data);
 }
 
 /// `lo..hi` split at sector boundaries.
@@ -1201,6 +1193,12 @@ impl Fnv {
     fn bytes(&mut self, b: &[u8]) {
         self.u64(b.len() as u64);
         b.iter().for_each(|&b| self.byte(b));
+    }
+
+    /// As [`Fnv::bytes`] of the image's bytes in one slice.
+    fn image(&mut self, img: &Image) {
+        self.u64(img.len());
+        img.slices().flatten().for_each(|&b| self.byte(b));
     }
 
     fn finish(&self) -> u64 {
