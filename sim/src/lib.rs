@@ -7,6 +7,7 @@
 
 pub mod campaign;
 pub mod checkers;
+pub mod client_wakes;
 pub mod cluster;
 pub mod disk;
 pub mod disk_kit;

@@ -9,6 +9,7 @@
 
 use crate::checkers::durability::{self, ReadBack};
 use crate::checkers::{liveness, no_orphans, no_premature_removal, Checkers};
+use crate::client_wakes::ClientWakes;
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::events::EventQueue;
 use crate::model::Model;
@@ -86,9 +87,8 @@ struct Sim {
     idle_disk: Option<Tripwire<SimDisk>>,
     workload: Workload,
     outstanding: Vec<u32>,
-    /// Clients that could send nothing at their next wake, with when it was due: they
-    /// wake when a reply (or the broker serving) frees them instead of waking for nothing.
-    parked: Vec<Option<Time>>,
+    /// The clients' wakes, parked while a client could send nothing.
+    client_wakes: ClientWakes,
     next_request: u64,
     chaos: bool,
     crash_now: bool,
@@ -122,6 +122,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
     let disk = SimDisk::with_faults(SimRng::fork(opts.seed, "disk").u64(), faults);
     let config = core_config(&params, opts.bug);
     let clients = params.clients as usize;
+    let think_us = params.think_us;
     let checkers = Checkers::new(config.removal_concurrency);
     let mut sim = Sim {
         now: Time::ZERO,
@@ -138,7 +139,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
         node: None,
         idle_disk: Some(Tripwire::new(disk)),
         outstanding: vec![0; clients],
-        parked: vec![None; clients],
+        client_wakes: ClientWakes::new(clients, think_us),
         next_request: 1,
         chaos: true,
         crash_now: false,
@@ -405,12 +406,8 @@ impl Sim {
     /// schedules it once a reply or the broker serving frees the client, which then does not wake for
     /// nothing meanwhile.
     fn next_wake(&mut self, c: usize) {
-        let think = self.rng.between(1, 2 * self.params.think_us);
-        let at = self.now.plus_micros(think);
-        let serving = self.node.as_ref().is_some_and(|n| n.serving);
-        if self.outstanding[c] >= self.params.depth || !serving {
-            self.parked[c] = Some(at);
-        } else {
+        let can_send = self.outstanding[c] < self.params.depth && self.node.as_ref().is_some_and(|n| n.serving);
+        if let Some(at) = self.client_wakes.next(&mut self.rng, self.now, c, can_send) {
             self.schedule(at, Event::ClientWake(c));
         }
     }
@@ -419,10 +416,7 @@ impl Sim {
     /// waiting for that, it wakes at the first of its skipped wakes that is not past, so
     /// that it wakes when it would have, had it woken all along.
     fn unpark(&mut self, c: usize) {
-        if let Some(mut at) = self.parked[c].take() {
-            while at < self.now {
-                at = at.plus_micros(self.rng.between(1, 2 * self.params.think_us));
-            }
+        if let Some(at) = self.client_wakes.unpark(&mut self.rng, self.now, c) {
             self.schedule(at, Event::ClientWake(c));
         }
     }
@@ -528,7 +522,7 @@ impl Sim {
             self.failed_starts = 0;
             let live = n.broker.live_topic_ids();
             self.checkers.recovered(self.now, &self.model, &live);
-            (0..self.parked.len()).for_each(|c| self.unpark(c));
+            (0..self.client_wakes.clients()).for_each(|c| self.unpark(c));
         }
     }
 

@@ -14,6 +14,7 @@
 //! commands, each to a named node, and [`RunOptions::store_fault_at`] injects one fault
 //! at one store operation: the exhaustive mode (`broker-sim exhaust`) runs both.
 
+use crate::client_wakes::ClientWakes;
 pub use crate::cluster::checkers::heals_in_bound::HEAL_BOUND_MS;
 use crate::cluster::checkers::heals_in_bound::{self, HealCheck, HealsInBound, Standing};
 use crate::cluster::checkers::{self, every_request_answered, liveness};
@@ -160,9 +161,8 @@ struct Sim {
     /// Operations that reached the store so far.
     arrivals: u64,
     outstanding: Vec<u32>,
-    /// Clients that could send nothing at their next wake, with when it was due: they
-    /// wake when a reply frees them instead of waking for nothing.
-    parked: Vec<Option<Time>>,
+    /// The clients' wakes, parked while a client could send nothing.
+    client_wakes: ClientWakes,
     next_request: u64,
     chaos: bool,
     /// Store events scheduled and not yet processed.
@@ -185,6 +185,7 @@ struct Sim {
 pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunReport {
     let config = crate::run::core_config(&params, opts.bug);
     let clients = params.clients as usize;
+    let think_us = params.think_us;
     let nodes = cp.nodes as usize;
     let mut sim = Sim {
         now: Time::ZERO,
@@ -210,7 +211,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
             .collect(),
         boots: 0,
         outstanding: vec![0; clients],
-        parked: vec![None; clients],
+        client_wakes: ClientWakes::new(clients, think_us),
         next_request: 1,
         chaos: true,
         store_pending: 0,
@@ -811,11 +812,8 @@ impl Sim {
     /// schedules it once a reply or a cut-off frees the client, which then does not wake for
     /// nothing meanwhile.
     fn next_wake(&mut self, c: usize) {
-        let think = self.rng.between(1, 2 * self.params.think_us);
-        let at = self.now.plus_micros(think);
-        if self.outstanding[c] >= self.params.depth {
-            self.parked[c] = Some(at);
-        } else {
+        let can_send = self.outstanding[c] < self.params.depth;
+        if let Some(at) = self.client_wakes.next(&mut self.rng, self.now, c, can_send) {
             self.schedule(at, Ev::ClientWake(c));
         }
     }
@@ -824,10 +822,7 @@ impl Sim {
     /// waiting for that, it wakes at the first of its skipped wakes that is not past, so
     /// that it wakes when it would have, had it woken all along.
     fn unpark(&mut self, c: usize) {
-        if let Some(mut at) = self.parked[c].take() {
-            while at < self.now {
-                at = at.plus_micros(self.rng.between(1, 2 * self.params.think_us));
-            }
+        if let Some(at) = self.client_wakes.unpark(&mut self.rng, self.now, c) {
             self.schedule(at, Ev::ClientWake(c));
         }
     }
