@@ -105,7 +105,7 @@ impl ZeroCost {
             StorageOp::OpenLog { .. } => OpOutput::Opened { next_offset: 0, damaged: vec![] },
             StorageOp::Read { offset, max_records, .. } => OpOutput::Records(
                 (0..u64::from(*max_records))
-                    .map(|i| StoredRecord { offset: offset + i, key: None, value: self.value.clone() })
+                    .map(|i| StoredRecord { offset: offset + i, key: None, value: self.value.clone().into() })
                     .collect(),
             ),
             _ => OpOutput::Done,
@@ -290,7 +290,7 @@ impl Step {
         let produce = |key: Option<Vec<u8>>| Command::Produce {
             topic: TOPIC.into(),
             partition: None,
-            records: vec![ProduceRecord { key, value: value.clone() }],
+            records: vec![ProduceRecord { key, value: value.clone().into() }],
         };
         match self {
             Step::ProduceKeyless => (0..n).map(|_| produce(None)).collect(),

@@ -83,6 +83,14 @@ impl<'a> Reader<'a> {
         let n = self.u32()? as usize;
         Ok(self.take(n)?.to_vec())
     }
+    /// Where a length-prefixed byte string lies in the data, without copying it: the
+    /// caller slices its own shared buffer there.
+    pub(crate) fn bytes_span(&mut self) -> Result<std::ops::Range<usize>, DecodeError> {
+        let n = self.u32()? as usize;
+        let start = self.pos;
+        self.take(n)?;
+        Ok(start..self.pos)
+    }
     /// Skips a length-prefixed byte string without copying it.
     pub(crate) fn skip_bytes(&mut self) -> Result<(), DecodeError> {
         let n = self.u32()? as usize;

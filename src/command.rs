@@ -1,6 +1,7 @@
 //! Client commands and the broker's replies.
 
 use crate::ids::TopicId;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 /// Per-topic settings chosen at creation.
@@ -18,7 +19,9 @@ pub struct ProduceRecord {
     /// (unless the produce names its partition).
     pub key: Option<Vec<u8>>,
     /// The value. Key plus value may take at most [`crate::Config::max_record_bytes`].
-    pub value: Vec<u8>,
+    /// A shared buffer: cloning a record (a command kept for retries, or by a checker)
+    /// does not copy its bytes.
+    pub value: Bytes,
 }
 
 /// One stored record, as fetch returns it and as logs hold it.
@@ -28,8 +31,8 @@ pub struct StoredRecord {
     pub offset: u64,
     /// The key as produced; `None` for a keyless record.
     pub key: Option<Vec<u8>>,
-    /// The value, byte for byte as produced.
-    pub value: Vec<u8>,
+    /// The value, byte for byte as produced; may share the buffer it was read into.
+    pub value: Bytes,
 }
 
 /// A client command. Each is answered by exactly one reply carrying its request id.

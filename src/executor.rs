@@ -612,7 +612,8 @@ impl<F: FileSystem> Executor<F> {
         };
         let span = (last.position + u64::from(last.len) - first.position) as usize;
         let position = first.position;
-        let data = self.fs.read_at(&log.file_name(), position, span)?;
+        // The records' values share this one buffer.
+        let data = bytes::Bytes::from(self.fs.read_at(&log.file_name(), position, span)?);
         let mut records = logcodec::decode_records(log, &data, position, offset, max_records as usize)?;
         let mut bytes = 0u64;
         let within = records

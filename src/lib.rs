@@ -52,6 +52,8 @@ mod placement;
 pub mod planted;
 mod time;
 
+/// The shared buffer record values are held in (the `bytes` crate's).
+pub use ::bytes::Bytes;
 pub use broker::{Broker, DamagedRecords, DeletionStatus, Phase, COMPLETED_KEPT};
 pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
 pub use config::{Config, MAX_PARTITIONS_EVER};

@@ -13,6 +13,7 @@ use crate::effect::AppendRecord;
 use crate::error::StorageError;
 use crate::frame::{encode_frame, scan_valid, FRAME_HEADER_LEN};
 use crate::ids::LogId;
+use bytes::Bytes;
 
 /// The on-disk format version of logs.
 pub const LOG_FORMAT_VERSION: u16 = 1;
@@ -101,8 +102,8 @@ fn batch_span(payload: &[u8]) -> Option<(u64, u32)> {
     Some((r.u64().ok()?, r.u32().ok()?))
 }
 
-/// Decodes a batch's records.
-fn decode_batch(payload: &[u8], base: u64) -> Result<Vec<StoredRecord>, String> {
+/// Decodes a batch's records. Their values are slices of `payload`'s buffer, not copies.
+fn decode_batch(payload: &Bytes, base: u64) -> Result<Vec<StoredRecord>, String> {
     let mut r = Reader::new(payload, base);
     let recs = (|| {
         let first = r.u64()?;
@@ -113,7 +114,7 @@ fn decode_batch(payload: &[u8], base: u64) -> Result<Vec<StoredRecord>, String> 
                 return Err(r.malformed("offsets run past the end of the range".into()));
             };
             let key = r.opt_bytes()?;
-            let value = r.bytes()?;
+            let value = payload.slice(r.bytes_span()?);
             out.push(StoredRecord { offset, key, value });
         }
         r.finish()?;
@@ -298,7 +299,8 @@ impl LogOpener {
             self.unacked_frame = Some((position, damage.map(|(start, _)| start)));
             return Ok(false);
         }
-        decode_batch(payload, at).map_err(|d| corrupt(log, position, Some(first), d))?;
+        // The frame is well formed (its caller found it with `well_formed`), so it
+        // decodes: nothing is decoded here, only the index is built.
         // The records a hole skips each took some of the damaged bytes; below the
         // acknowledged end, the journal vouches that the skipped records existed.
         let fits = |start: u64| first.saturating_sub(img.next_offset) <= (position - start) / MIN_RECORD_BYTES;
@@ -374,11 +376,12 @@ pub fn may_start_batch(buf: &[u8], rel: usize) -> bool {
 }
 
 /// Decodes the batches in `data` (read from byte `position` of `log`) and returns up
-/// to `max` records from offset `first` on. Records before the first damage are
-/// returned; damage before any wanted record is reported as corruption.
+/// to `max` records from offset `first` on, their values sharing `data`'s buffer.
+/// Records before the first damage are returned; damage before any wanted record is
+/// reported as corruption.
 pub fn decode_records(
     log: LogId,
-    data: &[u8],
+    data: &Bytes,
     position: u64,
     first: u64,
     max: usize,
@@ -392,8 +395,10 @@ pub fn decode_records(
         }
         let expect = first + out.len() as u64;
         let at = position + f.position;
+        let start = f.position as usize + FRAME_HEADER_LEN;
+        let payload = data.slice(start..start + f.payload.len());
         let batch =
-            decode_batch(f.payload, at + FRAME_HEADER_LEN as u64).map_err(|d| corrupt(log, at, Some(expect), d))?;
+            decode_batch(&payload, at + FRAME_HEADER_LEN as u64).map_err(|d| corrupt(log, at, Some(expect), d))?;
         for rec in batch.into_iter().filter(|r| r.offset >= first) {
             if out.len() >= max {
                 break;
@@ -422,7 +427,10 @@ mod tests {
         (from..from + n)
             .map(|o| AppendRecord {
                 offset: o,
-                record: ProduceRecord { key: (o % 2 == 0).then(|| vec![o as u8]), value: format!("v{o}").into_bytes() },
+                record: ProduceRecord {
+                    key: (o % 2 == 0).then(|| vec![o as u8]),
+                    value: (format!("v{o}").into_bytes()).into(),
+                },
             })
             .collect()
     }
@@ -437,6 +445,17 @@ mod tests {
     }
 
     #[test]
+    fn decoded_values_share_the_buffer_read_instead_of_copying_it() {
+        let data = Bytes::from(file(3)[LOG_HEADER_LEN..].to_vec());
+        let got = decode_records(LOG, &data, LOG_HEADER_LEN as u64, 0, 10).unwrap();
+        assert_eq!(got.iter().map(|r| &r.value[..]).collect::<Vec<_>>(), [&b"v0"[..], b"v1", b"v2"]);
+        let within = data.as_ptr_range();
+        for r in &got {
+            assert!(within.contains(&r.value.as_ptr()), "offset {}: its value was copied out of the read", r.offset);
+        }
+    }
+
+    #[test]
     fn open_indexes_every_record() {
         let f = file(5);
         let img = open_log(LOG, &f, 0, None).unwrap();
@@ -444,8 +463,9 @@ mod tests {
         assert_eq!(img.valid_len, f.len() as u64);
         assert!(img.holes.is_empty());
         let last = img.index[4];
-        let got = decode_records(LOG, &f[last.position as usize..], last.position, 4, 10).unwrap();
-        assert_eq!(got[0].value, b"v4");
+        let got =
+            decode_records(LOG, &Bytes::copy_from_slice(&f[last.position as usize..]), last.position, 4, 10).unwrap();
+        assert_eq!(got[0].value, &b"v4"[..]);
         assert_eq!(got[0].key, Some(vec![4]));
     }
 
@@ -468,9 +488,23 @@ mod tests {
         assert_eq!(img.next_offset, 5);
         assert_eq!(img.holes.len(), 1);
         assert_eq!((img.holes[0].from, img.holes[0].to), (2, 3));
-        let from1 = decode_records(LOG, &f[img.index[1].position as usize..], img.index[1].position, 1, 10).unwrap();
+        let from1 = decode_records(
+            LOG,
+            &Bytes::copy_from_slice(&f[img.index[1].position as usize..]),
+            img.index[1].position,
+            1,
+            10,
+        )
+        .unwrap();
         assert_eq!(from1.len(), 1, "only the record before the damage is served");
-        let err = decode_records(LOG, &f[img.holes[0].position as usize..], img.holes[0].position, 2, 10).unwrap_err();
+        let err = decode_records(
+            LOG,
+            &Bytes::copy_from_slice(&f[img.holes[0].position as usize..]),
+            img.holes[0].position,
+            2,
+            10,
+        )
+        .unwrap_err();
         assert!(matches!(err, StorageError::Corrupt { record_offset: Some(2), .. }), "{err:?}");
     }
 
@@ -483,7 +517,8 @@ mod tests {
         let img = open_log(LOG, &f, 0, None).unwrap();
         assert_eq!(img.index.len(), 2);
         assert_eq!((img.index[1].offset, img.index[1].count, img.next_offset), (3, 4, 7));
-        let got = decode_records(LOG, &f[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64, 2, 3).unwrap();
+        let got =
+            decode_records(LOG, &Bytes::copy_from_slice(&f[LOG_HEADER_LEN..]), LOG_HEADER_LEN as u64, 2, 3).unwrap();
         assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![2, 3, 4], "reads span batches");
         for cut in 1..(f.len() - whole) {
             let img = open_log(LOG, &f[..f.len() - cut], 0, None).unwrap();
@@ -511,7 +546,7 @@ mod tests {
         assert!(open_log(LOG, &far, 0, None).unwrap_err().to_string().contains("offset 5 where 1 was expected"));
         let mut max = file(1);
         max.push(0xee);
-        let last = AppendRecord { offset: u64::MAX, record: ProduceRecord { key: None, value: vec![] } };
+        let last = AppendRecord { offset: u64::MAX, record: ProduceRecord { key: None, value: vec![].into() } };
         max.extend(encode_records(LOG, &[last]));
         // A batch running past the last offset is malformed: never accepted, no overflow.
         let img = open_log(LOG, &max, 0, None).unwrap();

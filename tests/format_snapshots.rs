@@ -210,7 +210,7 @@ fn log_header() {
 fn log_batch_of_one_keyed_record() {
     let rec = AppendRecord {
         offset: 17,
-        record: ProduceRecord { key: Some(b"customer-7".to_vec()), value: b"paid".to_vec() },
+        record: ProduceRecord { key: Some(b"customer-7".to_vec()), value: b"paid".to_vec().into() },
     };
     let f = encode_records(LOG, &[rec]);
     check_frame_crc(&f, log_salt(LOG));
@@ -232,8 +232,8 @@ fn log_batch_of_one_keyed_record() {
 #[test]
 fn log_batch_of_two_records_one_without_key() {
     let recs = [
-        AppendRecord { offset: 18, record: ProduceRecord { key: None, value: b"refunded".to_vec() } },
-        AppendRecord { offset: 19, record: ProduceRecord { key: Some(b"k".to_vec()), value: b"v".to_vec() } },
+        AppendRecord { offset: 18, record: ProduceRecord { key: None, value: b"refunded".to_vec().into() } },
+        AppendRecord { offset: 19, record: ProduceRecord { key: Some(b"k".to_vec()), value: b"v".to_vec().into() } },
     ];
     let f = encode_records(LOG, &recs);
     check_frame_crc(&f, log_salt(LOG));
@@ -354,7 +354,7 @@ fn produce(topic: &str, records: &[(&str, &str)]) -> Command {
             .iter()
             .map(|(k, v)| ProduceRecord {
                 key: (!k.is_empty()).then(|| k.as_bytes().to_vec()),
-                value: v.as_bytes().to_vec(),
+                value: v.as_bytes().to_vec().into(),
             })
             .collect(),
     }
@@ -388,7 +388,7 @@ fn error_messages_clients_get() {
         Command::Produce {
             topic: "orders".into(),
             partition: Some(2),
-            records: vec![ProduceRecord { key: None, value: b"v".to_vec() }],
+            records: vec![ProduceRecord { key: None, value: b"v".to_vec().into() }],
         },
         fetch("nope", 0, 0, 1),
         fetch("orders", 2, 0, 1),

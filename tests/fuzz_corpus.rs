@@ -140,7 +140,10 @@ fn log_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let recs: Vec<AppendRecord> = (0..4u64)
         .map(|o| AppendRecord {
             offset: o,
-            record: ProduceRecord { key: (o % 2 == 0).then(|| format!("k{o}").into_bytes()), value: vec![o as u8; 3] },
+            record: ProduceRecord {
+                key: (o % 2 == 0).then(|| format!("k{o}").into_bytes()),
+                value: vec![o as u8; 3].into(),
+            },
         })
         .collect();
     // Two appends: two batches of two records.
@@ -471,9 +474,9 @@ fn cluster_seeds() -> Vec<(&'static str, Vec<u8>)> {
         seeds.push((framed, input(Objects::Entry, Some(kind), seq, 0, 0, payload(&object))));
     }
     let records = vec![
-        ProduceRecord { key: Some(b"k1".to_vec()), value: b"v1".to_vec() },
-        ProduceRecord { key: None, value: vec![] },
-        ProduceRecord { key: Some(vec![]), value: vec![0xab; 40] },
+        ProduceRecord { key: Some(b"k1".to_vec()), value: b"v1".to_vec().into() },
+        ProduceRecord { key: None, value: vec![].into() },
+        ProduceRecord { key: Some(vec![]), value: vec![0xab; 40].into() },
     ];
     let (topic, partition, base) = (5, 1, 40);
     let segment = segment::encode(TopicId(topic), partition, base, writer(2, 9), &records);

@@ -460,7 +460,7 @@ fn records_too_large_or_batches_empty_are_refused_without_side_effects() {
     let mut d = SyncDriver::start(config, MemFs::new());
     created(d.request(create("t", 2)));
     let before = d.fs().clone();
-    let big = ProduceRecord { key: Some(b"1234".to_vec()), value: b"56789".to_vec() };
+    let big = ProduceRecord { key: Some(b"1234".to_vec()), value: b"56789".to_vec().into() };
     assert!(matches!(
         d.request(Command::Produce { topic: "t".into(), partition: None, records: vec![rec(None, "a"), big] }),
         Err(BrokerError::InvalidRequest(_))
@@ -482,7 +482,7 @@ fn a_batch_over_one_log_frame_is_refused_before_anything_is_written() {
     created(d.request(create("t", 1)));
     let before = d.fs().clone();
     let value = vec![b'x'; (1 << 20) - 100];
-    let big: Vec<ProduceRecord> = (0..17).map(|_| ProduceRecord { key: None, value: value.clone() }).collect();
+    let big: Vec<ProduceRecord> = (0..17).map(|_| ProduceRecord { key: None, value: value.clone().into() }).collect();
     let reply = d.request(Command::Produce { topic: "t".into(), partition: None, records: big.clone() });
     let Err(BrokerError::BatchTooLarge { bytes, max }) = reply else { panic!("{reply:?}") };
     assert!(bytes > max, "{bytes} <= {max}");
@@ -504,7 +504,7 @@ fn the_executor_never_writes_a_frame_that_readers_refuse() {
     let log = LogId { topic: TopicId(1), partition: 0 };
     exec.execute(&StorageOp::CreateLog { log, first_offset: 0 }).unwrap();
     let before = exec.fs().clone();
-    let record = ProduceRecord { key: None, value: vec![7; 1 << 20] };
+    let record = ProduceRecord { key: None, value: vec![7; 1 << 20].into() };
     let records = (0..17).map(|offset| broker_core::AppendRecord { offset, record: record.clone() }).collect();
     let err = exec.execute(&StorageOp::Append { log, records }).unwrap_err();
     assert!(err.to_string().contains("frame limit"), "{err}");

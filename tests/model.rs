@@ -296,7 +296,7 @@ impl ReferenceStateMachine for Model {
                         log.push(StoredRecord {
                             offset: t.base + log.len() as u64,
                             key: key.map(|k| k.as_bytes().to_vec()),
-                            value: value.as_bytes().to_vec(),
+                            value: value.as_bytes().to_vec().into(),
                         });
                     }
                 }
@@ -326,7 +326,10 @@ fn command(transition: &Transition) -> Option<Command> {
             partition: None,
             records: records
                 .iter()
-                .map(|(k, v)| ProduceRecord { key: k.map(|k| k.as_bytes().to_vec()), value: v.as_bytes().to_vec() })
+                .map(|(k, v)| ProduceRecord {
+                    key: k.map(|k| k.as_bytes().to_vec()),
+                    value: v.as_bytes().to_vec().into(),
+                })
                 .collect(),
         },
         Transition::Fetch { name, partition, offset, max_records } => Command::Fetch {

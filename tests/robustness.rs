@@ -248,7 +248,8 @@ fn offsets_at_the_end_of_the_range_are_refused_not_overflowed() {
     // A read near the end whose result claims more records than exist is an error, not a panic.
     let f = h.submit(fetch("t", 0, u64::MAX - 1, 10));
     let read = h.first_pending(|op| matches!(op, StorageOp::Read { .. }));
-    let records = (0..3).map(|i| StoredRecord { offset: (u64::MAX - 1).wrapping_add(i), key: None, value: vec![] });
+    let records =
+        (0..3).map(|i| StoredRecord { offset: (u64::MAX - 1).wrapping_add(i), key: None, value: vec![].into() });
     h.complete_with(read, Ok(OpOutput::Records(records.collect())));
     assert!(matches!(h.take_reply(f), Some(Err(BrokerError::Storage(_)))));
     assert_eq!(h.broker.phase(), Phase::Serving);
@@ -315,7 +316,7 @@ fn a_timer_fires_once_at_its_deadline() {
 
 #[test]
 fn malformed_read_results_fail_the_fetch_without_halting() {
-    let record = |offset: u64| StoredRecord { offset, key: None, value: b"v".to_vec() };
+    let record = |offset: u64| StoredRecord { offset, key: None, value: b"v".to_vec().into() };
     let cases: Vec<(OpResult, &str)> = vec![
         (Ok(OpOutput::Done), "Storage"),
         (Ok(OpOutput::Records(vec![])), "Storage"),
@@ -612,7 +613,7 @@ fn output(kind: u8, v: u64) -> OpOutput {
         3 => OpOutput::Logs(vec![LogId { topic: TopicId(v % 5), partition: (v % 3) as u32 }]),
         4 => OpOutput::Logs(vec![LogId { topic: TopicId(v), partition: 0 }]),
         5 => OpOutput::Opened { next_offset: v, damaged: vec![] },
-        6 => OpOutput::Records(vec![StoredRecord { offset: v, key: None, value: vec![1] }]),
+        6 => OpOutput::Records(vec![StoredRecord { offset: v, key: None, value: vec![1].into() }]),
         _ => OpOutput::Records(vec![]),
     }
 }

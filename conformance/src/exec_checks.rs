@@ -255,7 +255,7 @@ fn record(offset: u64, seed: u64) -> ProduceRecord {
         1 => Some(Vec::new()),
         _ => Some(pattern(1 + (mix % 9) as usize, mix ^ 0x55)),
     };
-    ProduceRecord { key, value: pattern((mix % 41) as usize, mix ^ 0xaa) }
+    ProduceRecord { key, value: pattern((mix % 41) as usize, mix ^ 0xaa).into() }
 }
 
 /// The records the checks expect to read at `offsets`, in variant `seed`.
@@ -647,7 +647,7 @@ fn read_honours_max_bytes<S: ExecutorSubject>(s: &mut S) -> Seen {
     // four of 300 (no key) in one append each.
     let sized = |offset: u64| {
         let (key, value) = if offset < 6 { (Some(pattern(10, offset)), 90) } else { (None, 300) };
-        ProduceRecord { key, value: pattern(value, 260 + offset) }
+        ProduceRecord { key, value: pattern(value, 260 + offset).into() }
     };
     let batch = |from: u64, to: u64| (from..to).map(|offset| AppendRecord { offset, record: sized(offset) }).collect();
     st.done(StorageOp::Append { log: a, records: batch(0, 6) })?;

@@ -37,7 +37,7 @@ fn create(name: &str, partitions: u32) -> Command {
 fn produce(name: &str, values: &[(&str, Option<&str>)]) -> Command {
     let records = values
         .iter()
-        .map(|(v, k)| ProduceRecord { key: k.map(|k| k.as_bytes().to_vec()), value: v.as_bytes().to_vec() })
+        .map(|(v, k)| ProduceRecord { key: k.map(|k| k.as_bytes().to_vec()), value: v.as_bytes().to_vec().into() })
         .collect();
     Command::Produce { topic: name.into(), partition: None, records }
 }

@@ -5,7 +5,7 @@
 //! The model judges nothing: it folds in requests and replies, and shows each part of a
 //! reply to the checkers ([`crate::checkers`]) before it folds that part in.
 
-use broker_core::{BrokerError, Command, Reply, RequestId, Time, TopicId};
+use broker_core::{BrokerError, Bytes, Command, Reply, RequestId, Time, TopicId};
 use broker_testkit::ledger::Ledger;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -15,8 +15,8 @@ use std::rc::Rc;
 pub struct RecordBytes {
     /// The key.
     pub key: Option<Vec<u8>>,
-    /// The value (unique across a run).
-    pub value: Vec<u8>,
+    /// The value (unique across a run), sharing the buffer it came in.
+    pub value: Bytes,
 }
 
 /// A value as the model's indexes know it: its unique label (`v123-`, at most 24

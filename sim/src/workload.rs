@@ -66,7 +66,7 @@ impl Workload {
         let key = self.rng.chance(self.params.keyed).then(|| format!("k{}", self.rng.below(16)).into_bytes());
         let mut value = format!("v{}-", self.values).into_bytes();
         value.resize(value.len() + pad as usize, b'.');
-        ProduceRecord { key, value }
+        ProduceRecord { key, value: value.into() }
     }
 
     /// A produce sized against the broker's limits: from half the batch limit to 30% past

@@ -81,7 +81,7 @@ impl FileSystem for Recording {
 }
 
 /// A record's key and value.
-type KeyValue = (Option<Vec<u8>>, Vec<u8>);
+type KeyValue = (Option<Vec<u8>>, broker_core::Bytes);
 
 /// What the workload was told, and after how many file-system operations.
 #[derive(Default, Debug)]
@@ -289,7 +289,7 @@ fn check<F: FileSystem>(d: &mut SyncDriver<F>, acks: &Acks, k: usize, names: &[S
 /// partition, round-robin): no ordinary crash may leave a partition unusable.
 fn writable<F: FileSystem>(d: &mut SyncDriver<F>, seen: &Observed, what: &str) {
     for (name, (_, hws)) in &seen.topics {
-        let records = vec![ProduceRecord { key: None, value: b"after".to_vec() }; hws.len()];
+        let records = vec![ProduceRecord { key: None, value: b"after".to_vec().into() }; hws.len()];
         let reply = d.request(Command::Produce { topic: name.clone(), partition: None, records });
         assert!(matches!(reply, Ok(Reply::Produced { .. })), "{what}: produce to {name} after recovery: {reply:?}");
     }

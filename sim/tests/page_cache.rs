@@ -13,14 +13,14 @@ fn produce(value: &str) -> Command {
     Command::Produce {
         topic: "t".into(),
         partition: None,
-        records: vec![ProduceRecord { key: None, value: value.into() }],
+        records: vec![ProduceRecord { key: None, value: broker_core::Bytes::copy_from_slice(value.as_bytes()) }],
     }
 }
 
 fn fetch_all(d: &mut SyncDriver<SimDisk>) -> Result<(Vec<Vec<u8>>, u64), BrokerError> {
     match d.request(Command::Fetch { topic: "t".into(), partition: 0, offset: 0, max_records: 100, max_bytes: None })? {
         Reply::Fetched { records, high_watermark, .. } => {
-            Ok((records.into_iter().map(|r| r.value).collect(), high_watermark))
+            Ok((records.into_iter().map(|r| r.value.to_vec()).collect(), high_watermark))
         }
         other => panic!("{other:?}"),
     }
@@ -101,7 +101,7 @@ fn a_log_whose_creation_failed_gets_a_durable_header_before_records_are_acknowle
 fn fetch_all_of<F: FileSystem>(d: &mut SyncDriver<F>) -> Result<(Vec<Vec<u8>>, u64), BrokerError> {
     match d.request(Command::Fetch { topic: "t".into(), partition: 0, offset: 0, max_records: 100, max_bytes: None })? {
         Reply::Fetched { records, high_watermark, .. } => {
-            Ok((records.into_iter().map(|r| r.value).collect(), high_watermark))
+            Ok((records.into_iter().map(|r| r.value.to_vec()).collect(), high_watermark))
         }
         other => panic!("{other:?}"),
     }

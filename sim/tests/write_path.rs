@@ -15,7 +15,7 @@ const LOG: LogId = LogId { topic: TopicId(1), partition: 0 };
 
 fn records(from: u64, n: u64, fill: u8, size: usize) -> Vec<AppendRecord> {
     (from..from + n)
-        .map(|offset| AppendRecord { offset, record: ProduceRecord { key: None, value: vec![fill; size] } })
+        .map(|offset| AppendRecord { offset, record: ProduceRecord { key: None, value: vec![fill; size].into() } })
         .collect()
 }
 

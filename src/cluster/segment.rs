@@ -99,7 +99,7 @@ pub fn decode(topic: TopicId, partition: u32, base: u64, bytes: &[u8]) -> Result
     }
     let mut records = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        records.push(ProduceRecord { key: r.opt_bytes()?, value: r.bytes()? });
+        records.push(ProduceRecord { key: r.opt_bytes()?, value: r.bytes()?.into() });
     }
     r.finish()?;
     Ok(Segment { writer, records })
@@ -111,9 +111,9 @@ mod tests {
 
     fn records() -> Vec<ProduceRecord> {
         vec![
-            ProduceRecord { key: Some(b"k".to_vec()), value: b"v1".to_vec() },
-            ProduceRecord { key: None, value: vec![] },
-            ProduceRecord { key: Some(vec![]), value: vec![0xff; 300] },
+            ProduceRecord { key: Some(b"k".to_vec()), value: b"v1".to_vec().into() },
+            ProduceRecord { key: None, value: vec![].into() },
+            ProduceRecord { key: Some(vec![]), value: vec![0xff; 300].into() },
         ]
     }
 

@@ -19,7 +19,7 @@ pub fn delete(name: &str) -> Command {
 
 /// A record with an optional key.
 pub fn rec(key: Option<&str>, value: &str) -> ProduceRecord {
-    ProduceRecord { key: key.map(|k| k.as_bytes().to_vec()), value: value.as_bytes().to_vec() }
+    ProduceRecord { key: key.map(|k| k.as_bytes().to_vec()), value: value.as_bytes().to_vec().into() }
 }
 
 /// `Produce` of keyless records with these values.

@@ -234,7 +234,8 @@ fn check_log_image(log: LogId, data: &[u8], img: &LogImage) {
         let end = e.position + u64::from(e.len);
         assert!(end <= img.valid_len);
         let bytes = &data[e.position as usize..end as usize];
-        let got = decode_records(log, bytes, e.position, e.offset, usize::MAX).expect("an indexed batch decodes");
+        let got = decode_records(log, &broker_core::Bytes::copy_from_slice(bytes), e.position, e.offset, usize::MAX)
+            .expect("an indexed batch decodes");
         assert_eq!(got.len() as u64, u64::from(e.count), "a batch holds the records its index entry counts");
         let appended: Vec<AppendRecord> = got.iter().map(append_record).collect();
         let again = encode_records(log, &appended);
@@ -253,7 +254,7 @@ fn check_log_image(log: LogId, data: &[u8], img: &LogImage) {
         if let Some(first) = img.index.first() {
             let all = decode_records(
                 log,
-                &data[LOG_HEADER_LEN..img.valid_len as usize],
+                &broker_core::Bytes::copy_from_slice(&data[LOG_HEADER_LEN..img.valid_len as usize]),
                 LOG_HEADER_LEN as u64,
                 first.offset,
                 usize::MAX,
@@ -318,7 +319,8 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
         }
     }
     let Some(next) = img.next_offset.checked_add(1) else { return };
-    let rec = AppendRecord { offset: img.next_offset, record: ProduceRecord { key: None, value: b"x".to_vec() } };
+    let rec =
+        AppendRecord { offset: img.next_offset, record: ProduceRecord { key: None, value: b"x".to_vec().into() } };
     assert_eq!(ex.execute(&StorageOp::Append { log, records: vec![rec] }), Ok(OpOutput::Done));
     let mut reopened = Executor::new(ex.into_fs());
     let opened = reopened.execute(&StorageOp::OpenLog { log, acked_end: next, first_offset: 0 });
@@ -332,7 +334,7 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     assert_eq!(spans(&damaged), spans(&damaged_ranges(&img.holes)), "{damaged:?}");
     assert!(damaged.iter().all(|r| r.detail.contains("(byte ")), "each damage names its byte: {damaged:?}");
     match reopened.execute(&StorageOp::Read { log, offset: img.next_offset, max_records: 1, max_bytes: u64::MAX }) {
-        Ok(OpOutput::Records(rs)) => assert_eq!(rs[0].value, b"x"),
+        Ok(OpOutput::Records(rs)) => assert_eq!(rs[0].value, &b"x"[..]),
         other => panic!("the appended record does not read back: {other:?}"),
     }
 }
@@ -542,7 +544,7 @@ fn command(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
                     i => Some(KEYS[usize::from(i) % KEYS.len()].to_vec()),
                 };
                 let value = if u.ratio(1, 30)? { vec![7; 33] } else { small_bytes(u, 6)? };
-                records.push(ProduceRecord { key, value });
+                records.push(ProduceRecord { key, value: value.into() });
             }
             let topic = topic_name(u)?;
             // Mostly the keys decide; sometimes the client names a partition, at times
@@ -612,7 +614,7 @@ fn op_output(u: &mut Unstructured<'_>) -> arbitrary::Result<OpOutput> {
             let first: u64 = u.int_in_range(0..=10)?;
             let mut records = Vec::new();
             for i in 0..n {
-                records.push(StoredRecord { offset: first + i, key: None, value: small_bytes(u, 4)? });
+                records.push(StoredRecord { offset: first + i, key: None, value: small_bytes(u, 4)?.into() });
             }
             OpOutput::Records(records)
         }

@@ -165,14 +165,14 @@ fn fill(d: &mut Driver, name: &str, partitions: u32, bytes: u64, grace_ms: u64) 
     d.request(Command::CreateTopic { name: name.into(), partitions, settings }).expect("create");
     let record = (bytes as usize / partitions as usize).clamp(1, MAX_RECORD);
     let value = vec![0xab_u8; record];
-    let one = ProduceRecord { key: None, value: value.clone() };
+    let one = ProduceRecord { key: None, value: value.clone().into() };
     let (header, config) = (batch_bytes([]), d.broker().config());
     let fit = (config.batch_bytes_limit() - header) / (batch_bytes([&one]) - header);
     let per_produce = usize::try_from(fit).unwrap_or(usize::MAX).min(config.max_batch_records).max(1);
     let mut left = (bytes as usize).div_ceil(record);
     while left > 0 {
         let n = left.min(per_produce);
-        let batch = (0..n).map(|_| ProduceRecord { key: None, value: value.clone() }).collect();
+        let batch = (0..n).map(|_| ProduceRecord { key: None, value: value.clone().into() }).collect();
         d.request(Command::Produce { topic: name.into(), partition: None, records: batch }).expect("produce");
         left -= n;
     }

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 const VALUE: usize = 100;
 
 fn records(batch: usize) -> Vec<ProduceRecord> {
-    (0..batch).map(|_| ProduceRecord { key: None, value: vec![0x61; VALUE] }).collect()
+    (0..batch).map(|_| ProduceRecord { key: None, value: vec![0x61; VALUE].into() }).collect()
 }
 
 /// Produces batches of `batch` records through the broker for `slice`; records sent.

@@ -46,7 +46,7 @@ fn create(d: &mut SyncDriver<MemFs>, name: &str, grace_ms: u64) {
 }
 
 fn produce(d: &mut SyncDriver<MemFs>, name: &str, bytes: usize) {
-    let records = vec![ProduceRecord { key: None, value: vec![0x42; bytes] }];
+    let records = vec![ProduceRecord { key: None, value: vec![0x42; bytes].into() }];
     d.request(Command::Produce { topic: name.into(), partition: None, records }).expect("produce");
 }
 

@@ -476,8 +476,11 @@ pub fn command_from_json(text: &str) -> Result<Command, String> {
     match variant.as_ref().and_then(|m| m.get("Produce")) {
         Some(body) => {
             let p: ProduceJson = serde_json::from_str(body.get()).map_err(|e| format!("Produce: {e}"))?;
-            let records =
-                p.records.into_iter().map(|r| ProduceRecord { key: r.key.map(|k| k.0), value: r.value.0 }).collect();
+            let records = p
+                .records
+                .into_iter()
+                .map(|r| ProduceRecord { key: r.key.map(|k| k.0), value: r.value.0.into() })
+                .collect();
             Ok(Command::Produce { topic: p.topic, partition: p.partition, records })
         }
         None => serde_json::from_str(text).map_err(|e| e.to_string()),

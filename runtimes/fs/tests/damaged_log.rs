@@ -44,7 +44,7 @@ fn a_gibibyte_of_damage_opens_in_bounded_memory() {
     let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 4, first_offset: 0 });
     assert_eq!(opened, Ok(OpOutput::Opened { next_offset: 4, damaged: vec![] }));
     match exec.execute(&StorageOp::Read { log, offset: 3, max_records: 10, max_bytes: 1 << 20 }) {
-        Ok(OpOutput::Records(r)) => assert_eq!((r.len(), r[0].value.clone()), (1, b"v3".to_vec())),
+        Ok(OpOutput::Records(r)) => assert_eq!((r.len(), r[0].value.to_vec()), (1, b"v3".to_vec())),
         other => panic!("{other:?}"),
     }
     // And as a tail: everything after the acknowledged end is cut, without reading it whole.

@@ -11,7 +11,7 @@ fn create(name: &str, partitions: u32) -> Command {
 }
 
 fn produce(name: &str, values: &[&str]) -> Command {
-    let records = values.iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec() }).collect();
+    let records = values.iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec().into() }).collect();
     Command::Produce { topic: name.into(), partition: None, records }
 }
 

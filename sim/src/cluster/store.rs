@@ -42,7 +42,7 @@ impl Life {
 }
 
 /// One partition's segments: the values of each, by base.
-pub type Segments = BTreeMap<u64, Vec<Vec<u8>>>;
+pub type Segments = BTreeMap<u64, Vec<broker_core::Bytes>>;
 
 /// The store and its history.
 #[derive(Debug, Default)]
@@ -238,7 +238,7 @@ impl SimStore {
     pub fn value_at(&self, topic: TopicId, partition: u32, offset: u64) -> Option<&[u8]> {
         let part = self.segments.get(&(topic, partition))?;
         let (base, values) = part.range(..=offset).next_back()?;
-        values.get((offset - base) as usize).map(Vec::as_slice)
+        values.get((offset - base) as usize).map(|v| &v[..])
     }
 
     /// The end of a partition: one past the last offset ever written.

@@ -142,7 +142,7 @@ fn segment_fed(input: &ObjectsInput) {
     let produce = Command::Produce {
         topic: "t".into(),
         partition: Some(0),
-        records: vec![ProduceRecord { key: None, value: b"after".to_vec() }],
+        records: vec![ProduceRecord { key: None, value: b"after".to_vec().into() }],
     };
     let produced = n.call(produce);
     match decoded {
@@ -224,7 +224,7 @@ mod tests {
             kind: EntryKind::Create { name: "x".into(), partitions: 2, settings: TopicSettings::default() },
         };
         let records: Vec<ProduceRecord> =
-            ["a", "b", "c"].iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec() }).collect();
+            ["a", "b", "c"].iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec().into() }).collect();
         let mut catalog = Catalog::default();
         for i in 0..SNAPSHOT_SEQ {
             catalog.fold(&Entry {

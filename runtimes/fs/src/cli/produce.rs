@@ -40,7 +40,8 @@ pub fn run(
     }
     let total = values.len();
     let key = key.map(String::into_bytes);
-    let records = values.into_iter().map(|v| ProduceRecord { key: key.clone(), value: v.into_bytes() }).collect();
+    let records =
+        values.into_iter().map(|v| ProduceRecord { key: key.clone(), value: v.into_bytes().into() }).collect();
     let (positions, failed) = send(d, name, records);
     if !json && failed.is_some() {
         writeln!(out, "produced {} of {total} records to {name:?}", positions.len())?;

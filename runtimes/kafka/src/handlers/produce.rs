@@ -116,7 +116,8 @@ fn append(ctx: &Context, topic: &str, index: i32, records: Option<&[u8]>) -> App
         );
         return Appending::Refused(E::MessageTooLarge.code(), message);
     }
-    let records: Vec<ProduceRecord> = stored.into_iter().map(|value| ProduceRecord { key: None, value }).collect();
+    let records: Vec<ProduceRecord> =
+        stored.into_iter().map(|value| ProduceRecord { key: None, value: value.into() }).collect();
     // By bytes, never by count: a Kafka batch is bounded by its size, and the core's
     // count limit lies past it (see `driver::MAX_BATCH_RECORDS`).
     let bytes = batch_bytes(&records);

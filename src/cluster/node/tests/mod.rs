@@ -208,7 +208,7 @@ fn delete(name: &str) -> Command {
 }
 
 fn produce(name: &str, partition: Option<u32>, values: &[&str]) -> Command {
-    let records = values.iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec() }).collect();
+    let records = values.iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec().into() }).collect();
     Command::Produce { topic: name.into(), partition, records }
 }
 
@@ -218,7 +218,7 @@ fn fetch(name: &str, partition: u32, offset: u64) -> Command {
 
 fn values(reply: &Result<Reply, BrokerError>) -> Vec<(u64, String)> {
     let Ok(Reply::Fetched { records, .. }) = reply else { panic!("not fetched: {reply:?}") };
-    records.iter().map(|r| (r.offset, String::from_utf8(r.value.clone()).unwrap())).collect()
+    records.iter().map(|r| (r.offset, String::from_utf8(r.value.to_vec()).unwrap())).collect()
 }
 
 fn is_list(prefix: &'static str) -> impl Fn(&StoreOp) -> bool {

@@ -166,7 +166,7 @@ fn random_interleavings_and_faults_keep_the_journal_and_the_lifecycle_straight()
             if let (Ok(Reply::Produced { topic, positions }), Command::Produce { records, .. }) = (reply, &issued[r].0)
             {
                 for (p, rec) in positions.iter().zip(records) {
-                    let old = at.insert((*topic, p.partition, p.offset), rec.value.clone());
+                    let old = at.insert((*topic, p.partition, p.offset), rec.value.to_vec());
                     assert!(old.is_none(), "seed {seed}: {topic}/{}@{} acknowledged twice", p.partition, p.offset);
                 }
             }

@@ -84,7 +84,7 @@ fn the_reconciler_deletes_orphans_and_nothing_else() {
     net.advance(10);
     assert!(net.journal().iter().any(|k| matches!(k, EntryKind::Removed { topic: TopicId(1) })));
     let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
-    let rec = [ProduceRecord { key: None, value: b"late".to_vec() }];
+    let rec = [ProduceRecord { key: None, value: b"late".to_vec().into() }];
     let put = |net: &mut Net, key: String, bytes: Vec<u8>| {
         net.store.apply(&StoreOp::Create { key, bytes });
     };
