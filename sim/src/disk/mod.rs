@@ -295,7 +295,7 @@ enum Fate {
 ///
 /// Cloning takes a full snapshot, random stream included, so a simulator can try
 /// several crashes from one point. File contents are shared copy-on-write
-/// ([`Image`]), so a clone costs a pointer per chunk of every file, not its bytes.
+/// (`image::Image`), so a clone costs a pointer per chunk of every file, not its bytes.
 #[derive(Clone, Debug)]
 pub struct SimDisk {
     rng: SimRng,
