@@ -31,7 +31,9 @@ pub struct StoredRecord {
     pub offset: u64,
     /// The key as produced; `None` for a keyless record.
     pub key: Option<Vec<u8>>,
-    /// The value, byte for byte as produced; may share the buffer it was read into.
+    /// The value, byte for byte as produced. It may share the buffer it was read into
+    /// with the other records of that read, and keeps that buffer alive while it is
+    /// held: to keep one small value long, copy it (`Bytes::copy_from_slice`).
     pub value: Bytes,
 }
 

@@ -429,7 +429,7 @@ mod tests {
                 offset: o,
                 record: ProduceRecord {
                     key: (o % 2 == 0).then(|| vec![o as u8]),
-                    value: (format!("v{o}").into_bytes()).into(),
+                    value: format!("v{o}").into_bytes().into(),
                 },
             })
             .collect()
