@@ -435,6 +435,11 @@ mod tests {
             .collect()
     }
 
+    /// The records of file `f` read from byte `position` on, from offset `first`, at most `max`.
+    fn decode_from(f: &[u8], position: u64, first: u64, max: usize) -> Result<Vec<StoredRecord>, StorageError> {
+        decode_records(LOG, &Bytes::copy_from_slice(&f[position as usize..]), position, first, max)
+    }
+
     /// A log with `n` records, one batch per record.
     fn file(n: u64) -> Vec<u8> {
         let mut f = encode_log_header(LOG);
@@ -463,8 +468,7 @@ mod tests {
         assert_eq!(img.valid_len, f.len() as u64);
         assert!(img.holes.is_empty());
         let last = img.index[4];
-        let got =
-            decode_records(LOG, &Bytes::copy_from_slice(&f[last.position as usize..]), last.position, 4, 10).unwrap();
+        let got = decode_from(&f, last.position, 4, 10).unwrap();
         assert_eq!(got[0].value, &b"v4"[..]);
         assert_eq!(got[0].key, Some(vec![4]));
     }
@@ -488,23 +492,9 @@ mod tests {
         assert_eq!(img.next_offset, 5);
         assert_eq!(img.holes.len(), 1);
         assert_eq!((img.holes[0].from, img.holes[0].to), (2, 3));
-        let from1 = decode_records(
-            LOG,
-            &Bytes::copy_from_slice(&f[img.index[1].position as usize..]),
-            img.index[1].position,
-            1,
-            10,
-        )
-        .unwrap();
+        let from1 = decode_from(&f, img.index[1].position, 1, 10).unwrap();
         assert_eq!(from1.len(), 1, "only the record before the damage is served");
-        let err = decode_records(
-            LOG,
-            &Bytes::copy_from_slice(&f[img.holes[0].position as usize..]),
-            img.holes[0].position,
-            2,
-            10,
-        )
-        .unwrap_err();
+        let err = decode_from(&f, img.holes[0].position, 2, 10).unwrap_err();
         assert!(matches!(err, StorageError::Corrupt { record_offset: Some(2), .. }), "{err:?}");
     }
 
@@ -517,8 +507,7 @@ mod tests {
         let img = open_log(LOG, &f, 0, None).unwrap();
         assert_eq!(img.index.len(), 2);
         assert_eq!((img.index[1].offset, img.index[1].count, img.next_offset), (3, 4, 7));
-        let got =
-            decode_records(LOG, &Bytes::copy_from_slice(&f[LOG_HEADER_LEN..]), LOG_HEADER_LEN as u64, 2, 3).unwrap();
+        let got = decode_from(&f, LOG_HEADER_LEN as u64, 2, 3).unwrap();
         assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![2, 3, 4], "reads span batches");
         for cut in 1..(f.len() - whole) {
             let img = open_log(LOG, &f[..f.len() - cut], 0, None).unwrap();
