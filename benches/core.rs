@@ -102,7 +102,7 @@ impl ZeroCost {
         Ok(match op {
             StorageOp::ReadJournal => OpOutput::Journal(None),
             StorageOp::ListLogs => OpOutput::Logs(Vec::new()),
-            StorageOp::OpenLog { .. } => OpOutput::Opened { next_offset: 0, damaged: vec![] },
+            StorageOp::OpenLog { .. } => OpOutput::Opened { next_offset: 0, damaged: vec![], tail_cut: None },
             StorageOp::Read { offset, max_records, .. } => OpOutput::Records(
                 (0..u64::from(*max_records))
                     .map(|i| StoredRecord { offset: offset + i, key: None, value: self.value.clone().into() })

@@ -7,6 +7,40 @@ use crate::error::BrokerError;
 /// cluster entry or snapshot naming more is corrupt (recovery allocates per partition).
 pub const MAX_PARTITIONS_EVER: u32 = 1 << 20;
 
+/// When a produce is acknowledged, and what damage to a disk may then cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Acknowledged once its log is synced and then the journal holds its end: two
+    /// serial fsyncs. Damage to any acknowledged record is reported and the record's
+    /// offset is never reused (DESIGN.md, section 5).
+    #[default]
+    Journaled,
+    /// Acknowledged once its log is synced: one fsync. The journal learns each
+    /// partition's end at most `journal_ends_ms` later (and before any delete of its
+    /// topic). A crash keeps every record synced whole; a record damaged on disk before
+    /// the journal held its end is cut with the rest of its log's tail at the next
+    /// start, and the cut is reported ([`crate::Notice::TailCut`]); its offset may be
+    /// reused. This is the rule of Kafka and PostgreSQL for a torn tail.
+    LogSync {
+        /// The longest a partition's acknowledged end waits for the journal, in
+        /// milliseconds of the runtime's clock.
+        journal_ends_ms: u64,
+    },
+}
+
+impl Durability {
+    /// The default interval of [`Durability::LogSync`]: one second.
+    pub const LOG_SYNC: Durability = Durability::LogSync { journal_ends_ms: 1_000 };
+
+    /// The setting's name, as `broker-fs` spells it: `journaled` or `log-sync`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Journaled => "journaled",
+            Durability::LogSync { .. } => "log-sync",
+        }
+    }
+}
+
 /// Limits and tuning of one broker. Every field has a sensible default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -51,6 +85,8 @@ pub struct Config {
     /// [`crate::BrokerError::ReadOnly`]). For a read-only data directory or a full disk.
     /// Only acknowledged records are served, as always; a torn journal tail is ignored.
     pub read_only: bool,
+    /// When a produce is acknowledged: [`Durability::Journaled`] unless set.
+    pub durability: Durability,
     /// Bugs planted on purpose, to prove that the simulator's checkers catch them.
     /// Test support, not part of the API (only with the `planted-bugs` feature).
     #[cfg(feature = "planted-bugs")]
@@ -75,6 +111,7 @@ impl Default for Config {
             compaction_ratio: 4,
             compaction_min_bytes: 4 << 20,
             read_only: false,
+            durability: Durability::Journaled,
             #[cfg(feature = "planted-bugs")]
             bugs: crate::planted::PlantedBugs::default(),
         }

@@ -81,13 +81,19 @@ pub enum StorageOp {
         log: LogId,
         /// The offset of its first record ([`crate::journal::TopicMeta::offset_base`]).
         first_offset: u64,
+        /// The log runs under [`crate::Durability::LogSync`] (as for
+        /// [`StorageOp::OpenLog`]): an executor that must find its tail again (after a
+        /// failed append) never cuts what follows the last whole frame.
+        keep_whole_tail: bool,
     },
     /// Open an existing log: validate it and report the next offset, which is
-    /// `acked_end`. Records below `acked_end` were acknowledged (the journal says so):
-    /// damage among them, or their absence, is reported as corruption on every read of
-    /// them and their offsets are never reused; nothing of them is ever cut. Everything
-    /// from `acked_end` on was never acknowledged (a torn write, or bytes still in the
-    /// page cache that never became durable) and is cut, durably, before the output.
+    /// `acked_end` (or more, with `keep_whole_tail`). Records below `acked_end` were
+    /// acknowledged (the journal says so): damage among them, or their absence, is
+    /// reported as corruption on every read of them and their offsets are never reused;
+    /// nothing of them is ever cut. Everything from `acked_end` on was never acknowledged
+    /// (a torn write, or bytes still in the page cache that never became durable) and is
+    /// cut, durably, before the output; with `keep_whole_tail` only from the first frame
+    /// that is damaged or does not continue the offsets, and the cut is reported.
     /// Output: [`OpOutput::Opened`]; `NotFound` if absent.
     OpenLog {
         /// A live log, named by the journal.
@@ -97,6 +103,12 @@ pub enum StorageOp {
         /// The log's first offset ([`crate::journal::TopicMeta::offset_base`]); with
         /// `acked_end` equal to it, nothing is acknowledged.
         first_offset: u64,
+        /// Keep the records after `acked_end` that the file holds whole, in offset
+        /// order, right after it: under [`crate::Durability::LogSync`] a record is
+        /// acknowledged once its log is synced, before the journal holds its end, so
+        /// they may have been acknowledged. The rest of the tail is cut as always, and
+        /// reported in [`OpOutput::Opened::tail_cut`].
+        keep_whole_tail: bool,
     },
     /// Append records (with dense offsets continuing the log). Durable only after a
     /// later [`StorageOp::SyncLog`] of the same log completes; after a crash an
@@ -170,6 +182,11 @@ pub enum OpOutput {
         /// Ranges of acknowledged offsets whose records are damaged or missing: every
         /// read of them reports corruption.
         damaged: Vec<DamagedRange>,
+        /// With `keep_whole_tail`, what was cut after the last record kept, if
+        /// anything: a write torn by a crash, or records acknowledged and then damaged
+        /// before the journal held their end (nothing tells which). Always `None`
+        /// without it: what is cut then was never acknowledged.
+        tail_cut: Option<TailCut>,
     },
     /// Records read, offsets dense from the requested one.
     Records(Vec<StoredRecord>),
@@ -187,6 +204,18 @@ pub struct DamagedRange {
     /// One past the last damaged offset.
     pub to: u64,
     /// What was found, and at which byte.
+    pub detail: String,
+}
+
+/// The tail of a log that opening cut although it may have held acknowledged records
+/// ([`StorageOp::OpenLog::keep_whole_tail`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TailCut {
+    /// The file position the log was cut at.
+    pub position: u64,
+    /// How many bytes were cut.
+    pub bytes: u64,
+    /// What was found there.
     pub detail: String,
 }
 

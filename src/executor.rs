@@ -54,6 +54,8 @@ struct OpenLog {
     next_offset: u64,
     index: Vec<IndexEntry>,
     holes: Vec<Hole>,
+    /// What opening it with `keep_whole_tail` cut, if anything.
+    tail_cut: Option<crate::effect::TailCut>,
 }
 
 /// Executes storage operations one at a time over a file system.
@@ -75,6 +77,8 @@ pub struct Executor<F> {
     /// after it failed. The next open cuts and syncs again, though the file already
     /// looks cut (a failed fsync leaves the cut in the page cache only).
     unproven_cuts: BTreeSet<LogId>,
+    /// Logs under log-sync, which the executor never cuts on its own.
+    keep_tails: BTreeSet<LogId>,
     /// The bugs planted in the executor ([`Executor::plant`]).
     #[cfg(feature = "planted-bugs")]
     bugs: crate::planted::PlantedBugs,
@@ -118,6 +122,7 @@ impl<F: FileSystem> Executor<F> {
             journal_end: None,
             first_offsets: BTreeMap::new(),
             unproven_cuts: BTreeSet::new(),
+            keep_tails: BTreeSet::new(),
             #[cfg(feature = "planted-bugs")]
             bugs: crate::planted::PlantedBugs::default(),
             scan_chunk: SCAN_CHUNK,
@@ -146,7 +151,7 @@ impl<F: FileSystem> Executor<F> {
     }
 
     /// Switches on the planted bugs that live in the executor (`SkipDirSync`,
-    /// `ForgetJournalEnd`). Test support, not part of the API.
+    /// `ForgetJournalEnd`, `LogSyncReportsJournaledCut`). Test support, not part of the API.
     #[cfg(feature = "planted-bugs")]
     #[doc(hidden)]
     pub fn plant(&mut self, bugs: &crate::planted::PlantedBugs) {
@@ -206,17 +211,20 @@ impl<F: FileSystem> Executor<F> {
                 Ok(done)
             }
             StorageOp::ListLogs => self.list_logs(),
-            StorageOp::CreateLog { log, first_offset } => {
+            StorageOp::CreateLog { log, first_offset, keep_whole_tail } => {
                 self.first_offsets.insert(*log, *first_offset);
+                self.keep_tail_of(*log, *keep_whole_tail);
                 self.create_log(*log)
             }
-            StorageOp::OpenLog { log, acked_end, first_offset } => {
+            StorageOp::OpenLog { log, acked_end, first_offset, keep_whole_tail } => {
                 // Always judged afresh against the journal's acknowledged end.
                 self.logs.remove(log);
                 self.first_offsets.insert(*log, *first_offset);
-                self.open_log(*log, Some(*acked_end)).map(|l| OpOutput::Opened {
+                self.keep_tail_of(*log, *keep_whole_tail);
+                self.open_log(*log, Some(*acked_end), *keep_whole_tail).map(|l| OpOutput::Opened {
                     next_offset: l.next_offset,
                     damaged: logcodec::damaged_ranges(&l.holes),
+                    tail_cut: l.tail_cut.clone(),
                 })
             }
             StorageOp::Append { log, records } => self.append(*log, records),
@@ -401,27 +409,45 @@ impl<F: FileSystem> Executor<F> {
     /// Opens `log` (or returns its cached state): validates it and durably cuts what was
     /// never acknowledged (see [`logcodec::open_log`]; `acked` is the journal's
     /// acknowledged end, unknown when a read or append reopens a log it forgot).
-    fn open_log(&mut self, log: LogId, acked: Option<u64>) -> Result<&OpenLog, StorageError> {
+    /// Notes whether `log` runs under log-sync ([`StorageOp::OpenLog`]'s `keep_whole_tail`).
+    fn keep_tail_of(&mut self, log: LogId, keep: bool) {
+        if keep {
+            self.keep_tails.insert(log);
+        } else {
+            self.keep_tails.remove(&log);
+        }
+    }
+
+    /// Opens `log` if it is not open: against `acked` for a [`StorageOp::OpenLog`], or
+    /// with `acked` unknown after a failed append left its tail unknown. A log under
+    /// log-sync is never cut then: what follows its last whole frame stays for the next
+    /// start to find and report.
+    fn open_log(&mut self, log: LogId, acked: Option<u64>, keep_tail: bool) -> Result<&OpenLog, StorageError> {
+        let keep_tail = keep_tail || self.keep_tails.contains(&log);
         if !self.logs.contains_key(&log) {
             let name = log.file_name();
             let file_len = self.fs.len(&name)?;
             let first = self.first_offsets.get(&log).copied().unwrap_or(0);
+            let fresh = || logcodec::LogImage { needs_header: true, next_offset: first, ..Default::default() };
             // Nothing acknowledged: every byte of the file would be cut, and its header
             // may be anything (its creation may have failed at the fsync, or a crash may
             // have kept the directory entry and not the bytes). There is nothing to read,
-            // and nothing to call corrupt: the log starts afresh.
-            let img = if acked == Some(first) {
-                logcodec::LogImage {
-                    index: Vec::new(),
-                    holes: Vec::new(),
-                    valid_len: 0,
-                    needs_header: true,
-                    next_offset: first,
-                }
+            // and nothing to call corrupt: the log starts afresh. Keeping the tail, its
+            // frames are kept if the header is whole, and reported cut if it is not.
+            let mut img = if acked == Some(first) && !keep_tail {
+                fresh()
+            } else if acked == Some(first) && file_len > 0 && !self.header_intact(log, &name, file_len)? {
+                let why = format!("byte 0: the header is damaged or cut short ({file_len} bytes in the file)");
+                logcodec::LogImage { tail_cut: Some((0, why)), ..fresh() }
             } else if file_len < LOG_HEADER_LEN as u64 {
                 logcodec::open_log(log, &self.fs.read_all(&name)?, first, acked)?
+            } else if keep_tail && planted!(self, LogSyncReportsJournaledCut) {
+                let mut img = self.scan_log(log, &name, file_len, first, acked, false)?;
+                let why = "past the journal's end".to_string();
+                img.tail_cut = (img.valid_len < file_len).then_some((img.valid_len, why));
+                img
             } else {
-                self.scan_log(log, &name, file_len, first, acked)?
+                self.scan_log(log, &name, file_len, first, acked, keep_tail)?
             };
             // With nothing acknowledged, the header may never have become durable: its
             // creation may have failed at the fsync, leaving it in the page cache only,
@@ -429,8 +455,18 @@ impl<F: FileSystem> Executor<F> {
             // fsync make it durable, so it is rewritten before anything is appended (one
             // write and fsync per start for each log without acknowledged records).
             let unproven_header = acked == Some(first);
+            if self.read_only {
+                img.tail_cut = None; // nothing is cut
+            }
+            let tail_cut = img.tail_cut.take().map(|(position, detail)| crate::effect::TailCut {
+                position,
+                bytes: file_len.saturating_sub(position),
+                detail,
+            });
             let len = if self.read_only {
                 img.valid_len // what follows is neither cut nor served
+            } else if keep_tail {
+                self.keep_tail(log, &name, &img, acked, unproven_header)?
             } else if img.needs_header || unproven_header {
                 self.fs.truncate(&name, 0)?;
                 self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
@@ -438,20 +474,81 @@ impl<F: FileSystem> Executor<F> {
                 self.unproven_cuts.remove(&log);
                 LOG_HEADER_LEN as u64
             } else {
-                // A cut whose fsync failed is in the page cache only: the file looks cut,
-                // and only a new truncate lets an fsync make the cut durable.
-                if img.valid_len < file_len || self.unproven_cuts.contains(&log) {
-                    self.unproven_cuts.insert(log);
-                    self.fs.truncate(&name, img.valid_len)?;
-                    self.fs.sync_file(&name)?;
-                    self.unproven_cuts.remove(&log);
-                }
+                self.cut_to(log, &name, img.valid_len, file_len, false)?;
                 img.valid_len
             };
-            let state = OpenLog { len, next_offset: img.next_offset, index: img.index, holes: img.holes };
+            let state = OpenLog { len, next_offset: img.next_offset, index: img.index, holes: img.holes, tail_cut };
             self.logs.insert(log, state);
         }
         self.logs.get(&log).ok_or_else(|| StorageError::Io(format!("{log} vanished from the open-log table")))
+    }
+
+    /// Makes what opening with `keep_whole_tail` kept durable, and returns where the
+    /// next append goes. Nothing is truncated: the bytes after the last frame kept stay
+    /// until appends overwrite them, so a crash before the core reports them leaves
+    /// them to be found and reported again. Frames kept past the acknowledged end may be
+    /// in the page cache only (a failed fsync drops data from the durable future and a
+    /// later one does not bring it back), so they are written again and synced; so is a
+    /// header no acknowledged record proves.
+    fn keep_tail(
+        &mut self,
+        log: LogId,
+        name: &str,
+        img: &logcodec::LogImage,
+        acked: Option<u64>,
+        unproven_header: bool,
+    ) -> Result<u64, StorageError> {
+        let header = img.needs_header || unproven_header;
+        if header {
+            self.fs.write_at(name, 0, &logcodec::encode_log_header(log))?;
+        }
+        let len = if img.index.is_empty() { LOG_HEADER_LEN as u64 } else { img.valid_len };
+        let kept_from = acked.and_then(|a| img.index.iter().find(|e| e.offset >= a)).map(|e| e.position);
+        if let Some(from) = kept_from {
+            self.rewrite(name, from, len)?;
+        }
+        if header || kept_from.is_some() {
+            self.fs.sync_file(name)?;
+        }
+        Ok(len)
+    }
+
+    /// Cuts `log` to `len` bytes, durably, if it is longer, an earlier cut of it was not
+    /// proven durable, or `force` (a write before it needs the sync). A cut whose fsync
+    /// failed is in the page cache only: the file looks cut, and only a new truncate lets
+    /// an fsync make the cut durable.
+    fn cut_to(&mut self, log: LogId, name: &str, len: u64, file_len: u64, force: bool) -> Result<(), StorageError> {
+        if force || len < file_len || self.unproven_cuts.contains(&log) {
+            self.unproven_cuts.insert(log);
+            self.fs.truncate(name, len)?;
+            self.fs.sync_file(name)?;
+            self.unproven_cuts.remove(&log);
+        }
+        Ok(())
+    }
+
+    /// Writes the file's bytes `[from, to)` again where they are, a scan chunk at a time,
+    /// so that the next fsync makes them durable.
+    fn rewrite(&mut self, name: &str, from: u64, to: u64) -> Result<(), StorageError> {
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(self.scan_chunk as u64) as usize;
+            let bytes = self.fs.read_at(name, at, n)?;
+            if bytes.len() != n {
+                return Err(StorageError::Io(format!("{name} shrank while it was being opened")));
+            }
+            self.fs.write_at(name, at, &bytes)?;
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Whether the file begins with `log`'s header, whole.
+    fn header_intact(&mut self, log: LogId, name: &str, file_len: u64) -> Result<bool, StorageError> {
+        if file_len < LOG_HEADER_LEN as u64 {
+            return Ok(false);
+        }
+        Ok(logcodec::check_header(log, &self.fs.read_at(name, 0, LOG_HEADER_LEN)?).is_ok())
     }
 
     /// Validates a log of `file_len` bytes in bounded memory, by the rules of
@@ -466,9 +563,13 @@ impl<F: FileSystem> Executor<F> {
         file_len: u64,
         first: u64,
         acked: Option<u64>,
+        keep_tail: bool,
     ) -> Result<logcodec::LogImage, StorageError> {
         logcodec::check_header(log, &self.fs.read_at(name, 0, LOG_HEADER_LEN)?)?;
         let mut opener = logcodec::LogOpener::new(log, LOG_HEADER_LEN as u64, first, acked);
+        if keep_tail {
+            opener = opener.keep_whole_tail();
+        }
         let mut win = Window { start: 0, bytes: Vec::new() };
         let mut pos = LOG_HEADER_LEN as u64;
         while pos < file_len {
@@ -554,7 +655,7 @@ impl<F: FileSystem> Executor<F> {
 
     fn append(&mut self, log: LogId, records: &[crate::effect::AppendRecord]) -> OpResult {
         let (at, next) = {
-            let l = self.open_log(log, None)?;
+            let l = self.open_log(log, None, false)?;
             (l.len, l.next_offset)
         };
         let dense = records.iter().enumerate().all(|(i, r)| r.offset == next + i as u64);
@@ -583,7 +684,7 @@ impl<F: FileSystem> Executor<F> {
     }
 
     fn read(&mut self, log: LogId, offset: u64, max_records: u32, max_bytes: u64) -> OpResult {
-        let l = self.open_log(log, None)?;
+        let l = self.open_log(log, None, false)?;
         if let Some(h) = l.holes.iter().find(|h| h.from <= offset && offset < h.to) {
             return Err(StorageError::Corrupt {
                 file: log.file_name(),
@@ -631,6 +732,7 @@ impl<F: FileSystem> Executor<F> {
         self.logs.remove(&log);
         self.first_offsets.remove(&log);
         self.unproven_cuts.remove(&log);
+        self.keep_tails.remove(&log);
         let name = log.file_name();
         match self.fs.remove(&name) {
             Ok(()) | Err(StorageError::NotFound(_)) => {}

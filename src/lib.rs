@@ -56,7 +56,7 @@ mod time;
 pub use ::bytes::Bytes;
 pub use broker::{Broker, DamagedRecords, DeletionStatus, Phase, COMPLETED_KEPT};
 pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
-pub use config::{Config, MAX_PARTITIONS_EVER};
+pub use config::{Config, Durability, MAX_PARTITIONS_EVER};
 pub use driver::SyncDriver;
 pub use effect::{AppendRecord, DamagedRange, Effect, OpOutput, OpResult, StorageOp};
 pub use error::{BrokerError, DecodeError, HaltReason, StorageError};

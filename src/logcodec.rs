@@ -183,6 +183,11 @@ pub struct LogImage {
     pub needs_header: bool,
     /// The next offset to append.
     pub next_offset: u64,
+    /// With [`LogOpener::keep_whole_tail`], where the bytes after the last whole frame
+    /// kept begin and what they are, if the file holds any: records acknowledged past
+    /// the acknowledged end may have been among them. (Below the acknowledged end they
+    /// are a hole as well.)
+    pub tail_cut: Option<(u64, String)>,
 }
 
 fn corrupt(log: LogId, position: u64, record_offset: Option<u64>, detail: String) -> StorageError {
@@ -238,8 +243,13 @@ pub fn open_log_from(
     next_offset: u64,
     acked: Option<u64>,
 ) -> Result<LogImage, StorageError> {
-    let s = scan_valid(rest, 0, salt(log), MAX_LOG_FRAME, &well_formed);
-    let mut opener = LogOpener::new(log, base, next_offset, acked);
+    judge(LogOpener::new(log, base, next_offset, acked), rest, base)
+}
+
+/// Runs the frames and damage of `rest` (the file from position `base` on) through
+/// `opener`.
+fn judge(mut opener: LogOpener, rest: &[u8], base: u64) -> Result<LogImage, StorageError> {
+    let s = scan_valid(rest, 0, salt(opener.log), MAX_LOG_FRAME, &well_formed);
     let mut corrupt_iter = s.corrupt.iter().peekable();
     for f in &s.frames {
         // A corrupt range always ends at the next valid frame: at most one precedes it.
@@ -266,13 +276,25 @@ pub struct LogOpener {
     damage: Option<(u64, String)>,
     /// The first frame never acknowledged, and the damage right before it, if any.
     unacked_frame: Option<(u64, Option<u64>)>,
+    /// Whether frames after the acknowledged end that continue its offsets are kept.
+    keep_tail: bool,
+    /// Why the frames after the acknowledged end stopped being kept.
+    stop: Option<String>,
 }
 
 impl LogOpener {
     /// Starts judging at file position `base`, with `next_offset` the next offset due.
     pub fn new(log: LogId, base: u64, next_offset: u64, acked: Option<u64>) -> LogOpener {
         let img = LogImage { valid_len: base, next_offset, ..LogImage::default() };
-        LogOpener { log, acked, img, damage: None, unacked_frame: None }
+        LogOpener { log, acked, img, damage: None, unacked_frame: None, keep_tail: false, stop: None }
+    }
+
+    /// Keeps the frames after the acknowledged end that follow it whole, with no damage
+    /// between them and offsets continuing from it ([`crate::StorageOp::OpenLog`]'s
+    /// `keep_whole_tail`); the image says why the rest is cut.
+    pub fn keep_whole_tail(mut self) -> LogOpener {
+        self.keep_tail = true;
+        self
     }
 
     /// A damaged range begins at file position `start` (it ends at the next valid frame).
@@ -295,7 +317,17 @@ impl LogOpener {
         // Past the acknowledged end, whatever its offsets: a frame after the last
         // acknowledged record was never acknowledged, even one with lower offsets (left
         // by a cut that never became durable).
-        if self.acked.is_some_and(|a| first >= a || img.next_offset >= a) {
+        // Kept tails are the exception: a whole frame that continues the offsets with
+        // nothing damaged before it.
+        let continues = self.keep_tail && damage.is_none() && first == img.next_offset;
+        if self.acked.is_some_and(|a| first >= a || img.next_offset >= a) && !continues {
+            if self.keep_tail {
+                let why = match &damage {
+                    Some((start, why)) => format!("byte {start}: {why}"),
+                    None => format!("byte {position}: a frame of offset {first} where {} was due", img.next_offset),
+                };
+                self.stop = Some(why);
+            }
             self.unacked_frame = Some((position, damage.map(|(start, _)| start)));
             return Ok(false);
         }
@@ -328,10 +360,23 @@ impl LogOpener {
     /// The image of a file of `file_end` bytes whose last damage, running to its end
     /// with no valid frame after it, is `torn` (start and why), if any.
     pub fn finish(self, file_end: u64, torn: Option<(u64, String)>) -> LogImage {
+        let keep_tail = self.keep_tail;
+        let stop = self.stop.clone().or_else(|| torn.as_ref().map(|(p, why)| format!("byte {p}: {why}")));
+        let last_whole = self.img.valid_len;
+        let mut img = self.finish_inner(file_end, torn);
+        if keep_tail && last_whole < file_end {
+            let why = stop.unwrap_or_else(|| "bytes after the last whole frame".into());
+            img.tail_cut = Some((last_whole, why));
+        }
+        img
+    }
+
+    fn finish_inner(self, file_end: u64, torn: Option<(u64, String)>) -> LogImage {
         let mut img = self.img;
         let Some(a) = self.acked else { return img };
         if img.next_offset >= a {
-            // Everything after the last acknowledged record was never acknowledged: cut.
+            // Everything after the last acknowledged record was never acknowledged (or,
+            // keeping the tail, does not continue it whole): cut.
             return img;
         }
         // Acknowledged records past the last valid frame are damaged or gone. Their bytes
@@ -596,5 +641,51 @@ mod tests {
         let torn_header = open_log(LOG, &f[..5], 0, Some(2)).unwrap();
         assert!(torn_header.needs_header);
         assert_eq!((torn_header.next_offset, torn_header.holes[0].to), (2, 2));
+    }
+
+    /// Opens `f` keeping whole tails (durability log-sync).
+    fn open_keeping(f: &[u8], acked: u64) -> LogImage {
+        let opener = LogOpener::new(LOG, LOG_HEADER_LEN as u64, 0, Some(acked)).keep_whole_tail();
+        judge(opener, &f[LOG_HEADER_LEN..], LOG_HEADER_LEN as u64).unwrap()
+    }
+
+    #[test]
+    fn keeping_whole_tails_keeps_what_continues_the_acknowledged_end() {
+        let f = file(4);
+        let img = open_keeping(&f, 2);
+        assert_eq!((img.next_offset, img.valid_len, img.tail_cut.clone()), (4, f.len() as u64, None));
+        // The journaled durability cuts the same frames.
+        assert_eq!(open_log(LOG, &f, 0, Some(2)).unwrap().next_offset, 2);
+    }
+
+    #[test]
+    fn keeping_whole_tails_stops_at_damage_and_says_where() {
+        let mut f = file(4);
+        let third = file(3).len();
+        f[third - 2] ^= 0x10; // the frame of offset 2, past the acknowledged end
+        let img = open_keeping(&f, 1);
+        assert_eq!((img.next_offset, img.valid_len), (2, file(2).len() as u64));
+        let (at, why) = img.tail_cut.expect("the damaged tail is reported");
+        assert_eq!(at, file(2).len() as u64);
+        assert!(why.contains("checksum"), "{why}");
+        // A frame that does not continue the offsets ends what is kept too.
+        let mut g = file(3);
+        g.extend(encode_records(LOG, &recs(1, 1)));
+        let img = open_keeping(&g, 2);
+        assert_eq!(img.next_offset, 3);
+        assert!(img.tail_cut.expect("reported").1.contains("offset 1 where 3 was due"));
+    }
+
+    #[test]
+    fn keeping_whole_tails_reports_damage_below_the_end_that_reaches_past_it() {
+        // Rot in the last acknowledged frame, with a frame past the end after it: the
+        // hole covers what the journal vouches for, and what follows may have been
+        // acknowledged too.
+        let mut f = file(3);
+        let two = file(2).len();
+        f[two - 2] ^= 0x10; // offset 1's frame
+        let img = open_keeping(&f, 2);
+        assert_eq!((img.next_offset, img.holes.len()), (2, 1));
+        assert_eq!(img.tail_cut.map(|(at, _)| at), Some(file(1).len() as u64));
     }
 }

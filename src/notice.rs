@@ -105,6 +105,21 @@ pub enum Notice {
         /// Its name.
         name: String,
     },
+    /// Opening a log under [`crate::Durability::LogSync`] cut its tail from the first
+    /// frame that was damaged or did not continue the offsets: a write torn by a crash,
+    /// or records acknowledged and then damaged before the journal held their end
+    /// (nothing on disk tells which). The log continues from `offset`; records a client
+    /// was told are at `offset` or after it on this log may be gone.
+    TailCut {
+        /// The log that was cut.
+        log: LogId,
+        /// The first offset not kept: the next record appended takes it.
+        offset: u64,
+        /// How many bytes were cut.
+        bytes: u64,
+        /// What was found where the cut begins.
+        detail: String,
+    },
     /// Acknowledged records that cannot be read back: damage found when a log was opened,
     /// or a read that failed its checksum. Fetches of them report corruption.
     Corruption {
@@ -164,6 +179,13 @@ impl fmt::Display for Notice {
             Notice::DeletionFinished { topic, name } => {
                 write!(f, "the deletion of {name:?} (id {topic}) finished: its logs are removed")
             }
+            Notice::TailCut { log, offset, bytes, detail } => write!(
+                f,
+                "log {} was cut at offset {offset}: {bytes} bytes after its last whole frame ({detail}) were \
+                 a write torn by a crash, or records acknowledged under durability log-sync and damaged \
+                 before the journal held their end; if the machine did not lose power, check the disk",
+                log.file_name()
+            ),
             Notice::Corruption { log, from, to, detail } => write!(
                 f,
                 "log {} offsets {from}..{to} cannot be read back ({detail}); fetches of them report \

@@ -63,6 +63,14 @@ pub enum Bug {
     /// A topic's offsets begin at 0 whatever was deleted before it, so a re-created name
     /// hands out positions its deleted incarnation had acknowledged.
     OffsetsIgnoreFloor,
+    /// Under durability log-sync, opening a log cuts every frame after the journal's
+    /// end, as the journaled durability does, though they may have been acknowledged.
+    LogSyncCutsSyncedTail,
+    /// Under durability log-sync, a tail cut at opening is not reported.
+    TailCutUnreported,
+    /// Executor: opening a log with `keep_whole_tail` sets aside everything after the
+    /// journal's end, as the journaled durability does, and reports it as a tail cut.
+    LogSyncReportsJournaledCut,
     /// Cluster: a node answers every command from the catalog it holds, without a
     /// fence: list and describe, creates and deletes validated, produces and fetches
     /// without the fences before and after their data.
@@ -101,7 +109,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 31] = [
+    pub const ALL: [Bug; 34] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -123,6 +131,9 @@ impl Bug {
         Bug::NamedPartitionIgnored,
         Bug::ForgetJournalEnd,
         Bug::OffsetsIgnoreFloor,
+        Bug::LogSyncCutsSyncedTail,
+        Bug::TailCutUnreported,
+        Bug::LogSyncReportsJournaledCut,
         Bug::ClusterSkipFence,
         Bug::ClusterProduceUnverified,
         Bug::ClusterReconcileUnknownIds,
@@ -169,6 +180,9 @@ impl Bug {
             Bug::ClusterUnfencedOutOfRange => "cluster-unfenced-out-of-range",
             Bug::ClusterDeleteAcksDeleting => "cluster-delete-acks-deleting",
             Bug::ClusterUnavailableAppend => "cluster-unavailable-append",
+            Bug::LogSyncCutsSyncedTail => "log-sync-cuts-synced-tail",
+            Bug::TailCutUnreported => "tail-cut-unreported",
+            Bug::LogSyncReportsJournaledCut => "log-sync-reports-journaled-cut",
         }
     }
 

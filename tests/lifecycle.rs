@@ -502,7 +502,7 @@ fn a_batch_over_one_log_frame_is_refused_before_anything_is_written() {
 fn the_executor_never_writes_a_frame_that_readers_refuse() {
     let mut exec = broker_core::Executor::new(MemFs::new());
     let log = LogId { topic: TopicId(1), partition: 0 };
-    exec.execute(&StorageOp::CreateLog { log, first_offset: 0 }).unwrap();
+    exec.execute(&StorageOp::CreateLog { log, first_offset: 0, keep_whole_tail: false }).unwrap();
     let before = exec.fs().clone();
     let record = ProduceRecord { key: None, value: vec![7; 1 << 20].into() };
     let records = (0..17).map(|offset| broker_core::AppendRecord { offset, record: record.clone() }).collect();

@@ -233,8 +233,8 @@ fn offsets_at_the_end_of_the_range_are_refused_not_overflowed() {
     h.complete(h.first_pending(|op| matches!(op, StorageOp::ReadJournal)));
     h.complete(h.first_pending(|op| matches!(op, StorageOp::ReplaceJournal { .. })));
     let opens = h.pending_where(|op| matches!(op, StorageOp::OpenLog { .. }));
-    h.complete_with(opens[0], Ok(OpOutput::Opened { next_offset: u64::MAX, damaged: vec![] }));
-    h.complete_with(opens[1], Ok(OpOutput::Opened { next_offset: u64::MAX - 1, damaged: vec![] }));
+    h.complete_with(opens[0], Ok(OpOutput::Opened { next_offset: u64::MAX, damaged: vec![], tail_cut: None }));
+    h.complete_with(opens[1], Ok(OpOutput::Opened { next_offset: u64::MAX - 1, damaged: vec![], tail_cut: None }));
     h.run();
     assert_eq!(h.broker.phase(), Phase::Serving);
     let before = h.exec.fs().clone();
@@ -512,7 +512,9 @@ fn every_error_of_every_operation_kind_is_handled() {
                         other => panic!("{other:?}"),
                     };
                     assert!(
-                        h.pending.values().any(|op| *op == StorageOp::CreateLog { log, first_offset: 0 }),
+                        h.pending
+                            .values()
+                            .any(|op| *op == StorageOp::CreateLog { log, first_offset: 0, keep_whole_tail: false }),
                         "{what}: recreated"
                     );
                 }
@@ -612,7 +614,7 @@ fn output(kind: u8, v: u64) -> OpOutput {
         2 => OpOutput::Journal(Some(v.to_le_bytes().to_vec())),
         3 => OpOutput::Logs(vec![LogId { topic: TopicId(v % 5), partition: (v % 3) as u32 }]),
         4 => OpOutput::Logs(vec![LogId { topic: TopicId(v), partition: 0 }]),
-        5 => OpOutput::Opened { next_offset: v, damaged: vec![] },
+        5 => OpOutput::Opened { next_offset: v, damaged: vec![], tail_cut: None },
         6 => OpOutput::Records(vec![StoredRecord { offset: v, key: None, value: vec![1].into() }]),
         _ => OpOutput::Records(vec![]),
     }

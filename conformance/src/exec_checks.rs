@@ -188,10 +188,20 @@ fn show(op: &StorageOp) -> String {
             format!("ReplaceJournal({} bytes, keep_old: {keep_old})", contents.len())
         }
         StorageOp::ListLogs => "ListLogs".into(),
-        StorageOp::CreateLog { log, first_offset: 0 } => format!("CreateLog({log})"),
-        StorageOp::CreateLog { log, first_offset } => format!("CreateLog({log}, first_offset: {first_offset})"),
-        StorageOp::OpenLog { log, acked_end, first_offset: 0 } => format!("OpenLog({log}, acked_end: {acked_end})"),
-        StorageOp::OpenLog { log, acked_end, first_offset } => {
+        StorageOp::CreateLog { log, first_offset: 0, keep_whole_tail: false } => format!("CreateLog({log})"),
+        StorageOp::CreateLog { log, first_offset, keep_whole_tail: false } => {
+            format!("CreateLog({log}, first_offset: {first_offset})")
+        }
+        StorageOp::CreateLog { log, first_offset, keep_whole_tail: true } => {
+            format!("CreateLog({log}, first_offset: {first_offset}, keep_whole_tail)")
+        }
+        StorageOp::OpenLog { log, acked_end, first_offset: 0, keep_whole_tail: false } => {
+            format!("OpenLog({log}, acked_end: {acked_end})")
+        }
+        StorageOp::OpenLog { log, acked_end, first_offset, keep_whole_tail: true } => {
+            format!("OpenLog({log}, acked_end: {acked_end}, first_offset: {first_offset}, keep_whole_tail)")
+        }
+        StorageOp::OpenLog { log, acked_end, first_offset, keep_whole_tail: false } => {
             format!("OpenLog({log}, acked_end: {acked_end}, first_offset: {first_offset})")
         }
         StorageOp::Append { log, records } => match (records.first(), records.last()) {
@@ -216,8 +226,12 @@ fn show_out(out: &OpOutput) -> String {
         OpOutput::Journal(None) => "Journal(None)".into(),
         OpOutput::Journal(Some(b)) => format!("Journal(Some({} bytes))", b.len()),
         OpOutput::Logs(logs) => format!("Logs({})", show_logs(logs)),
-        OpOutput::Opened { next_offset, damaged } => {
+        OpOutput::Opened { next_offset, damaged, tail_cut: None } => {
             format!("Opened {{ next_offset: {next_offset}, damaged: {} }}", show_damaged(damaged))
+        }
+        OpOutput::Opened { next_offset, damaged, tail_cut: Some(cut) } => {
+            let damaged = show_damaged(damaged);
+            format!("Opened {{ next_offset: {next_offset}, damaged: {damaged}, tail_cut: {} bytes }}", cut.bytes)
         }
         OpOutput::Records(r) => format!("Records({} records)", r.len()),
         OpOutput::BackedUp(name) => format!("BackedUp({name:?})"),
@@ -374,7 +388,7 @@ impl<'s, S: ExecutorSubject> Store<'s, S> {
     }
 
     fn create(&mut self, log: LogId) -> Seen {
-        self.done(StorageOp::CreateLog { log, first_offset: 0 })
+        self.done(StorageOp::CreateLog { log, first_offset: 0, keep_whole_tail: false })
     }
 
     /// Appends one batch: the records at `offsets`, in variant `seed`.
@@ -399,9 +413,9 @@ impl<'s, S: ExecutorSubject> Store<'s, S> {
     }
 
     fn open(&mut self, log: LogId, acked_end: u64) -> Result<(u64, Vec<DamagedRange>), String> {
-        let op = StorageOp::OpenLog { log, acked_end, first_offset: 0 };
+        let op = StorageOp::OpenLog { log, acked_end, first_offset: 0, keep_whole_tail: false };
         match self.ok(&op)? {
-            OpOutput::Opened { next_offset, damaged } => Ok((next_offset, damaged)),
+            OpOutput::Opened { next_offset, damaged, tail_cut: None } => Ok((next_offset, damaged)),
             other => Err(format!("{} returned {} instead of Opened", show(&op), show_out(&other))),
         }
     }
@@ -584,11 +598,20 @@ fn create_log_idempotent_and_listed<S: ExecutorSubject>(s: &mut S) -> Seen {
 fn open_absent_log_not_found<S: ExecutorSubject>(s: &mut S) -> Seen {
     let mut st = Store::fresh(s);
     let (a, b) = (log(5, 0), log(5, 1));
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 0, first_offset: 0 }, "on fresh storage")?;
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0 }, "on fresh storage")?;
+    st.expect_not_found(
+        StorageOp::OpenLog { log: a, acked_end: 0, first_offset: 0, keep_whole_tail: false },
+        "on fresh storage",
+    )?;
+    st.expect_not_found(
+        StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0, keep_whole_tail: false },
+        "on fresh storage",
+    )?;
     st.expect_logs("after OpenLog of absent logs", &[])?;
     st.create(b)?;
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 0, first_offset: 0 }, "with only another log created")?;
+    st.expect_not_found(
+        StorageOp::OpenLog { log: a, acked_end: 0, first_offset: 0, keep_whole_tail: false },
+        "with only another log created",
+    )?;
     st.expect_logs("after OpenLog of an absent log", &[b])
 }
 
@@ -794,7 +817,10 @@ fn remove_log_idempotent<S: ExecutorSubject>(s: &mut S) -> Seen {
     st.sync(a)?;
     st.done(StorageOp::RemoveLog { log: a })?;
     st.expect_logs("after RemoveLog of one of two logs", &[b])?;
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0 }, "after RemoveLog")?;
+    st.expect_not_found(
+        StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0, keep_whole_tail: false },
+        "after RemoveLog",
+    )?;
     st.done(StorageOp::RemoveLog { log: a })?;
     st.expect_logs("after a second RemoveLog of the same log", &[b])?;
     // The id again: a new, empty log.
@@ -913,5 +939,8 @@ fn removed_log_stays_gone_after_crash<S: ExecutorSubject>(s: &mut S) -> Seen {
     st.done(StorageOp::RemoveLog { log: a })?;
     let mut st = st.crash()?;
     st.expect_logs("after RemoveLog of one of two logs and a crash", &[b])?;
-    st.expect_not_found(StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0 }, "after RemoveLog and a crash")
+    st.expect_not_found(
+        StorageOp::OpenLog { log: a, acked_end: 3, first_offset: 0, keep_whole_tail: false },
+        "after RemoveLog and a crash",
+    )
 }

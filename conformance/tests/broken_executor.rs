@@ -114,12 +114,12 @@ impl ExecutorSubject for BrokenExecutors {
                 let contents = JournalRecord::encode_commit(records, *epoch, 0);
                 inner.execute(&StorageOp::ReplaceJournal { contents, keep_old: false })
             }
-            (CreateLogTruncates, StorageOp::CreateLog { log, first_offset: 0 }) => {
+            (CreateLogTruncates, StorageOp::CreateLog { log, first_offset: 0, keep_whole_tail: false }) => {
                 inner.execute(&StorageOp::RemoveLog { log: *log })?;
                 inner.execute(op)
             }
             (OpenLogCreates, StorageOp::OpenLog { log, .. }) => {
-                inner.execute(&StorageOp::CreateLog { log: *log, first_offset: 0 })?;
+                inner.execute(&StorageOp::CreateLog { log: *log, first_offset: 0, keep_whole_tail: false })?;
                 inner.execute(op)
             }
             (ReadDropsKeys, StorageOp::Read { .. }) => match inner.execute(op)? {
@@ -140,12 +140,22 @@ impl ExecutorSubject for BrokenExecutors {
                 })
             }
             (OpenLogCutsAcked, StorageOp::OpenLog { log, acked_end, .. }) => {
-                inner.execute(&StorageOp::OpenLog { log: *log, acked_end: 0, first_offset: 0 })?;
-                Ok(OpOutput::Opened { next_offset: *acked_end, damaged: Vec::new() })
+                inner.execute(&StorageOp::OpenLog {
+                    log: *log,
+                    acked_end: 0,
+                    first_offset: 0,
+                    keep_whole_tail: false,
+                })?;
+                Ok(OpOutput::Opened { next_offset: *acked_end, damaged: Vec::new(), tail_cut: None })
             }
             (OpenLogIgnoresAcked, StorageOp::OpenLog { log, acked_end, .. }) => {
                 let end = appended.get(log).copied().unwrap_or(*acked_end);
-                inner.execute(&StorageOp::OpenLog { log: *log, acked_end: end, first_offset: 0 })
+                inner.execute(&StorageOp::OpenLog {
+                    log: *log,
+                    acked_end: end,
+                    first_offset: 0,
+                    keep_whole_tail: false,
+                })
             }
             (RemoveLogAbsentFails, StorageOp::RemoveLog { log }) => match inner.execute(&StorageOp::ListLogs)? {
                 OpOutput::Logs(logs) if !logs.contains(log) => Err(StorageError::NotFound(log.file_name())),

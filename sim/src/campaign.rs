@@ -22,6 +22,8 @@ pub struct CampaignOptions {
     pub bug: Option<crate::Bug>,
     /// Run every seed as a cluster of this many nodes (see [`RunOptions::nodes`]).
     pub nodes: Option<u32>,
+    /// Run the broker with durability log-sync (see [`RunOptions::log_sync`]).
+    pub log_sync: bool,
 }
 
 /// The totals of a campaign over all its seeds; lists are sorted by seed.
@@ -165,8 +167,13 @@ pub fn run_campaign(opts: &CampaignOptions, progress: &(dyn Fn(u64) + Sync)) -> 
                 if i >= opts.seeds {
                     break;
                 }
-                let run_opts =
-                    RunOptions { seed: opts.from + i, bug: opts.bug, nodes: opts.nodes, ..RunOptions::default() };
+                let run_opts = RunOptions {
+                    seed: opts.from + i,
+                    bug: opts.bug,
+                    nodes: opts.nodes,
+                    log_sync: opts.log_sync,
+                    ..RunOptions::default()
+                };
                 let report = run(&run_opts);
                 if let Ok(mut sum) = summary.lock() {
                     sum.add(&report);

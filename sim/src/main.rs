@@ -54,6 +54,10 @@ enum Cmd {
         /// run a cluster of 1 to 5 nodes.
         #[arg(long, value_parser = clap::value_parser!(u32).range(0..=5))]
         nodes: Option<u32>,
+        /// Run the broker with durability log-sync (a produce acknowledged at its log's
+        /// fsync; the journal learns each end within 1 to 200 simulated ms, by seed).
+        #[arg(long)]
+        log_sync: bool,
     },
     /// Replay one seed, print its trace hash and violations; optionally write its trace.
     Replay {
@@ -68,6 +72,10 @@ enum Cmd {
         /// Replay with this many nodes (as `run --nodes` ran it).
         #[arg(long, value_parser = clap::value_parser!(u32).range(0..=5))]
         nodes: Option<u32>,
+        /// Run the broker with durability log-sync (a produce acknowledged at its log's
+        /// fsync; the journal learns each end within 1 to 200 simulated ms, by seed).
+        #[arg(long)]
+        log_sync: bool,
     },
     /// Crash after every storage operation of a few fixed workloads, under every crash
     /// mode; then strike every store operation of fixed cluster workloads with every fault.
@@ -99,8 +107,11 @@ fn parse_bug(name: &str) -> Result<Bug, String> {
 }
 
 /// The command that replays `seed`.
-fn replay_command(seed: u64, plant: Option<Bug>, nodes: Option<u32>) -> String {
-    let nodes = nodes.map(|n| format!(" --nodes {n}")).unwrap_or_default();
+fn replay_command(seed: u64, plant: Option<Bug>, nodes: Option<u32>, log_sync: bool) -> String {
+    let mut nodes = nodes.map(|n| format!(" --nodes {n}")).unwrap_or_default();
+    if log_sync {
+        nodes.push_str(" --log-sync");
+    }
     match plant {
         Some(bug) => format!(
             "cargo run --release -p broker-sim --features planted-bugs -- replay --seed {seed}{nodes} --plant {bug}"
@@ -112,8 +123,10 @@ fn replay_command(seed: u64, plant: Option<Bug>, nodes: Option<u32>) -> String {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Run { seeds, from, jobs, plant, quiet, nodes } => cmd_run(seeds, from, jobs, plant, quiet, nodes),
-        Cmd::Replay { seed, plant, trace, nodes } => cmd_replay(seed, plant, trace, nodes),
+        Cmd::Run { seeds, from, jobs, plant, quiet, nodes, log_sync } => {
+            cmd_run(seeds, from, jobs, plant, quiet, nodes, log_sync)
+        }
+        Cmd::Replay { seed, plant, trace, nodes, log_sync } => cmd_replay(seed, plant, trace, nodes, log_sync),
         Cmd::Exhaust { plant } => cmd_exhaust(plant),
         Cmd::Bugs => cmd_bugs(),
     };
@@ -146,8 +159,9 @@ fn cmd_run(
     plant: Plant,
     quiet: bool,
     nodes: Option<u32>,
+    log_sync: bool,
 ) -> Result<ExitCode, String> {
-    let opts = CampaignOptions { from, seeds, jobs, bug: plant.bug, nodes };
+    let opts = CampaignOptions { from, seeds, jobs, bug: plant.bug, nodes, log_sync };
     let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(seeds) };
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} seeds ({per_sec}, eta {eta})")
@@ -165,7 +179,7 @@ fn cmd_run(
         say!("first failing seed {seed}: {v}");
         let seeds: Vec<String> = summary.failures.iter().take(20).map(|(s, _)| s.to_string()).collect();
         say!("failing seeds: {}{}", seeds.join(", "), if summary.failures.len() > 20 { ", ..." } else { "" });
-        say!("replay it with:\n  {}", replay_command(*seed, plant.bug, nodes));
+        say!("replay it with:\n  {}", replay_command(*seed, plant.bug, nodes, log_sync));
         return Ok(ExitCode::from(1));
     }
     say!();
@@ -226,8 +240,10 @@ fn cmd_replay(
     plant: Plant,
     trace: Option<std::path::PathBuf>,
     nodes: Option<u32>,
+    log_sync: bool,
 ) -> Result<ExitCode, String> {
-    let opts = RunOptions { seed, bug: plant.bug, keep_trace: trace.is_some(), nodes, ..RunOptions::default() };
+    let opts =
+        RunOptions { seed, bug: plant.bug, keep_trace: trace.is_some(), nodes, log_sync, ..RunOptions::default() };
     let report = run(&opts);
     say!("seed {seed}: {} events, simulated {}", report.events, report.sim_time);
     say!("params: {:?}", report.params);

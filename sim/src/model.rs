@@ -5,7 +5,7 @@
 //! The model judges nothing: it folds in requests and replies, and shows each part of a
 //! reply to the checkers ([`crate::checkers`]) before it folds that part in.
 
-use broker_core::{BrokerError, Bytes, Command, Reply, RequestId, Time, TopicId};
+use broker_core::{BrokerError, Bytes, Command, LogId, Reply, RequestId, Time, TopicId};
 use broker_testkit::ledger::Ledger;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -104,6 +104,25 @@ impl Model {
             _ => {}
         }
         self.inflight.insert(request, (Rc::clone(command), now));
+    }
+
+    /// A start cut `log` from `offset` on ([`broker_core::Notice::TailCut`]): what
+    /// clients were told is there is gone, and the offsets will be given again.
+    pub fn tail_cut(&mut self, log: LogId, offset: u64) {
+        let from = (log.topic, log.partition, offset);
+        let to = (log.topic, log.partition, u64::MAX);
+        for ledger in [&mut self.records.acked, &mut self.records.served] {
+            let gone: Vec<_> = ledger.range(from..=to).map(|(at, _)| *at).collect();
+            for at in gone {
+                ledger.remove(&at);
+            }
+        }
+    }
+
+    /// Records clients were told are on `log` at `offset` or after it.
+    pub fn told_from(&self, log: LogId, offset: u64) -> usize {
+        let range = (log.topic, log.partition, offset)..=(log.topic, log.partition, u64::MAX);
+        self.records.acked.range(range.clone()).count() + self.records.served.range(range).count()
     }
 
     /// Every request in flight was cut off by a crash: their outcomes are unknown.

@@ -20,8 +20,8 @@ use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
 use broker_core::{
-    decode_journal, Broker, BrokerError, Command, Config, DecodedJournal, Effect, Executor, LogId, OpId, OpResult,
-    Phase, Reply, RequestId, StorageOp, Time, TopicId, JOURNAL_FILE,
+    decode_journal, Broker, BrokerError, Command, Config, DecodedJournal, Effect, Executor, LogId, Notice, OpId,
+    OpResult, Phase, Reply, RequestId, StorageOp, Time, TopicId, JOURNAL_FILE,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -120,7 +120,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
         ..DiskFaults::default()
     };
     let disk = SimDisk::with_faults(SimRng::fork(opts.seed, "disk").u64(), faults);
-    let config = core_config(&params, opts.bug);
+    let config = Config { durability: opts.durability(), ..core_config(&params, opts.bug) };
     let clients = params.clients as usize;
     let think_us = params.think_us;
     let checkers = Checkers::new(config.removal_concurrency);
@@ -500,6 +500,9 @@ impl Sim {
                     let rotted = self.rotted();
                     let rotted = |f: &str| rotted.contains(f);
                     self.checkers.notice(self.now, &self.model, &notice, &names, &rotted);
+                    if let Notice::TailCut { log, offset, .. } = notice {
+                        self.model.tail_cut(log, offset);
+                    }
                 }
                 Effect::Halt(reason) => {
                     self.stats.halts += 1;

@@ -43,6 +43,19 @@ pub struct RunOptions {
     /// Cluster: inject this fault into the k-th store operation (counting from 1, every
     /// node's operations in the order they reach the store).
     pub store_fault_at: Option<(u64, StoreFault)>,
+    /// Run the one broker with [`broker_core::Durability::LogSync`], its interval 1 to
+    /// 200 ms by seed (cluster nodes have no such setting).
+    pub log_sync: bool,
+}
+
+impl RunOptions {
+    /// The durability this run's broker uses.
+    pub fn durability(&self) -> broker_core::Durability {
+        match self.log_sync {
+            true => broker_core::Durability::LogSync { journal_ends_ms: 1 + self.seed % 200 },
+            false => broker_core::Durability::Journaled,
+        }
+    }
 }
 
 /// A fixed workload for the exhaustive mode.

@@ -154,9 +154,19 @@ impl Display for OpText<'_> {
                 }
                 write!(f, "Append {log} offsets {first}+{} crc={c:08x}", records.len())
             }
-            StorageOp::CreateLog { log, first_offset } => write!(f, "CreateLog {log} from {first_offset}"),
-            StorageOp::OpenLog { log, acked_end, first_offset } => {
-                write!(f, "OpenLog {log} acked {acked_end} from {first_offset}")
+            StorageOp::CreateLog { log, first_offset, keep_whole_tail } => {
+                write!(f, "CreateLog {log} from {first_offset}")?;
+                if *keep_whole_tail {
+                    write!(f, " keep-tail")?;
+                }
+                Ok(())
+            }
+            StorageOp::OpenLog { log, acked_end, first_offset, keep_whole_tail } => {
+                write!(f, "OpenLog {log} acked {acked_end} from {first_offset}")?;
+                if *keep_whole_tail {
+                    write!(f, " keep-tail")?;
+                }
+                Ok(())
             }
             StorageOp::SyncLog { log } => write!(f, "SyncLog {log}"),
             StorageOp::RemoveLog { log } => write!(f, "RemoveLog {log}"),
@@ -181,8 +191,12 @@ impl Display for ResultText<'_> {
             Ok(OpOutput::Journal(Some(b))) => write!(f, "journal len={} crc={:08x}", b.len(), crc(b)),
             Ok(OpOutput::Logs(logs)) => write!(f, "{} logs", logs.len()),
             Ok(OpOutput::BackedUp(file)) => write!(f, "ok, old journal kept as {file}"),
-            Ok(OpOutput::Opened { next_offset, damaged }) => {
-                write!(f, "opened next={next_offset} damaged={}", damaged.len())
+            Ok(OpOutput::Opened { next_offset, damaged, tail_cut }) => {
+                write!(f, "opened next={next_offset} damaged={}", damaged.len())?;
+                match tail_cut {
+                    Some(cut) => write!(f, " cut={}@{}", cut.bytes, cut.position),
+                    None => Ok(()),
+                }
             }
             Ok(OpOutput::Records(rs)) => {
                 let mut c = 0u32;

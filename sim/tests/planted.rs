@@ -19,10 +19,12 @@ fn max_seeds(bug: Bug) -> u64 {
 }
 
 /// How seed `seed` runs with `bug`: a bug of the cluster node on a cluster of 2 to 5
-/// nodes, any other on one broker over the simulated disk.
+/// nodes, any other on one broker over the simulated disk, with durability log-sync
+/// for the bugs of that mode.
 fn options(bug: Bug, seed: u64) -> RunOptions {
     let nodes = if bug.name().starts_with("cluster-") { 2 + seed as u32 % 4 } else { 0 };
-    RunOptions { seed, bug: Some(bug), nodes: Some(nodes), ..RunOptions::default() }
+    let log_sync = matches!(bug, Bug::LogSyncCutsSyncedTail | Bug::TailCutUnreported | Bug::LogSyncReportsJournaledCut);
+    RunOptions { seed, bug: Some(bug), nodes: Some(nodes), log_sync, ..RunOptions::default() }
 }
 
 /// Runs seeds until one breaks an invariant; returns that seed and its checkers.
@@ -163,6 +165,27 @@ fn forget_journal_end_is_caught() {
 #[test]
 fn offsets_ignore_floor_is_caught() {
     fired_by(Bug::OffsetsIgnoreFloor, Checker::ModelAgreement);
+}
+
+/// Under log-sync, records synced past the journal's end cut at a start as if never
+/// acknowledged: an acknowledged offset is served no more, or given again.
+#[test]
+fn log_sync_cuts_synced_tail_is_caught() {
+    caught_by(Bug::LogSyncCutsSyncedTail, &[Checker::AckedOffsetsServed, Checker::ModelAgreement, Checker::Durability]);
+}
+
+/// Under log-sync, rot in records past the journal's end cut without a word: their
+/// offsets are given again though clients were told of them.
+#[test]
+fn tail_cut_unreported_is_caught() {
+    caught_by(Bug::TailCutUnreported, &[Checker::ModelAgreement, Checker::AckedOffsetsServed, Checker::Durability]);
+}
+
+/// Under log-sync, a start that sets aside every record past the journal's end and
+/// says so: the report is true, the loss is not allowed (nothing rotted).
+#[test]
+fn log_sync_reports_journaled_cut_is_caught() {
+    fired_by(Bug::LogSyncReportsJournaledCut, Checker::Durability);
 }
 
 #[test]

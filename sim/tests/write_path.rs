@@ -80,8 +80,8 @@ fn the_old_retry_after_a_short_journal_write_bricks_the_journal() {
 /// journal), after a crash.
 fn log_with_an_unacknowledged_tail() -> Executor<SimDisk> {
     let mut ex = Executor::new(SimDisk::new(7));
-    ex.execute(&StorageOp::CreateLog { log: LOG, first_offset: 0 }).unwrap();
-    ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 0, first_offset: 0 }).unwrap();
+    ex.execute(&StorageOp::CreateLog { log: LOG, first_offset: 0, keep_whole_tail: false }).unwrap();
+    ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 0, first_offset: 0, keep_whole_tail: false }).unwrap();
     ex.execute(&StorageOp::Append { log: LOG, records: records(0, 2, 1, 10) }).unwrap();
     ex.execute(&StorageOp::SyncLog { log: LOG }).unwrap();
     ex.execute(&StorageOp::Append { log: LOG, records: records(2, 1, 0xEE, 3000) }).unwrap();
@@ -117,12 +117,12 @@ fn a_retried_open_makes_a_cut_durable_whose_fsync_failed() {
     let mut ex = log_with_an_unacknowledged_tail();
     ex.fs_mut().set_faults(DiskFaults { fsync_failure: 1.0, ..DiskFaults::none() });
     assert!(
-        ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 2, first_offset: 0 }).is_err(),
+        ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 2, first_offset: 0, keep_whole_tail: false }).is_err(),
         "the cut's fsync fails"
     );
     ex.fs_mut().set_faults(DiskFaults::none());
-    let reopened = ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 2, first_offset: 0 });
-    assert_eq!(reopened, Ok(OpOutput::Opened { next_offset: 2, damaged: vec![] }));
+    let reopened = ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 2, first_offset: 0, keep_whole_tail: false });
+    assert_eq!(reopened, Ok(OpOutput::Opened { next_offset: 2, damaged: vec![], tail_cut: None }));
     let name = LOG.file_name();
     assert!(ex.fs().durable_file(&name) == ex.fs().live_file(&name), "the cut is durable");
     // Two new records, acknowledged (the journal would say 4), then a crash.
@@ -130,8 +130,8 @@ fn a_retried_open_makes_a_cut_durable_whose_fsync_failed() {
     ex.execute(&StorageOp::SyncLog { log: LOG }).unwrap();
     let mut ex = crash(ex);
     assert_eq!(
-        ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 4, first_offset: 0 }),
-        Ok(OpOutput::Opened { next_offset: 4, damaged: vec![] })
+        ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 4, first_offset: 0, keep_whole_tail: false }),
+        Ok(OpOutput::Opened { next_offset: 4, damaged: vec![], tail_cut: None })
     );
     assert_eq!(read_values(&mut ex), Ok(vec![(0, 1), (1, 1), (2, 2), (3, 2)]));
 }
@@ -157,8 +157,8 @@ fn frames_left_past_the_acknowledged_end_are_cut_not_taken_for_damage() {
     fs.write_at(&LOG.file_name(), 0, &file).unwrap();
     let mut ex = Executor::new(fs);
     assert_eq!(
-        ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 4, first_offset: 0 }),
-        Ok(OpOutput::Opened { next_offset: 4, damaged: vec![] })
+        ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 4, first_offset: 0, keep_whole_tail: false }),
+        Ok(OpOutput::Opened { next_offset: 4, damaged: vec![], tail_cut: None })
     );
     assert_eq!(ex.fs().file(&LOG.file_name()).map(<[u8]>::len), Some(new.len()), "the stale frames are cut");
     match ex.execute(&StorageOp::Read { log: LOG, offset: 0, max_records: 20, max_bytes: 1 << 20 }) {
@@ -189,11 +189,11 @@ fn a_reserve_that_does_not_fit_is_not_grown_in_part() {
     ex.set_reserve_min(16 * BLOCK_SIZE);
     let journal = encode_compacted(1, Snapshot::default());
     ex.execute(&StorageOp::ReplaceJournal { contents: journal.clone(), keep_old: false }).unwrap();
-    ex.execute(&StorageOp::CreateLog { log: LOG, first_offset: 0 }).unwrap();
-    ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 0, first_offset: 0 }).unwrap();
+    ex.execute(&StorageOp::CreateLog { log: LOG, first_offset: 0, keep_whole_tail: false }).unwrap();
+    ex.execute(&StorageOp::OpenLog { log: LOG, acked_end: 0, first_offset: 0, keep_whole_tail: false }).unwrap();
     let other = LogId { topic: TopicId(2), partition: 0 };
-    ex.execute(&StorageOp::CreateLog { log: other, first_offset: 0 }).unwrap();
-    ex.execute(&StorageOp::OpenLog { log: other, acked_end: 0, first_offset: 0 }).unwrap();
+    ex.execute(&StorageOp::CreateLog { log: other, first_offset: 0, keep_whole_tail: false }).unwrap();
+    ex.execute(&StorageOp::OpenLog { log: other, acked_end: 0, first_offset: 0, keep_whole_tail: false }).unwrap();
     ex.execute(&StorageOp::Append { log: other, records: records(0, 1, 3, 6 * BLOCK_SIZE as usize) }).unwrap();
     ex.execute(&StorageOp::SyncLog { log: other }).unwrap();
     // The disk is full; a journal write releases the reserve, and the space it gave

@@ -86,6 +86,8 @@ impl Broker {
             let remove_after = self.now.plus_millis(grace);
             // No later incarnation's offsets begin below an end this one journaled (the
             // journal's replay takes the same ends: those queued before the tombstone).
+            // Ends acknowledged but not journaled yet go first.
+            self.journal_acked_ends(Some(id));
             let ended = self.topics.get(&id).and_then(|t| t.partitions.iter().map(|p| p.journaled_end).max());
             self.offset_floor = self.offset_floor.max(ended.unwrap_or(0));
             let seq =

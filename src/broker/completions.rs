@@ -1,6 +1,6 @@
 //! Storage completions and timers: each result is checked against what was asked.
 
-use super::{Broker, JournalWaiter, PendingOp, TimerPurpose};
+use super::{Broker, JournalWaiter, PendingOp, Phase, TimerPurpose};
 use crate::command::Reply;
 use crate::effect::{Effect, OpOutput, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason, StorageError};
@@ -39,7 +39,9 @@ impl Broker {
                 Err(e) => self.retry_recovery_read(TimerPurpose::RetryListLogs, e),
             },
             PendingOp::OpenLog(log) => match result {
-                Ok(OpOutput::Opened { next_offset, damaged }) => self.log_opened(log, Ok((next_offset, damaged))),
+                Ok(OpOutput::Opened { next_offset, damaged, tail_cut }) => {
+                    self.log_opened(log, Ok((next_offset, damaged, tail_cut)))
+                }
                 Ok(_) => self.halt(HaltReason::wrong_output(op, "an opened log")),
                 Err(e) => self.log_opened(log, Err(e)),
             },
@@ -118,6 +120,16 @@ impl Broker {
             TimerPurpose::RetryListLogs => {
                 self.op(StorageOp::ListLogs, PendingOp::ListLogs);
             }
+            TimerPurpose::JournalEnds => {
+                self.ends_timer_armed = false;
+                match self.config.durability {
+                    // The start's journal work comes first.
+                    crate::Durability::LogSync { journal_ends_ms } if self.phase != Phase::Serving => {
+                        self.journal_ends_within(journal_ends_ms)
+                    }
+                    _ => self.journal_acked_ends(None),
+                }
+            }
         }
     }
 
@@ -148,7 +160,7 @@ impl Broker {
             TimerPurpose::RetryCreate(log) => Operation::CreateLog(log),
             TimerPurpose::RetryRemove(log) => Operation::RemoveLog(log),
             TimerPurpose::RetryStray(log) => Operation::RemoveStray(log),
-            TimerPurpose::Grace(_) => return,
+            TimerPurpose::Grace(_) | TimerPurpose::JournalEnds => return,
         };
         self.notice(Notice::Retrying { operation, error, failures, retry_in_ms });
     }
@@ -203,6 +215,11 @@ impl Broker {
             // Its topic is deleted: the records will never be served, so no end is journaled.
             return self.ends_durable(id, log.partition, end);
         }
+        if let crate::Durability::LogSync { journal_ends_ms } = self.config.durability {
+            // Acknowledged now; the journal learns the end within the interval.
+            self.ends_durable(id, log.partition, end);
+            return self.journal_ends_within(journal_ends_ms);
+        }
         part.journaled_end = part.journaled_end.max(end);
         // Named by the incarnation (the storage log's name may differ under a planted bug).
         let log = LogId { topic: id, partition: log.partition };
@@ -210,6 +227,35 @@ impl Broker {
             JournalRecord::LogEnd { log, end },
             JournalWaiter::LogEnd { topic: id, partition: log.partition, end },
         );
+    }
+
+    /// Arms the timer that journals the acknowledged ends, unless it is armed.
+    pub(super) fn journal_ends_within(&mut self, ms: u64) {
+        if !self.ends_timer_armed {
+            self.ends_timer_armed = true;
+            self.timer_in(ms, TimerPurpose::JournalEnds);
+        }
+    }
+
+    /// Queues a `LogEnd` record for every partition (of topic `only`, if given) whose
+    /// acknowledged end the journal does not hold yet: only under
+    /// [`crate::Durability::LogSync`] does one lag. Nothing waits for the records.
+    pub(super) fn journal_acked_ends(&mut self, only: Option<TopicId>) {
+        let mut ends = Vec::new();
+        for (&id, topic) in self.topics.iter_mut().filter(|(id, _)| only.is_none_or(|o| o == **id)) {
+            for (p, part) in topic.partitions.iter_mut().enumerate() {
+                if part.high_watermark > part.journaled_end {
+                    part.journaled_end = part.high_watermark;
+                    ends.push(JournalRecord::LogEnd {
+                        log: LogId { topic: id, partition: p as u32 },
+                        end: part.journaled_end,
+                    });
+                }
+            }
+        }
+        for rec in ends {
+            self.journal.push(rec);
+        }
     }
 
     /// The journal holds `end` as the acknowledged end of a partition: acknowledge its

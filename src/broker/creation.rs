@@ -25,7 +25,8 @@ impl Broker {
             p.inflight += 1;
         }
         let first_offset = self.topics.get(&id).map_or(0, |t| t.meta.offset_base);
-        self.op(StorageOp::CreateLog { log, first_offset }, PendingOp::CreateLog(log));
+        let keep_whole_tail = self.keeps_whole_tails();
+        self.op(StorageOp::CreateLog { log, first_offset, keep_whole_tail }, PendingOp::CreateLog(log));
     }
 
     /// `count` more logs of `id` are created (or need not be): reply once all are.

@@ -77,6 +77,11 @@ impl JournalWriter {
         self.flight.is_none() && self.forced_replace.is_none()
     }
 
+    /// Whether every record queued so far is durable.
+    pub fn all_durable(&self) -> bool {
+        self.durable_seq == self.last_seq
+    }
+
     pub fn durable_seq(&self) -> u64 {
         self.durable_seq
     }

@@ -144,6 +144,8 @@ enum TimerPurpose {
     RetryStray(LogId),
     RetryReadJournal,
     RetryListLogs,
+    /// Under [`crate::Durability::LogSync`], the journal learns the acknowledged ends.
+    JournalEnds,
 }
 
 /// The pure broker core. See the module docs for its shape and the crate docs for an example.
@@ -198,6 +200,8 @@ pub struct Broker {
     /// Retry counts of background operations, for backoff.
     retries: BTreeMap<LogId, u32>,
     journal_retries: u32,
+    /// Whether the timer that journals acknowledged ends is armed.
+    ends_timer_armed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -244,6 +248,7 @@ impl Broker {
             recovery: None,
             retries: BTreeMap::new(),
             journal_retries: 0,
+            ends_timer_armed: false,
         };
         b.begin_recovery();
         b
@@ -331,6 +336,27 @@ impl Broker {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Whether logs run under log-sync: opening keeps whole frames past the journal's
+    /// end, and nothing cuts what follows the last whole frame.
+    fn keeps_whole_tails(&self) -> bool {
+        matches!(self.config.durability, crate::Durability::LogSync { .. })
+            && !planted!(self.config, LogSyncCutsSyncedTail)
+    }
+
+    /// Changes when produces are acknowledged from now on. Leaving
+    /// [`crate::Durability::LogSync`] queues every acknowledged end the journal lacks, so
+    /// that once the journal is idle it holds them all and a start under any setting
+    /// keeps every acknowledged record. (A start under log-sync journals the ends it
+    /// kept before it serves, so a runtime may switch at [`Phase::Serving`] before any
+    /// command.)
+    pub fn set_durability(&mut self, durability: crate::Durability) {
+        self.config.durability = durability;
+        if durability == crate::Durability::Journaled {
+            self.journal_acked_ends(None);
+            self.pump();
+        }
     }
 
     /// How many storage operations are outstanding.
@@ -471,6 +497,7 @@ impl Broker {
         }
         self.ops.clear();
         self.timers.clear();
+        self.ends_timer_armed = false;
         self.effects.push_back(Effect::Halt(reason));
     }
 

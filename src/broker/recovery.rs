@@ -8,12 +8,16 @@
 //! them back. Nothing may act on such a record (create a log, remove one) until it is
 //! durable, so recovery makes everything it read durable first.
 
-use super::state::{Deletion, DeletionStage, Recovery, Topic};
+use super::state::{Deletion, DeletionStage, Partition, Recovery, Topic};
 use super::{Broker, PendingOp, Phase, TimerPurpose};
 use crate::config::MAX_PARTITIONS_EVER;
-use crate::effect::{DamagedRange, StorageOp};
+use crate::effect::{DamagedRange, StorageOp, TailCut};
+
+/// What opening a log found: its next offset, damaged acknowledged ranges, and the tail
+/// cut under [`crate::Durability::LogSync`].
+type Opened = (u64, Vec<DamagedRange>, Option<TailCut>);
 use crate::error::{HaltReason, StorageError};
-use crate::ids::LogId;
+use crate::ids::{LogId, TopicId};
 use crate::journal::{decode_journal, JournalRecord, MetaState, JOURNAL_FILE};
 use crate::notice::Notice;
 use std::collections::BTreeSet;
@@ -149,7 +153,8 @@ impl Broker {
         let first_offset = topic.map_or(0, |t| t.meta.offset_base);
         let acked_end =
             topic.and_then(|t| t.partitions.get(log.partition as usize)).map_or(first_offset, |p| p.journaled_end);
-        self.op(StorageOp::OpenLog { log, acked_end, first_offset }, PendingOp::OpenLog(log));
+        let keep_whole_tail = self.keeps_whole_tails();
+        self.op(StorageOp::OpenLog { log, acked_end, first_offset, keep_whole_tail }, PendingOp::OpenLog(log));
     }
 
     /// Rebuilds topics from replayed metadata and opens every live log.
@@ -221,14 +226,25 @@ impl Broker {
         self.maybe_finish_recovery();
     }
 
-    pub(super) fn log_opened(&mut self, log: LogId, result: Result<(u64, Vec<DamagedRange>), StorageError>) {
+    /// Partition `partition` of topic `owner`, if both exist.
+    fn partition_mut(&mut self, owner: Option<TopicId>, partition: u32) -> Option<&mut Partition> {
+        owner.and_then(|id| self.topics.get_mut(&id)).and_then(|t| t.partitions.get_mut(partition as usize))
+    }
+
+    pub(super) fn log_opened(&mut self, log: LogId, result: Result<Opened, StorageError>) {
         let owner = self.owner_of(log);
         let first = owner.and_then(|id| self.topics.get(&id)).map_or(0, |t| t.meta.offset_base);
         let forget_hw = planted!(self.config, RecoveryForgetsHighWatermark);
-        let part =
-            owner.and_then(|id| self.topics.get_mut(&id)).and_then(|t| t.partitions.get_mut(log.partition as usize));
         match result {
-            Ok((next, damaged)) => {
+            Ok((next, damaged, tail_cut)) => {
+                if let Some(cut) = tail_cut.filter(|_| !planted!(self.config, TailCutUnreported)) {
+                    let TailCut { bytes, detail, .. } = cut;
+                    self.notice(Notice::TailCut { log, offset: next, bytes, detail });
+                }
+                let part = owner
+                    .and_then(|id| self.topics.get_mut(&id))
+                    .and_then(|t| t.partitions.get_mut(log.partition as usize));
+                let mut unjournaled = false;
                 if let Some(p) = part {
                     for d in &damaged {
                         let (from, to, detail) = (d.from, d.to, d.detail.clone());
@@ -243,10 +259,16 @@ impl Broker {
                     p.next_offset = next;
                     p.high_watermark = if forget_hw { first } else { next };
                     p.ready = true;
+                    unjournaled = p.high_watermark > p.journaled_end;
+                }
+                if unjournaled && matches!(self.config.durability, crate::Durability::LogSync { .. }) {
+                    // Records kept past the journal's end: the journal learns the new end
+                    // before the start ends.
+                    self.journal_acked_ends(owner);
                 }
             }
             Err(StorageError::NotFound(e)) if self.config.read_only => {
-                if let Some(p) = part {
+                if let Some(p) = self.partition_mut(owner, log.partition) {
                     p.failed = Some(format!("its log is missing and the data was opened read-only: {e}"));
                     p.next_offset = p.journaled_end;
                     p.high_watermark = p.journaled_end;
@@ -254,11 +276,12 @@ impl Broker {
             }
             // Missing: create it (the log stays counted as busy).
             Err(StorageError::NotFound(_)) => {
-                self.op(StorageOp::CreateLog { log, first_offset: first }, PendingOp::CreateLog(log));
+                let keep_whole_tail = self.keeps_whole_tails();
+                self.op(StorageOp::CreateLog { log, first_offset: first, keep_whole_tail }, PendingOp::CreateLog(log));
                 return;
             }
             Err(e @ StorageError::Corrupt { .. }) => {
-                if let Some(p) = part {
+                if let Some(p) = self.partition_mut(owner, log.partition) {
                     // Unreadable as a whole (say, its header rotted): every acknowledged
                     // record is reported corrupt by fetch, and the high watermark stays.
                     p.failed = Some(e.to_string());
@@ -266,6 +289,11 @@ impl Broker {
                     p.high_watermark = p.journaled_end;
                     let to = p.journaled_end;
                     self.notice(Notice::Corruption { log, from: first, to, detail: e.to_string() });
+                    if matches!(self.config.durability, crate::Durability::LogSync { .. }) {
+                        // Records acknowledged past the journal's end cannot be counted.
+                        let detail = format!("the log cannot be read: {e}");
+                        self.notice(Notice::TailCut { log, offset: to, bytes: 0, detail });
+                    }
                 }
             }
             Err(e) => return self.retry_later(log, TimerPurpose::RetryOpen(log), e),
@@ -282,6 +310,12 @@ impl Broker {
     pub(super) fn maybe_finish_recovery(&mut self) {
         let replayed = self.recovery.as_ref().is_some_and(|r| r.replayed);
         if !replayed || !self.journal.idle() || self.phase != Phase::Recovering {
+            return;
+        }
+        // Under log-sync, the ends of the records a start kept past the journal's end
+        // are durable before anything is served: a start under another setting may
+        // follow, and it keeps nothing past the journal's end.
+        if matches!(self.config.durability, crate::Durability::LogSync { .. }) && !self.journal.all_durable() {
             return;
         }
         self.issue_log_checks();

@@ -279,10 +279,15 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     for chunk in [1, 7, 64] {
         let mut small = Executor::new(fs.clone());
         small.set_scan_chunk(chunk);
-        let opened = small.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset, first_offset: 0 });
+        let opened = small.execute(&StorageOp::OpenLog {
+            log,
+            acked_end: img.next_offset,
+            first_offset: 0,
+            keep_whole_tail: false,
+        });
         assert_eq!(
             opened,
-            Ok(OpOutput::Opened { next_offset: img.next_offset, damaged: damaged_ranges(&img.holes) }),
+            Ok(OpOutput::Opened { next_offset: img.next_offset, damaged: damaged_ranges(&img.holes), tail_cut: None }),
             "chunk {chunk}"
         );
         let expected_len = if img.needs_header { LOG_HEADER_LEN as u64 } else { img.valid_len };
@@ -297,8 +302,12 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
     let mut ex = Executor::new(fs);
     // With the acknowledged end where the codec alone puts the next offset, the
     // executor keeps and cuts exactly what the codec does.
-    let opened = ex.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset, first_offset: 0 });
-    assert_eq!(opened, Ok(OpOutput::Opened { next_offset: img.next_offset, damaged: damaged_ranges(&img.holes) }));
+    let opened =
+        ex.execute(&StorageOp::OpenLog { log, acked_end: img.next_offset, first_offset: 0, keep_whole_tail: false });
+    assert_eq!(
+        opened,
+        Ok(OpOutput::Opened { next_offset: img.next_offset, damaged: damaged_ranges(&img.holes), tail_cut: None })
+    );
     let expected_len = if img.needs_header { LOG_HEADER_LEN as u64 } else { img.valid_len };
     assert_eq!(ex.fs_mut().len(&name), Ok(expected_len), "open cuts the torn tail");
     for e in &img.index {
@@ -323,8 +332,9 @@ fn check_log_through_executor(log: LogId, data: &[u8], img: &LogImage) {
         AppendRecord { offset: img.next_offset, record: ProduceRecord { key: None, value: b"x".to_vec().into() } };
     assert_eq!(ex.execute(&StorageOp::Append { log, records: vec![rec] }), Ok(OpOutput::Done));
     let mut reopened = Executor::new(ex.into_fs());
-    let opened = reopened.execute(&StorageOp::OpenLog { log, acked_end: next, first_offset: 0 });
-    let Ok(OpOutput::Opened { next_offset, damaged }) = opened else { panic!("reopening failed: {opened:?}") };
+    let opened =
+        reopened.execute(&StorageOp::OpenLog { log, acked_end: next, first_offset: 0, keep_whole_tail: false });
+    let Ok(OpOutput::Opened { next_offset, damaged, .. }) = opened else { panic!("reopening failed: {opened:?}") };
     assert_eq!(next_offset, next);
     // The same offsets are damaged; the words may differ, as they say which check the
     // damaged bytes failed, and the append changed what follows them (the input
@@ -608,7 +618,7 @@ fn op_output(u: &mut Unstructured<'_>) -> arbitrary::Result<OpOutput> {
             }
             OpOutput::Logs(logs)
         }
-        4 => OpOutput::Opened { next_offset: *u.choose(&[0, 1, 5, u64::MAX])?, damaged: vec![] },
+        4 => OpOutput::Opened { next_offset: *u.choose(&[0, 1, 5, u64::MAX])?, damaged: vec![], tail_cut: None },
         _ => {
             let n = u.int_in_range(0..=3)?;
             let first: u64 = u.int_in_range(0..=10)?;

@@ -97,11 +97,17 @@ pub fn op_text(op: &StorageOp) -> String {
             Err(e) => format!("ReplaceJournal <corrupt at {}: {}>", e.offset, e.detail),
         },
         StorageOp::ListLogs => "ListLogs".into(),
-        StorageOp::CreateLog { log, first_offset: 0 } => format!("CreateLog {log}"),
-        StorageOp::CreateLog { log, first_offset } => format!("CreateLog {log} from {first_offset}"),
-        StorageOp::OpenLog { log, acked_end, first_offset: 0 } => format!("OpenLog {log} acked {acked_end}"),
-        StorageOp::OpenLog { log, acked_end, first_offset } => {
-            format!("OpenLog {log} acked {acked_end} from {first_offset}")
+        StorageOp::CreateLog { log, first_offset: 0, keep_whole_tail: false } => format!("CreateLog {log}"),
+        StorageOp::CreateLog { log, first_offset, keep_whole_tail } => {
+            let keep = if *keep_whole_tail { " keeping its whole tail" } else { "" };
+            format!("CreateLog {log} from {first_offset}{keep}")
+        }
+        StorageOp::OpenLog { log, acked_end, first_offset: 0, keep_whole_tail: false } => {
+            format!("OpenLog {log} acked {acked_end}")
+        }
+        StorageOp::OpenLog { log, acked_end, first_offset, keep_whole_tail } => {
+            let keep = if *keep_whole_tail { " keeping its whole tail" } else { "" };
+            format!("OpenLog {log} acked {acked_end} from {first_offset}{keep}")
         }
         StorageOp::Append { log, records } => format!("Append {log} [{}]", append_records_text(records)),
         StorageOp::SyncLog { log } => format!("SyncLog {log}"),

@@ -558,8 +558,10 @@ mod tests {
         std::os::unix::fs::symlink(&target, dir.join(&log_name)).unwrap();
         std::os::unix::fs::symlink(&target, dir.join("journal.tmp")).unwrap();
         let mut exec = Executor::new(RealFs::new(&dir));
-        assert!(exec.execute(&StorageOp::CreateLog { log, first_offset: 0 }).is_err());
-        assert!(exec.execute(&StorageOp::OpenLog { log, acked_end: 0, first_offset: 0 }).is_err());
+        assert!(exec.execute(&StorageOp::CreateLog { log, first_offset: 0, keep_whole_tail: false }).is_err());
+        assert!(exec
+            .execute(&StorageOp::OpenLog { log, acked_end: 0, first_offset: 0, keep_whole_tail: false })
+            .is_err());
         assert!(exec.execute(&StorageOp::ReplaceJournal { contents: b"new".to_vec(), keep_old: false }).is_err());
         assert_eq!(std::fs::read(&target).unwrap(), b"outside");
         // A dangling link: creating through it must not create its target.

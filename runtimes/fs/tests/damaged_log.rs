@@ -41,16 +41,16 @@ fn a_gibibyte_of_damage_opens_in_bounded_memory() {
     let before = peak_rss();
 
     let mut exec = Executor::new(RealFs::new(&dir));
-    let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 4, first_offset: 0 });
-    assert_eq!(opened, Ok(OpOutput::Opened { next_offset: 4, damaged: vec![] }));
+    let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 4, first_offset: 0, keep_whole_tail: false });
+    assert_eq!(opened, Ok(OpOutput::Opened { next_offset: 4, damaged: vec![], tail_cut: None }));
     match exec.execute(&StorageOp::Read { log, offset: 3, max_records: 10, max_bytes: 1 << 20 }) {
         Ok(OpOutput::Records(r)) => assert_eq!((r.len(), r[0].value.to_vec()), (1, b"v3".to_vec())),
         other => panic!("{other:?}"),
     }
     // And as a tail: everything after the acknowledged end is cut, without reading it whole.
     let mut exec = Executor::new(RealFs::new(&dir));
-    let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 3, first_offset: 0 });
-    assert_eq!(opened, Ok(OpOutput::Opened { next_offset: 3, damaged: vec![] }));
+    let opened = exec.execute(&StorageOp::OpenLog { log, acked_end: 3, first_offset: 0, keep_whole_tail: false });
+    assert_eq!(opened, Ok(OpOutput::Opened { next_offset: 3, damaged: vec![], tail_cut: None }));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), damage_at, "cut after the last acknowledged batch");
 
     let grown = peak_rss().saturating_sub(before);

@@ -8,6 +8,10 @@
 //!   incarnation that is live for certain.
 //! - Corruption (`Corruption`) is reported only in a log whose file the disk rotted: an
 //!   alarm an operator acts on (checking the disk) must not be false.
+//! - A cut tail (`TailCut`, durability log-sync) takes records a client was told of
+//!   (acknowledged, or served) only from a log whose file the disk rotted: a crash alone
+//!   loses nothing synced. This is judged as **durability**; the model then forgets
+//!   them.
 //!
 //! Retries, new journals and journal repairs are not judged: whether the operation
 //! really failed, or which copy was bad, is the disk's internal business.
@@ -58,6 +62,16 @@ pub(super) fn notice(flags: &mut Flags, model: &Model, disk: &DiskView<'_>, noti
                     "corruption of {log} offsets {from}..{to} is reported ({detail}), but its file never rotted"
                 );
                 flags.flag(Checker::TruthfulNotices, detail);
+            }
+        }
+        Notice::TailCut { log, offset, bytes, detail } => {
+            let told = model.told_from(*log, *offset);
+            if told > 0 && !(disk.rotted)(&log.file_name()) {
+                let detail = format!(
+                    "{log} was cut at offset {offset} ({bytes} bytes: {detail}), losing {told} records clients were \
+                     told of, but its file never rotted"
+                );
+                flags.flag(Checker::Durability, detail);
             }
         }
         Notice::NewJournal
