@@ -261,7 +261,8 @@ impl Broker {
                     p.ready = true;
                     unjournaled = p.high_watermark > p.journaled_end;
                 }
-                if unjournaled && matches!(self.config.durability, crate::Durability::LogSync { .. }) {
+                // (A read-only start writes nothing: a writer's start journals them.)
+                if unjournaled && self.keeps_whole_tails() && !self.config.read_only {
                     // Records kept past the journal's end: the journal learns the new end
                     // before the start ends.
                     self.journal_acked_ends(owner);
@@ -315,7 +316,7 @@ impl Broker {
         // Under log-sync, the ends of the records a start kept past the journal's end
         // are durable before anything is served: a start under another setting may
         // follow, and it keeps nothing past the journal's end.
-        if matches!(self.config.durability, crate::Durability::LogSync { .. }) && !self.journal.all_durable() {
+        if self.keeps_whole_tails() && !self.journal.all_durable() {
             return;
         }
         self.issue_log_checks();

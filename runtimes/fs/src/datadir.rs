@@ -171,6 +171,8 @@ pub(crate) fn scan_directory(dir: &Path) -> Result<Vec<Notice>, DriverError> {
 /// temporary, reserve and backup files, and logs.
 pub fn is_broker_file(name: &str) -> bool {
     name == LOCK_FILE
+        || name == crate::durability_file::DURABILITY_FILE
+        || name == crate::durability_file::DURABILITY_TMP_FILE
         || name == JOURNAL_FILE
         || name == JOURNAL_TMP_FILE
         || name == JOURNAL_RESERVE_FILE

@@ -20,13 +20,14 @@
 //! the driver and open a new one, which recovers from what is durable.
 
 use crate::datadir::{lock_for_reading, prepare_directory, scan_directory, DirLock};
+use crate::durability_file::{read_durability, write_durability};
 use crate::patience::{Patience, Recovery, RetryPolicy, TICK};
 use crate::pool::Pool;
 use crate::realfs::RealFs;
 use crate::report::{DriverError, Notice};
 use broker_core::{
-    Broker, BrokerError, Command, Config, DeletionStatus, Effect, HaltReason, OpId, OpResult, Phase, Reply, RequestId,
-    StorageOp, Time, TopicDescription,
+    Broker, BrokerError, Command, Config, DeletionStatus, Durability, Effect, HaltReason, OpId, OpResult, Phase, Reply,
+    RequestId, StorageOp, Time, TopicDescription,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -48,6 +49,10 @@ pub struct DriverOptions {
     /// How long every wait of the driver, recovery included, goes on while storage keeps
     /// failing, and whether it reports retries.
     pub retry: RetryPolicy,
+    /// Make this the directory's durability once the broker serves (`serve
+    /// --durability`); `None` runs as the directory's `DURABILITY` file says (and
+    /// `config.durability` is ignored either way: see [`crate::durability_file`]).
+    pub durability: Option<Durability>,
 }
 
 /// The most records one produce may carry in broker-fs: as many as the smallest Kafka
@@ -71,6 +76,7 @@ impl Default for DriverOptions {
             log_workers: 4,
             recovery_attempts: Some(6),
             retry: RetryPolicy::default(),
+            durability: None,
         }
     }
 }
@@ -163,6 +169,15 @@ impl<M: Send + 'static> Driver<M> {
         let lock =
             if read_only { lock_for_reading(&dir, &mut notices)? } else { prepare_directory(&dir, &mut notices)? };
         notices.append(&mut scan_directory(&dir)?);
+        // A directory last served under log-sync starts under log-sync whatever comes
+        // next: only such a start keeps what the journal does not hold yet.
+        let stored = read_durability(&dir)?;
+        let wanted = options.durability.unwrap_or(stored);
+        let mut config = options.config;
+        config.durability = match (stored, wanted) {
+            (Durability::LogSync { .. }, Durability::Journaled) => stored,
+            _ => wanted,
+        };
         let fs = RealFs::new(&dir);
         let (sender, events) = mpsc::channel();
         let pool = Pool::start(&fs, options.log_workers, read_only, sender.clone(), completion::<M>)
@@ -170,7 +185,7 @@ impl<M: Send + 'static> Driver<M> {
         let (start, origin) = (Instant::now(), wall_clock());
         let patience = Patience::new(options.retry, &dir);
         let mut driver = Driver {
-            broker: Broker::start(options.config, origin),
+            broker: Broker::start(config, origin),
             origin,
             dir,
             start,
@@ -201,6 +216,15 @@ impl<M: Send + 'static> Driver<M> {
             return Err(driver.halt_error(reason));
         }
         driver.recovery = None;
+        // Serving under log-sync, the journal holds every end the start kept: from here
+        // a switch to journaled keeps every acknowledged record.
+        if driver.broker.config().durability != wanted {
+            driver.broker.set_durability(wanted);
+            driver.pump();
+        }
+        if wanted != stored && !read_only {
+            write_durability(&driver.dir, wanted)?;
+        }
         Ok(driver)
     }
 

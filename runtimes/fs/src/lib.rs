@@ -26,6 +26,7 @@
 pub mod broker_loop;
 pub mod datadir;
 pub mod driver;
+pub mod durability_file;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod jsonbytes;

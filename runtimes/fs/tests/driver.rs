@@ -120,3 +120,49 @@ fn symlinks_named_like_broker_files_are_refused_and_nothing_outside_is_written()
     symlink(&target, &log).unwrap();
     refused("a log", tmp.path(), "0000000000000000-00000000.log");
 }
+
+/// The durability belongs to the directory: a log-sync directory starts under log-sync
+/// whatever a later command asks, so records whose ends the journal never got survive
+/// every start, and a switch back to journaled keeps them.
+#[test]
+fn a_directory_keeps_its_durability_and_switching_back_keeps_every_record() {
+    use broker_core::{Durability, Phase};
+    use broker_fs::durability_file::{read_durability, DURABILITY_FILE};
+    let tmp = TempDir::new("durability");
+    let dir = tmp.path();
+    let fetch = |d: &mut Driver| {
+        let command = Command::Fetch { topic: "t".into(), partition: 0, offset: 0, max_records: 10, max_bytes: None };
+        match d.request(command).unwrap() {
+            Reply::Fetched { records, .. } => records.len(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let long = Durability::LogSync { journal_ends_ms: 3_600_000 };
+    {
+        let options = DriverOptions { durability: Some(long), ..DriverOptions::default() };
+        let mut d: Driver = Driver::open(dir, options).unwrap();
+        assert_eq!(d.broker().config().durability, long);
+        d.request(create("t", 1)).unwrap();
+        for v in ["a", "b", "c"] {
+            d.request(produce("t", &[v])).unwrap();
+        }
+        // Dropped with the three ends unjournaled (the interval is an hour).
+    }
+    assert_eq!(read_durability(dir).unwrap(), long);
+    {
+        // A command that asks nothing runs as the directory says.
+        let mut d: Driver = Driver::open(dir, DriverOptions::default()).unwrap();
+        assert_eq!(d.broker().config().durability, long);
+        assert_eq!(fetch(&mut d), 3);
+        d.request(produce("t", &["d"])).unwrap();
+    }
+    {
+        let options = DriverOptions { durability: Some(Durability::Journaled), ..DriverOptions::default() };
+        let mut d: Driver = Driver::open(dir, options).unwrap();
+        assert_eq!((d.broker().phase(), d.broker().config().durability), (Phase::Serving, Durability::Journaled));
+        assert_eq!(fetch(&mut d), 4);
+    }
+    assert_eq!(std::fs::read_to_string(dir.join(DURABILITY_FILE)).unwrap(), "journaled\n");
+    let mut d: Driver = Driver::open(dir, DriverOptions::default()).unwrap();
+    assert_eq!(fetch(&mut d), 4, "a journaled start keeps them: their ends are journaled");
+}

@@ -92,6 +92,14 @@ pub enum Cmd {
         /// milliseconds (what it held is freed for the other clients).
         #[arg(long, value_name = "MS", default_value_t = broker_kafka::WRITE_TIMEOUT_MS, requires = "kafka")]
         kafka_write_timeout_ms: u64,
+        /// When a produce is acknowledged, kept by the directory for every later
+        /// command: `journaled` (the default: the log's fsync, then the journal's) or
+        /// `log-sync[:MS]` (the log's fsync alone, about twice the rate with one request
+        /// in flight; ends journaled within MS, 1000 by default, and rot in records past
+        /// the journal's end is cut at the next start, reported). Without it, as the
+        /// directory was last served. DESIGN.md section 5 weighs the two.
+        #[arg(long, value_name = "MODE", value_parser = broker_fs::durability_file::parse_durability)]
+        durability: Option<broker_core::Durability>,
     },
 }
 

@@ -34,7 +34,8 @@ pub fn run(cli: Cli, data_dir: PathBuf) -> Result<(), Failure> {
     options.config.read_only = cli.command.only_reads();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    if let Cmd::Serve { kafka, kafka_write_timeout_ms } = &cli.command {
+    if let Cmd::Serve { kafka, kafka_write_timeout_ms, durability } = &cli.command {
+        options.durability = *durability;
         return serve::run(&data_dir, options, kafka.as_deref(), *kafka_write_timeout_ms, &mut out);
     }
     let mut d = Driver::<()>::open(&data_dir, options)?;

@@ -3,13 +3,33 @@
 
 use super::failure::Failure;
 use super::output::emit;
-use broker_core::TopicId;
+use broker_core::{Durability, TopicId};
 use broker_fs::datadir::{lock_file_pid, pid_running};
 use broker_fs::driver::Driver;
 use broker_fs::serve::{DamagedJson, PendingJson, TopicJson};
 use serde_json::json;
 use std::io::Write;
 use std::path::Path;
+
+/// The durability as `status` prints it, saying what it costs.
+fn durability_line(d: Durability) -> String {
+    match d {
+        Durability::Journaled => "journaled (a produce is acknowledged once its log is synced and then its end is \
+                                  journaled)"
+            .into(),
+        Durability::LogSync { journal_ends_ms } => format!(
+            "log-sync (a produce is acknowledged once its log is synced; ends are journaled within {journal_ends_ms} \
+             ms, and rot in records past the journal's end is cut at the next start, reported)"
+        ),
+    }
+}
+
+fn durability_json(d: Durability) -> serde_json::Value {
+    match d {
+        Durability::Journaled => json!({ "mode": "journaled" }),
+        Durability::LogSync { journal_ends_ms } => json!({ "mode": "log-sync", "journal_ends_ms": journal_ends_ms }),
+    }
+}
 
 /// Reports the state of the directory opened read-only.
 pub fn run(d: &mut Driver, json: bool, data_dir: &Path, out: &mut impl Write) -> Result<(), Failure> {
@@ -24,11 +44,20 @@ pub fn run(d: &mut Driver, json: bool, data_dir: &Path, out: &mut impl Write) ->
     if json {
         let notices: Vec<String> = notices.iter().map(ToString::to_string).collect();
         let lock = json!({ "pid": pid, "pid_running": pid_running });
+        let durability = durability_json(d.broker().config().durability);
         return emit(
             out,
-            &json!({ "topics": topics, "pending": pending, "damaged": damaged, "lock": lock, "notices": notices }),
+            &json!({
+                "durability": durability,
+                "topics": topics,
+                "pending": pending,
+                "damaged": damaged,
+                "lock": lock,
+                "notices": notices
+            }),
         );
     }
+    writeln!(out, "durability: {}", durability_line(d.broker().config().durability))?;
     writeln!(out, "topics: {} live", topics.len())?;
     for r in &damaged {
         writeln!(

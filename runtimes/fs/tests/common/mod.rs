@@ -94,11 +94,17 @@ impl Server {
     /// Starts `serve` on `dir` (its standard error appended to `log`) and waits until
     /// it has recovered.
     pub fn start(dir: &Path, log: &Path) -> Server {
+        Server::start_with(dir, log, &[])
+    }
+
+    /// Like [`Server::start`], with more arguments to `serve`.
+    pub fn start_with(dir: &Path, log: &Path, args: &[&str]) -> Server {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
         let mut child = Command::new(BIN)
             .arg("--data-dir")
             .arg(dir)
             .arg("serve")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
