@@ -1,6 +1,7 @@
-//! Produce on a real disk: records per second and MiB/s through the real runtime, one
-//! produce at a time to one partition (each acknowledged only after its log's fsync),
-//! at batch sizes 1, 16 and 256, against a raw loop that writes the same bytes and
+//! Produce on a real disk: records per second through the real runtime, one produce at
+//! a time to one partition, under each durability (journaled: acknowledged after the
+//! log's fsync and then the journal's; log-sync: after the log's fsync alone), at batch
+//! sizes 1, 16 and 256, against a raw loop that writes the same bytes and
 //! fsyncs after each batch, on the same directory: the physical limit of that disk.
 //!
 //! ```sh
@@ -12,15 +13,15 @@
 //! data directory, exactly the bytes the executor appends for each batch (the framed,
 //! checksummed batch from `broker_core::encode_records`), with `write` then `fdatasync`
 //! (`File::sync_data`, what the runtime calls) per batch, through one open descriptor.
-//! Broker and raw loop take turns in short slices (`BROKER_FS_BENCH_SLICES`, default
-//! 16, sharing `BROKER_FS_BENCH_SECS` seconds per side, default 4), so that both see the
-//! same load on a shared disk; each rate is the total over its slices. MiB/s counts
-//! record values (100 bytes each), the same for both sides.
+//! The two brokers and the raw loop take turns in short slices (`BROKER_FS_BENCH_SLICES`,
+//! default 16, sharing `BROKER_FS_BENCH_SECS` seconds per side, default 4), so that all
+//! see the same load on a shared disk; each rate is the total over its slices. MiB/s
+//! counts record values (100 bytes each).
 
 mod common;
 
 use broker_core::effect::AppendRecord;
-use broker_core::{encode_records, Command, LogId, ProduceRecord, Reply, TopicSettings};
+use broker_core::{encode_records, Command, Durability, LogId, ProduceRecord, Reply, TopicSettings};
 use broker_fs::{Driver, DriverOptions};
 use common::setting;
 use std::io::Write;
@@ -93,40 +94,47 @@ fn main() {
         root.display()
     );
     println!(
-        "{:>6}  {:>14} {:>10}  {:>14} {:>10}  {:>12} {:>14}",
-        "batch", "broker rec/s", "MiB/s", "raw rec/s", "MiB/s", "broker/raw", "raw fsyncs/s"
+        "{:>6}  {:>13} {:>13} {:>13} {:>9}  {:>10} {:>10}  {:>13}",
+        "batch", "journaled/s", "log-sync/s", "raw rec/s", "raw MiB/s", "journ/raw", "lsync/raw", "raw fsyncs/s"
     );
     for batch in [1usize, 16, 256] {
         let dir = root.join(format!("batch-{batch}"));
-        let mut d: Driver = Driver::open(&dir, DriverOptions::default()).expect("open");
-        let settings = TopicSettings::default();
-        d.request(Command::CreateTopic { name: "p".into(), partitions: 1, settings }).expect("create");
-        let raw_path = dir.join("raw.bin");
-        let mut raw = Raw::open(&raw_path);
+        // One directory per durability, the raw file beside them; all three take turns,
+        // so all see the same load on a shared disk.
+        let open = |name: &str, durability: Durability| {
+            let options = DriverOptions { durability: Some(durability), ..DriverOptions::default() };
+            let mut d: Driver = Driver::open(dir.join(name), options).expect("open");
+            let settings = TopicSettings::default();
+            d.request(Command::CreateTopic { name: "p".into(), partitions: 1, settings }).expect("create");
+            d
+        };
+        let mut brokers = [open("journaled", Durability::Journaled), open("log-sync", Durability::LOG_SYNC)];
+        let mut raw = Raw::open(&dir.join("raw.bin"));
         common::settle();
-        // Broker and raw loop take turns, so both see the same load on a shared disk.
-        let (mut broker_n, mut broker_t, mut raw_n, mut raw_t) = (0, Duration::ZERO, 0, Duration::ZERO);
+        let mut counts = [(0usize, Duration::ZERO); 3];
         for _ in 0..slices {
+            for (i, d) in brokers.iter_mut().enumerate() {
+                let t = Instant::now();
+                counts[i].0 += broker_slice(d, batch, slice);
+                counts[i].1 += t.elapsed();
+            }
             let t = Instant::now();
-            broker_n += broker_slice(&mut d, batch, slice);
-            broker_t += t.elapsed();
-            let t = Instant::now();
-            raw_n += raw.slice(batch, slice);
-            raw_t += t.elapsed();
+            counts[2].0 += raw.slice(batch, slice);
+            counts[2].1 += t.elapsed();
         }
-        drop((d, raw));
+        drop((brokers, raw));
         let _ = std::fs::remove_dir_all(&dir);
-        let b = broker_n as f64 / broker_t.as_secs_f64();
-        let r = raw_n as f64 / raw_t.as_secs_f64();
+        let [j, l, r] = counts.map(|(n, t)| n as f64 / t.as_secs_f64());
         let mib = |rate: f64| rate * VALUE as f64 / (1 << 20) as f64;
         println!(
-            "{:>6}  {:>14.0} {:>10.2}  {:>14.0} {:>10.2}  {:>11.0}% {:>14.0}",
+            "{:>6}  {:>13.0} {:>13.0} {:>13.0} {:>9.2}  {:>9.0}% {:>9.0}%  {:>13.0}",
             batch,
-            b,
-            mib(b),
+            j,
+            l,
             r,
             mib(r),
-            100.0 * b / r,
+            100.0 * j / r,
+            100.0 * l / r,
             r / batch as f64
         );
     }

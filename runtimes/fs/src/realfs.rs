@@ -75,6 +75,9 @@ struct OpenFile {
     dirty: bool,
     /// When it was last used.
     used: u64,
+    /// The device and inode of the open file (`None` where the platform has none): what
+    /// its name must still lead to.
+    id: Option<(u64, u64)>,
 }
 
 impl Clone for RealFs {
@@ -130,6 +133,11 @@ impl RealFs {
     /// writing when `write` is set. Marks it used.
     fn file(&mut self, name: &str, write: bool, create: bool) -> Result<&mut OpenFile, StorageError> {
         self.check_identity(name)?;
+        self.checked_file(name, write, create)
+    }
+
+    /// [`RealFs::file`] once [`RealFs::check_identity`] has run.
+    fn checked_file(&mut self, name: &str, write: bool, create: bool) -> Result<&mut OpenFile, StorageError> {
         self.clock += 1;
         let stale = self.open.get(name).is_some_and(|f| write && !f.writable);
         if stale {
@@ -146,7 +154,8 @@ impl RealFs {
                 other => (other?, true),
             };
             self.make_room();
-            self.open.insert(name.to_string(), OpenFile { file, writable, dirty: false, used: 0 });
+            let id = file_id(&file);
+            self.open.insert(name.to_string(), OpenFile { file, writable, dirty: false, used: 0, id });
         }
         let clock = self.clock;
         let f = self.open.get_mut(name).ok_or_else(|| StorageError::Io(format!("{name}: not open")))?;
@@ -161,7 +170,7 @@ impl RealFs {
     fn check_identity(&mut self, name: &str) -> Result<(), StorageError> {
         let Some(f) = self.open.get(name) else { return Ok(()) };
         let path = self.path(name)?;
-        if same_file(&f.file, &path) {
+        if same_file(f.id, &path) {
             return Ok(());
         }
         let dirty = self.open.remove(name).is_some_and(|f| f.dirty);
@@ -235,18 +244,34 @@ impl RealFs {
 }
 
 /// Whether `path` (not followed if a link) is the file open as `file`.
-fn same_file(file: &File, path: &Path) -> bool {
+/// The device and inode of an open file, taken once when it is opened (an open file's
+/// never change), so that checking its name costs one `lstat`.
+fn file_id(file: &File) -> Option<(u64, u64)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        match (file.metadata(), std::fs::symlink_metadata(path)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        file.metadata().ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        None
+    }
+}
+
+/// Whether `path` still leads to the file whose [`file_id`] is `id`.
+fn same_file(id: Option<(u64, u64)>, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (id, std::fs::symlink_metadata(path)) {
+            (Some(id), Ok(b)) => id == (b.dev(), b.ino()),
             _ => false,
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = (file, path);
+        let _ = (id, path);
         true
     }
 }
@@ -415,7 +440,7 @@ impl FileSystem for RealFs {
             // unsynced writes: what they covered is unknown.
             return Err(e);
         }
-        let f = self.file(name, true, false)?;
+        let f = self.checked_file(name, true, false)?;
         // fdatasync: flushes the data and the metadata needed to read it back (the
         // size included), which is all a log or the journal needs. Entries (create,
         // rename, unlink) are made durable by `sync_dir`.
