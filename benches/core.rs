@@ -22,9 +22,9 @@
 //! Building the commands is not timed; dropping the replies is.
 
 use broker_core::{
-    partition_for_key, validate_topic_name, Broker, BrokerError, Command, Config, Effect, MemFs, OpOutput, OpResult,
-    Phase, ProduceRecord, RecordPosition, Reply, RequestId, StorageOp, StoredRecord, SyncDriver, Time, TopicId,
-    TopicSettings,
+    partition_for_key, validate_topic_name, Broker, BrokerError, Command, Config, Durability, Effect, MemFs, OpOutput,
+    OpResult, Phase, ProduceRecord, RecordPosition, Reply, RequestId, StorageOp, StoredRecord, SyncDriver, Time,
+    TopicId, TopicSettings,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -71,6 +71,9 @@ trait Runner {
     fn name(&self) -> &'static str;
     /// Handles every command; returns how many succeeded.
     fn run(&mut self, commands: Vec<Command>) -> usize;
+    /// Acknowledges produces as `durability` says from now on (the floor has no such
+    /// thing).
+    fn set_durability(&mut self, _durability: Durability) {}
 }
 
 // ---------------------------------------------------------------------------------
@@ -132,6 +135,10 @@ impl Runner for ZeroCost {
     fn name(&self) -> &'static str {
         "core + zero-cost executor"
     }
+    fn set_durability(&mut self, durability: Durability) {
+        self.broker.set_durability(durability);
+        self.drain();
+    }
     fn run(&mut self, commands: Vec<Command>) -> usize {
         self.ok = 0;
         for command in commands {
@@ -154,6 +161,9 @@ struct OverMemFs {
 impl Runner for OverMemFs {
     fn name(&self) -> &'static str {
         "core + Executor<MemFs>"
+    }
+    fn set_durability(&mut self, durability: Durability) {
+        self.driver.set_durability(durability);
     }
     fn run(&mut self, commands: Vec<Command>) -> usize {
         let mut ok = 0;
@@ -265,6 +275,8 @@ impl Runner for Floor {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     ProduceKeyless,
+    /// Keyless, under durability log-sync: no journal commit on the way.
+    ProduceLogSync,
     ProduceKeyed,
     Fetch,
     Create,
@@ -272,11 +284,13 @@ enum Step {
 }
 
 impl Step {
-    const ALL: [Step; 5] = [Step::ProduceKeyless, Step::ProduceKeyed, Step::Fetch, Step::Create, Step::Delete];
+    const ALL: [Step; 6] =
+        [Step::ProduceKeyless, Step::ProduceLogSync, Step::ProduceKeyed, Step::Fetch, Step::Create, Step::Delete];
 
     fn label(self) -> &'static str {
         match self {
             Step::ProduceKeyless => "produce, keyless (1 x 100 B)",
+            Step::ProduceLogSync => "produce, keyless, log-sync",
             Step::ProduceKeyed => "produce, keyed (1 x 100 B)",
             Step::Fetch => "fetch (1 record)",
             Step::Create => "create (1 partition)",
@@ -293,7 +307,7 @@ impl Step {
             records: vec![ProduceRecord { key, value: value.clone().into() }],
         };
         match self {
-            Step::ProduceKeyless => (0..n).map(|_| produce(None)).collect(),
+            Step::ProduceKeyless | Step::ProduceLogSync => (0..n).map(|_| produce(None)).collect(),
             Step::ProduceKeyed => (0..n).map(|i| produce(Some(format!("key-{}", i % 1000).into_bytes()))).collect(),
             // After both produce phases every partition holds at least `n / 4` records.
             Step::Fetch => (0..n)
@@ -396,7 +410,11 @@ fn main() {
         }
         for (p, phase) in Step::ALL.into_iter().enumerate() {
             for (i, r) in runners.iter_mut().enumerate() {
+                if phase == Step::ProduceLogSync {
+                    r.set_durability(Durability::LOG_SYNC);
+                }
                 samples[i][p].push(measure(r.as_mut(), phase, phase.count(n)));
+                r.set_durability(Durability::Journaled);
             }
         }
     }

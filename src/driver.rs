@@ -173,6 +173,13 @@ impl<F: FileSystem> SyncDriver<F> {
         self.broker.phase()
     }
 
+    /// Changes when produces are acknowledged ([`Broker::set_durability`]), then runs
+    /// until idle.
+    pub fn set_durability(&mut self, durability: crate::Durability) {
+        self.broker.set_durability(durability);
+        self.run_until_idle();
+    }
+
     /// The broker, to inspect (topics, pending deletions, phase).
     pub fn broker(&self) -> &Broker {
         &self.broker

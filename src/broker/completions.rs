@@ -242,14 +242,25 @@ impl Broker {
     /// [`crate::Durability::LogSync`] does one lag. Nothing waits for the records.
     pub(super) fn journal_acked_ends(&mut self, only: Option<TopicId>) {
         let mut ends = Vec::new();
-        for (&id, topic) in self.topics.iter_mut().filter(|(id, _)| only.is_none_or(|o| o == **id)) {
+        let mut lagging = |id: TopicId, topic: &mut super::state::Topic| {
             for (p, part) in topic.partitions.iter_mut().enumerate() {
                 if part.high_watermark > part.journaled_end {
                     part.journaled_end = part.high_watermark;
-                    ends.push(JournalRecord::LogEnd {
-                        log: LogId { topic: id, partition: p as u32 },
-                        end: part.journaled_end,
-                    });
+                    let log = LogId { topic: id, partition: p as u32 };
+                    ends.push(JournalRecord::LogEnd { log, end: part.journaled_end });
+                }
+            }
+        };
+        match only {
+            // A delete looks at its own topic only, whatever the number of topics.
+            Some(id) => {
+                if let Some(topic) = self.topics.get_mut(&id) {
+                    lagging(id, topic);
+                }
+            }
+            None => {
+                for (&id, topic) in self.topics.iter_mut() {
+                    lagging(id, topic);
                 }
             }
         }
