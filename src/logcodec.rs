@@ -183,7 +183,7 @@ pub struct LogImage {
     pub needs_header: bool,
     /// The next offset to append.
     pub next_offset: u64,
-    /// With [`LogOpener::keep_whole_tail`], where the bytes after the last whole frame
+    /// With `LogOpener::keep_whole_tail`, where the bytes after the last whole frame
     /// kept begin and what they are, if the file holds any: records acknowledged past
     /// the acknowledged end may have been among them. (Below the acknowledged end they
     /// are a hole as well.)
