@@ -115,7 +115,8 @@ pub enum Notice {
         log: LogId,
         /// The first offset not kept: the next record appended takes it.
         offset: u64,
-        /// How many bytes were cut.
+        /// How many bytes follow the last frame kept (0 for a log that cannot be read at
+        /// all); they stay in the file until appends overwrite them.
         bytes: u64,
         /// What was found where the cut begins.
         detail: String,
@@ -179,6 +180,13 @@ impl fmt::Display for Notice {
             Notice::DeletionFinished { topic, name } => {
                 write!(f, "the deletion of {name:?} (id {topic}) finished: its logs are removed")
             }
+            Notice::TailCut { log, offset, bytes: 0, detail } => write!(
+                f,
+                "log {} cannot be read ({detail}): records acknowledged under durability log-sync from offset \
+                 {offset} on, past the journal's end, cannot be counted and the next appends take their offsets; \
+                 check the disk",
+                log.file_name()
+            ),
             Notice::TailCut { log, offset, bytes, detail } => write!(
                 f,
                 "log {} was cut at offset {offset}: {bytes} bytes after its last whole frame ({detail}) were \

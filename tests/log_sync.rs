@@ -129,3 +129,24 @@ fn a_delete_journals_the_acknowledged_ends_before_its_tombstone() {
     let first = d.broker().live_topics().into_iter().find(|t| t.id == new).map(|t| t.log_start);
     assert_eq!(first, Some(ends_before));
 }
+
+#[test]
+fn a_log_unreadable_whole_reports_what_cannot_be_counted() {
+    let mut d = SyncDriver::start(config(), MemFs::new());
+    let id = created(d.request(create("t", 1)));
+    produced(d.request(produce("t", &["a", "b"])));
+    d.advance_millis(INTERVAL_MS);
+    d.run_until_idle();
+    produced(d.request(produce("t", &["c"])));
+    let mut fs = d.crash();
+    let log = LogId { topic: id, partition: 0 };
+    fs.file_mut(&log.file_name()).expect("the log exists")[0] ^= 0xff; // its header
+    let mut d = SyncDriver::start(config(), fs);
+    d.run_until_idle();
+    let notices = d.take_notices();
+    // The journal holds the end 2; whether "c" was acknowledged cannot be told.
+    let cut = notices.iter().find(|n| matches!(n, Notice::TailCut { offset: 2, bytes: 0, .. }));
+    let text = cut.map(ToString::to_string).unwrap_or_default();
+    assert!(text.contains("cannot be read") && text.contains("from offset 2 on"), "{notices:?}");
+    assert!(notices.iter().any(|n| matches!(n, Notice::Corruption { .. })), "{notices:?}");
+}
