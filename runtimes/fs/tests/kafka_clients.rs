@@ -242,10 +242,26 @@ fn admin_creates_lists_and_refuses_duplicates() {
 /// the same records, at the same offsets, are on disk.
 #[test]
 fn records_produced_by_both_clients_read_back_everywhere() {
-    let Some(_lock) = clients() else { return };
+    let _ = produce_consume(&[]);
+}
+
+/// The same under durability log-sync: acknowledged at the log's fsync, and read back
+/// by every client and by broker-fs, whose later commands start under the setting the
+/// directory keeps.
+#[test]
+fn records_produced_under_log_sync_read_back_everywhere() {
+    if let Some(tmp) = produce_consume(&["--durability", "log-sync"]) {
+        let setting = std::fs::read_to_string(tmp.path().join("data").join("DURABILITY")).unwrap();
+        assert_eq!(setting, "log-sync 1000\n");
+    }
+}
+
+/// Runs the scenario on a new directory; returns it (`None` without the clients).
+fn produce_consume(serve_args: &[&str]) -> Option<TempDir> {
+    let _lock = clients()?;
     let tmp = TempDir::new("kafka-produce");
     let data = tmp.path().join("data");
-    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let mut server = KafkaServer::start_with(&data, &tmp.path().join("stderr"), serve_args);
     let out = scenario(&mut server, &["produce-consume", "--topic", "events"]);
     server.terminate();
 
@@ -260,6 +276,7 @@ fn records_produced_by_both_clients_read_back_everywhere() {
         assert_eq!(on_disk, printed(records, p), "partition {p}: broker-fs fetch against what the clients read");
         assert_eq!(hw[p as usize], on_disk.len() as u64, "partition {p}: high watermark");
     }
+    Some(tmp)
 }
 
 /// (c) A consumer of each client polls while the admin client of the same library
