@@ -339,7 +339,8 @@ impl Step {
 }
 
 /// For profiling: `BENCH_CORE_PROFILE=N` runs only runner N (0: zero-cost, 1: MemFs,
-/// 2: floor) through the keyless produce phase, ten times, and prints nothing else.
+/// 2: floor) through the keyless produce phase, ten times, and prints nothing else
+/// (under durability log-sync with `BENCH_CORE_LOG_SYNC=1`).
 fn profile(which: usize, n: usize) {
     let mut runner: Box<dyn Runner> = match which {
         0 => Box::new(ZeroCost::new()),
@@ -347,6 +348,9 @@ fn profile(which: usize, n: usize) {
         _ => Box::new(Floor { max_partitions: Config::default().max_partitions, ..Floor::default() }),
     };
     setup(runner.as_mut());
+    if std::env::var_os("BENCH_CORE_LOG_SYNC").is_some() {
+        runner.set_durability(Durability::LOG_SYNC);
+    }
     let start = Instant::now();
     for _ in 0..10 {
         measure(runner.as_mut(), Step::ProduceKeyless, n);
