@@ -350,7 +350,9 @@ impl Broker {
     /// that once the journal is idle it holds them all and a start under any setting
     /// keeps every acknowledged record. (A start under log-sync journals the ends it
     /// kept before it serves, so a runtime may switch at [`Phase::Serving`] before any
-    /// command.)
+    /// command.) Entering log-sync is for a start's configuration: logs already open
+    /// were opened without `keep_whole_tail`, which a runtime's executor keeps for them
+    /// until they are opened again.
     pub fn set_durability(&mut self, durability: crate::Durability) {
         self.config.durability = durability;
         if durability == crate::Durability::Journaled {
