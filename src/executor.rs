@@ -466,7 +466,7 @@ impl<F: FileSystem> Executor<F> {
             let len = if self.read_only {
                 img.valid_len // what follows is neither cut nor served
             } else if keep_tail {
-                self.keep_tail(log, &name, &img, acked, unproven_header)?
+                self.make_kept_durable(log, &name, &img, acked, unproven_header)?
             } else if img.needs_header || unproven_header {
                 self.fs.truncate(&name, 0)?;
                 self.fs.write_at(&name, 0, &logcodec::encode_log_header(log))?;
@@ -474,7 +474,14 @@ impl<F: FileSystem> Executor<F> {
                 self.unproven_cuts.remove(&log);
                 LOG_HEADER_LEN as u64
             } else {
-                self.cut_to(log, &name, img.valid_len, file_len, false)?;
+                // A cut whose fsync failed is in the page cache only: the file looks cut,
+                // and only a new truncate lets an fsync make the cut durable.
+                if img.valid_len < file_len || self.unproven_cuts.contains(&log) {
+                    self.unproven_cuts.insert(log);
+                    self.fs.truncate(&name, img.valid_len)?;
+                    self.fs.sync_file(&name)?;
+                    self.unproven_cuts.remove(&log);
+                }
                 img.valid_len
             };
             let state = OpenLog { len, next_offset: img.next_offset, index: img.index, holes: img.holes, tail_cut };
@@ -490,7 +497,7 @@ impl<F: FileSystem> Executor<F> {
     /// in the page cache only (a failed fsync drops data from the durable future and a
     /// later one does not bring it back), so they are written again and synced; so is a
     /// header no acknowledged record proves.
-    fn keep_tail(
+    fn make_kept_durable(
         &mut self,
         log: LogId,
         name: &str,
@@ -511,20 +518,6 @@ impl<F: FileSystem> Executor<F> {
             self.fs.sync_file(name)?;
         }
         Ok(len)
-    }
-
-    /// Cuts `log` to `len` bytes, durably, if it is longer, an earlier cut of it was not
-    /// proven durable, or `force` (a write before it needs the sync). A cut whose fsync
-    /// failed is in the page cache only: the file looks cut, and only a new truncate lets
-    /// an fsync make the cut durable.
-    fn cut_to(&mut self, log: LogId, name: &str, len: u64, file_len: u64, force: bool) -> Result<(), StorageError> {
-        if force || len < file_len || self.unproven_cuts.contains(&log) {
-            self.unproven_cuts.insert(log);
-            self.fs.truncate(name, len)?;
-            self.fs.sync_file(name)?;
-            self.unproven_cuts.remove(&log);
-        }
-        Ok(())
     }
 
     /// Writes the file's bytes `[from, to)` again where they are, a scan chunk at a time,
