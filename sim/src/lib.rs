@@ -22,6 +22,7 @@ pub mod runner;
 pub mod swarm;
 pub mod trace;
 pub mod tripwire;
+pub mod value_crc;
 pub mod violation;
 pub mod workload;
 

@@ -32,8 +32,29 @@ pub struct ValueId {
 impl ValueId {
     /// The id of `value`.
     pub fn of(value: &[u8]) -> ValueId {
+        ValueId::with_crc(value, crc32c::crc32c(value))
+    }
+
+    /// The id of `value`, whose CRC32C the caller knows to be `crc` (the workload, which
+    /// put the value together).
+    pub fn with_crc(value: &[u8], crc: u32) -> ValueId {
         let end = value.iter().position(|b| *b == b'-').map_or(value.len(), |i| i + 1).min(24);
-        ValueId { label: value[..end].to_vec(), len: value.len(), crc: crc32c::crc32c(value) }
+        ValueId { label: value[..end].to_vec(), len: value.len(), crc }
+    }
+
+    /// The value's length and CRC32C.
+    pub fn len_and_crc(&self) -> (usize, u32) {
+        (self.len, self.crc)
+    }
+
+    /// The ids of a produce's values, in record order (none for any other command):
+    /// taken once as the command is issued and shared by the model and the checkers, as
+    /// a produce may carry megabytes.
+    pub fn of_command(command: &Command) -> Rc<[ValueId]> {
+        match command {
+            Command::Produce { records, .. } => records.iter().map(|r| ValueId::of(&r.value)).collect(),
+            _ => Rc::from([]),
+        }
     }
 }
 
@@ -74,7 +95,7 @@ pub struct Model {
     /// Every value ever sent, with the topic name it was sent to.
     produced: BTreeMap<ValueId, String>,
     /// Requests in flight: the command and when it was issued.
-    inflight: BTreeMap<RequestId, (Rc<Command>, Time)>,
+    inflight: BTreeMap<RequestId, (Rc<Command>, Time, Rc<[ValueId]>)>,
     names: BTreeMap<String, NameState>,
     /// Names with a delete whose outcome is unknown (cut off by a crash or halt).
     pub uncertain_deletes: BTreeSet<String>,
@@ -87,8 +108,9 @@ pub struct Model {
 }
 
 impl Model {
-    /// Records an issued request.
-    pub fn issued(&mut self, now: Time, request: RequestId, command: &Rc<Command>) {
+    /// Records an issued request, whose produced values have the ids `values`
+    /// ([`ValueId::of_command`]).
+    pub fn issued(&mut self, now: Time, request: RequestId, command: &Rc<Command>, values: &Rc<[ValueId]>) {
         match &**command {
             Command::DeleteTopic { name } => {
                 let st = self.names.entry(name.clone()).or_default();
@@ -96,14 +118,14 @@ impl Model {
                 st.last_delete_issued = Some(now);
                 self.delete_requests.entry(name.clone()).or_default().insert(request);
             }
-            Command::Produce { topic, records, .. } => {
-                for r in records {
-                    self.produced.insert(ValueId::of(&r.value), topic.clone());
+            Command::Produce { topic, .. } => {
+                for id in values.iter() {
+                    self.produced.insert(id.clone(), topic.clone());
                 }
             }
             _ => {}
         }
-        self.inflight.insert(request, (Rc::clone(command), now));
+        self.inflight.insert(request, (Rc::clone(command), now, Rc::clone(values)));
     }
 
     /// A start cut `log` from `offset` on ([`broker_core::Notice::TailCut`]): what
@@ -127,7 +149,7 @@ impl Model {
 
     /// Every request in flight was cut off by a crash: their outcomes are unknown.
     pub fn crashed(&mut self) {
-        for (cmd, _) in std::mem::take(&mut self.inflight).into_values() {
+        for (cmd, _, _) in std::mem::take(&mut self.inflight).into_values() {
             self.cut_off(&cmd);
         }
     }
@@ -209,7 +231,7 @@ impl Model {
         reply: &Result<Reply, BrokerError>,
         observe: &mut dyn FnMut(&Model, Seen<'_>),
     ) {
-        let Some((cmd, issued_at)) = self.inflight.remove(&request) else {
+        let Some((cmd, issued_at, values)) = self.inflight.remove(&request) else {
             return observe(self, Seen::UnknownRequest(request));
         };
         match (reply, &*cmd) {
@@ -257,7 +279,7 @@ impl Model {
                 if positions.len() != records.len() {
                     return;
                 }
-                for (pos, rec) in positions.iter().zip(records) {
+                for ((pos, rec), id) in positions.iter().zip(records).zip(values.iter()) {
                     let at = (*topic, pos.partition, pos.offset);
                     let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
                     observe(self, Seen::Produced { at, record: &bytes, named: *named });
@@ -265,7 +287,7 @@ impl Model {
                         let record = &self.records.acked[&at];
                         observe(self, Seen::AckedAgain { at, before: &before, record });
                     }
-                    self.value_home.insert(ValueId::of(&rec.value), at);
+                    self.value_home.insert(id.clone(), at);
                 }
             }
             (Ok(Reply::Fetched { topic, records, .. }), Command::Fetch { partition, offset, .. }) => {
@@ -362,15 +384,16 @@ mod tests {
     fn only_a_delete_issued_after_its_create_excuses_a_vanished_incarnation() {
         let mut m = Model::default();
         let mut ignore = |_: &Model, _: Seen<'_>| {};
+        let none: Rc<[ValueId]> = Rc::from([]);
         let (t, name) = (Time::ZERO, "a".to_string());
-        m.issued(t, RequestId(1), &Rc::new(Command::DeleteTopic { name: name.clone() }));
+        m.issued(t, RequestId(1), &Rc::new(Command::DeleteTopic { name: name.clone() }), &none);
         m.replied(t, RequestId(1), &Err(BrokerError::TopicNotFound { name: name.clone() }), &mut ignore);
         let create = Command::CreateTopic { name: name.clone(), partitions: 1, settings: TopicSettings::default() };
-        m.issued(t, RequestId(2), &Rc::new(create));
+        m.issued(t, RequestId(2), &Rc::new(create), &none);
         m.replied(t, RequestId(2), &Ok(Reply::Created { topic: TopicId(0) }), &mut ignore);
         assert!(!m.may_be_deleted(TopicId(0)), "the delete came before the create");
         // A later delete, cut off by a crash: it may have happened.
-        m.issued(t, RequestId(3), &Rc::new(Command::DeleteTopic { name }));
+        m.issued(t, RequestId(3), &Rc::new(Command::DeleteTopic { name }), &none);
         m.crashed();
         assert!(m.may_be_deleted(TopicId(0)));
     }

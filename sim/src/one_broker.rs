@@ -12,10 +12,10 @@ use crate::checkers::{liveness, no_orphans, no_premature_removal, Checkers};
 use crate::client_wakes::ClientWakes;
 use crate::disk::{CrashMode, DiskFaults, SimDisk};
 use crate::events::EventQueue;
-use crate::model::Model;
+use crate::model::{Model, ValueId};
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
-use crate::trace::{CommandText, EffectText, OpText, ResultText, Trace};
+use crate::trace::{EffectText, IssueText, OpText, ResultText, Trace};
 use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
@@ -376,12 +376,13 @@ impl Sim {
         }
         // Issue as much as the client may have in flight, all at this instant.
         while self.node.as_ref().is_some_and(|n| n.serving) && self.outstanding[c] < self.params.depth {
-            let Some(cmd) = self.workload.next_command(self.outstanding[c] == 0) else { break };
+            let Some(issue) = self.workload.next_command(self.outstanding[c] == 0) else { break };
+            let cmd = &issue.command;
             let request = RequestId(self.next_request);
             self.next_request += 1;
             self.outstanding[c] += 1;
             self.stats.commands += 1;
-            if let Command::Produce { records, .. } = &cmd {
+            if let Command::Produce { records, .. } = cmd {
                 let bytes = broker_core::batch_bytes(records);
                 let largest = records.iter().map(|r| r.key.as_ref().map_or(0, Vec::len) + r.value.len()).max();
                 self.stats.large_batches += u64::from(bytes > crate::disk::SECTOR_SIZE);
@@ -389,12 +390,12 @@ impl Sim {
                     u64::from(bytes > self.config.batch_bytes_limit() || largest > Some(self.config.max_record_bytes));
             }
             let shared = Rc::new(cmd.clone());
-            self.checkers.issued(self.now, &self.model, request, &shared);
-            self.model.issued(self.now, request, &shared);
-            self.trace.record(self.now, "command", format_args!("req{} c{c} {}", request.0, CommandText(&cmd)));
+            self.checkers.issued(self.now, &self.model, request, &shared, &issue.values);
+            self.model.issued(self.now, request, &shared, &issue.values);
+            self.trace.record(self.now, "command", format_args!("req{} c{c} {}", request.0, IssueText(&issue)));
             if let Some(n) = self.node.as_mut() {
                 n.requests.insert(request, c);
-                n.broker.handle_command(self.now, request, cmd);
+                n.broker.handle_command(self.now, request, issue.command);
             }
             self.drain_effects();
         }
@@ -605,8 +606,9 @@ impl Sim {
         let request = RequestId(self.next_request);
         self.next_request += 1;
         let shared = Rc::new(cmd.clone());
-        self.checkers.issued(self.now, &self.model, request, &shared);
-        self.model.issued(self.now, request, &shared);
+        let values = ValueId::of_command(&shared);
+        self.checkers.issued(self.now, &self.model, request, &shared, &values);
+        self.model.issued(self.now, request, &shared, &values);
         let n = self.node.as_mut()?;
         n.broker.handle_command(self.now, request, cmd);
         let mut answer = None;

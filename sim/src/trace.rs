@@ -1,6 +1,9 @@
 //! The event trace of one run: every input and output, rendered compactly, hashed
 //! (FNV-1a 64) so two runs of a seed can be compared bit for bit, and optionally kept.
 
+use crate::model::ValueId;
+use crate::value_crc;
+use crate::workload::Issue;
 use broker_core::{
     batch_bytes, BrokerError, Command, Effect, JournalRecord, OpOutput, OpResult, Reply, StorageOp, Time,
 };
@@ -224,17 +227,42 @@ pub struct CommandText<'a>(pub &'a Command);
 
 impl Display for CommandText<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Command::Produce { topic, partition, records } => {
-                let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
-                write!(f, "Produce {topic:?}")?;
-                if let Some(p) = partition {
-                    write!(f, " to partition {p}")?;
-                }
-                write!(f, " {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
+        command(f, self.0, &[])
+    }
+}
+
+/// A command as the workload issued it, rendered as [`CommandText`] renders it; the ids
+/// of its values spare checksumming long values again.
+pub struct IssueText<'a>(pub &'a Issue);
+
+impl Display for IssueText<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        command(f, &self.0.command, &self.0.values)
+    }
+}
+
+/// Renders `cmd`, whose produced values have the ids `values` (or none known).
+fn command(f: &mut Formatter<'_>, cmd: &Command, values: &[ValueId]) -> fmt::Result {
+    match cmd {
+        Command::Produce { topic, partition, records } => {
+            let c = if values.len() == records.len() {
+                records.iter().zip(values).fold(0, |c, (r, id)| {
+                    let c = crc32c::crc32c_append(c, r.key.as_deref().unwrap_or(b"-"));
+                    match id.len_and_crc() {
+                        (len, crc) if len >= value_crc::DIRECT_BELOW => value_crc::append_known(c, crc, len),
+                        _ => crc32c::crc32c_append(c, &r.value),
+                    }
+                })
+            } else {
+                records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])))
+            };
+            write!(f, "Produce {topic:?}")?;
+            if let Some(p) = partition {
+                write!(f, " to partition {p}")?;
             }
-            other => write!(f, "{other:?}"),
+            write!(f, " {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
         }
+        other => write!(f, "{other:?}"),
     }
 }
 

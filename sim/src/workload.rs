@@ -1,9 +1,13 @@
 //! The seeded client workload: creates, deletes and re-creates of a few names (so
 //! incarnations collide), keyed and keyless produces (some to a named partition), fetches, lists and describes.
 
+use crate::model::ValueId;
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
+use crate::value_crc;
 use broker_core::{Command, ProduceRecord, TopicSettings};
+use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// The most records one produce may carry (`Config::max_batch_records`, unchanged).
 const MAX_BATCH_RECORDS: u64 = 10_000;
@@ -22,7 +26,31 @@ pub struct Workload {
     /// The largest offset a produce reply has shown: offsets of topics created after a
     /// deletion begin past the deleted ones', so fetches aim near it as well as near 0.
     newest_offset: u64,
+    /// The ids of the values of the command being built.
+    ids: Vec<ValueId>,
+    /// The CRC32C of a run of padding, by length (a batch's values share theirs).
+    padding_crc: BTreeMap<usize, u32>,
 }
+
+/// A command the workload hands out, with the ids of the values it produces (none for
+/// any other command), taken as the values were built.
+#[derive(Debug)]
+pub struct Issue {
+    /// The command.
+    pub command: Command,
+    /// The ids of its values, in record order.
+    pub values: Rc<[ValueId]>,
+}
+
+impl Issue {
+    /// `command`, its values checksummed whole.
+    pub fn new(command: Command) -> Issue {
+        Issue { values: ValueId::of_command(&command), command }
+    }
+}
+
+/// The byte a value is padded with.
+const PAD: u8 = b'.';
 
 impl Workload {
     /// The workload of `seed` under `params`.
@@ -34,6 +62,8 @@ impl Workload {
             issued: 0,
             values: 0,
             newest_offset: 0,
+            ids: Vec::new(),
+            padding_crc: BTreeMap::new(),
         }
     }
 
@@ -43,7 +73,16 @@ impl Workload {
         let commands = groups.iter().map(Vec::len).sum::<usize>() as u32;
         let params = SwarmParams { commands, ..SwarmParams::draw(0) };
         let script = groups.iter().map(|g| g.iter().rev().cloned().collect()).collect();
-        Workload { script: Some(script), rng: SimRng::new(0), params, issued: 0, values: 0, newest_offset: 0 }
+        Workload {
+            script: Some(script),
+            rng: SimRng::new(0),
+            params,
+            issued: 0,
+            values: 0,
+            newest_offset: 0,
+            ids: Vec::new(),
+            padding_crc: BTreeMap::new(),
+        }
     }
 
     /// Learns from a reply where offsets are (clients read near what they wrote).
@@ -64,8 +103,23 @@ impl Workload {
     fn record(&mut self, pad: u64) -> ProduceRecord {
         self.values += 1;
         let key = self.rng.chance(self.params.keyed).then(|| format!("k{}", self.rng.below(16)).into_bytes());
-        let mut value = format!("v{}-", self.values).into_bytes();
-        value.resize(value.len() + pad as usize, b'.');
+        let label = format!("v{}-", self.values);
+        let pad = pad as usize;
+        let mut value = Vec::with_capacity(label.len() + pad);
+        value.extend_from_slice(label.as_bytes());
+        value.resize(label.len() + pad, PAD);
+        // Its checksum from its parts' when it is long: the label's, and the padding's,
+        // which the batch's other values share.
+        let crc = if value.len() < value_crc::DIRECT_BELOW {
+            crc32c::crc32c(&value)
+        } else {
+            let padding = *self.padding_crc.entry(pad).or_insert_with(|| crc32c::crc32c(&value[label.len()..]));
+            value_crc::append_known(crc32c::crc32c(label.as_bytes()), padding, pad)
+        };
+        if self.padding_crc.len() > 1024 {
+            self.padding_crc.clear();
+        }
+        self.ids.push(ValueId::with_crc(&value, crc));
         ProduceRecord { key, value: value.into() }
     }
 
@@ -88,7 +142,19 @@ impl Workload {
 
     /// The next command, or `None` once the workload is exhausted (or, for a script,
     /// while the client is busy with the previous group).
-    pub fn next_command(&mut self, client_idle: bool) -> Option<Command> {
+    pub fn next_command(&mut self, client_idle: bool) -> Option<Issue> {
+        self.ids.clear();
+        let command = self.draw_command(client_idle)?;
+        let values = match &command {
+            Command::Produce { records, .. } if self.ids.len() == records.len() => {
+                Rc::from(std::mem::take(&mut self.ids))
+            }
+            _ => return Some(Issue::new(command)),
+        };
+        Some(Issue { command, values })
+    }
+
+    fn draw_command(&mut self, client_idle: bool) -> Option<Command> {
         if self.exhausted() {
             return None;
         }
@@ -177,8 +243,10 @@ mod tests {
         for seed in 0..400 {
             let params = SwarmParams::draw(seed);
             let mut w = Workload::new(seed, &params);
-            while let Some(cmd) = w.next_command(true) {
-                if let Command::Produce { records, .. } = cmd {
+            while let Some(issue) = w.next_command(true) {
+                if let Command::Produce { records, .. } = &issue.command {
+                    assert_eq!(issue.values[..], ValueId::of_command(&issue.command)[..], "seed {seed}");
+                    let records = records.clone();
                     let bytes = batch_bytes(&records);
                     tiny += u32::from(bytes < 64);
                     multi_sector += u32::from(bytes > 1024);

@@ -25,11 +25,10 @@ pub(super) struct FetchIncarnation {
 }
 
 impl FetchIncarnation {
-    pub(super) fn issued(&mut self, request: RequestId, command: &Command) {
-        if let Command::Produce { records, .. } = command {
-            for r in records {
-                self.produced_by.insert(ValueId::of(&r.value), request);
-            }
+    /// A produce was issued with values of these ids (none for other commands).
+    pub(super) fn issued(&mut self, request: RequestId, values: &[ValueId]) {
+        for id in values {
+            self.produced_by.insert(id.clone(), request);
         }
     }
 

@@ -36,7 +36,7 @@ mod truthful_notices;
 
 pub use request::Request;
 
-use crate::model::{Model, Seen};
+use crate::model::{Model, Seen, ValueId};
 use crate::violation::{Flags, Violation};
 use broker_core::{BrokerError, Command, LogId, OpId, Reply, RequestId, StorageOp, Time, TopicId};
 use std::collections::BTreeMap;
@@ -76,9 +76,9 @@ impl Checkers {
     }
 
     /// A request is issued (call before the model sees it).
-    pub fn issued(&mut self, now: Time, model: &Model, request: RequestId, command: &Rc<Command>) {
+    pub fn issued(&mut self, now: Time, model: &Model, request: RequestId, command: &Rc<Command>, values: &[ValueId]) {
         let open = &self.open;
-        self.fetch_incarnation.issued(request, command);
+        self.fetch_incarnation.issued(request, values);
         self.acked_offsets.issued(model, request, command);
         self.delete_not_found.issued(now, model, open, request, command);
         self.create_of_live_name.issued(model, open, request, command);

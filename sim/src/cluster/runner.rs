@@ -27,9 +27,9 @@ use crate::events::EventQueue;
 use crate::rng::SimRng;
 use crate::run::{RunOptions, RunReport, RunStats, CHAOS_LIMIT_MS, LIVENESS_BOUND_MS};
 use crate::swarm::SwarmParams;
-use crate::trace::{CommandText, ReplyText, Trace};
+use crate::trace::{IssueText, ReplyText, Trace};
 use crate::violation::{Flags, Violation};
-use crate::workload::Workload;
+use crate::workload::{Issue, Workload};
 use broker_core::cluster::keys::{
     journal_key, parse_segment_key, partition_prefix, segment_key, snapshot_key, topic_prefix,
 };
@@ -835,23 +835,20 @@ impl Sim {
             && groups.front().is_some_and(|g| g.iter().all(|(n, _)| self.slots[*n].node.is_some()));
         if let Some(group) = ready.then(|| groups.pop_front()).flatten() {
             for (n, command) in group {
-                self.send(c, n, command);
+                self.send(c, n, Issue::new(command));
             }
         }
         self.schedule(self.now.plus_micros(self.params.think_us), Ev::ClientWake(c));
     }
 
-    /// Client `c` sends `command` to node `n`.
-    fn send(&mut self, c: usize, n: usize, command: Command) {
+    /// Client `c` sends `issue` to node `n`.
+    fn send(&mut self, c: usize, n: usize, issue: Issue) {
         let request = RequestId(self.next_request);
         self.next_request += 1;
         self.outstanding[c] += 1;
         self.stats.commands += 1;
-        self.trace.record(
-            self.now,
-            "command",
-            format_args!("req{} c{c} node {n} {}", request.0, CommandText(&command)),
-        );
+        self.trace.record(self.now, "command", format_args!("req{} c{c} node {n} {}", request.0, IssueText(&issue)));
+        let command = issue.command;
         self.history.invoked(self.now, request, n, Rc::new(command.clone()));
         self.slots[n].requests.insert(request, c);
         let local = self.slots[n].clock.local(self.now);

@@ -25,21 +25,31 @@ fn definite_failure(reply: &Result<Reply, BrokerError>) -> bool {
 /// the store held (before its incarnation's tombstone) shows, with where. Only values
 /// that no other produce carries are judged.
 pub fn failed_records_written(history: &History, store: &SimStore) -> Written {
-    let mut carried: BTreeMap<&[u8], u32> = BTreeMap::new();
-    for call in history.calls.values() {
-        if let Command::Produce { records, .. } = &*call.command {
-            for r in records {
-                *carried.entry(&r.value[..]).or_default() += 1;
-            }
-        }
-    }
-    let mut failed: BTreeMap<&[u8], RequestId> = BTreeMap::new();
+    // The values of definitely failed produces, each with its produce and how many
+    // produces carry it: counted for these values alone, as failures are few.
+    let mut candidates: BTreeMap<&[u8], (RequestId, u32)> = BTreeMap::new();
     for (request, call) in &history.calls {
         let (Command::Produce { records, .. }, Some((_, reply))) = (&*call.command, &call.answer) else { continue };
         if definite_failure(reply) {
-            failed.extend(records.iter().map(|r| &r.value[..]).filter(|v| carried[v] == 1).map(|v| (v, *request)));
+            candidates.extend(records.iter().map(|r| (&r.value[..], (*request, 0))));
         }
     }
+    if !candidates.is_empty() {
+        for call in history.calls.values() {
+            if let Command::Produce { records, .. } = &*call.command {
+                for r in records {
+                    if let Some((_, carried)) = candidates.get_mut(&r.value[..]) {
+                        *carried += 1;
+                    }
+                }
+            }
+        }
+    }
+    let failed: BTreeMap<&[u8], RequestId> = candidates
+        .into_iter()
+        .filter(|(_, (_, carried))| *carried == 1)
+        .map(|(v, (request, _))| (v, request))
+        .collect();
     let mut written: Written = BTreeMap::new();
     if failed.is_empty() {
         return written;
