@@ -87,7 +87,9 @@ def fetch(bootstrap, topic, sent):
     got = 0
     start = time.monotonic()
     while got < sent:
-        messages = consumer.consume(num_messages=10000, timeout=5)
+        # Never more than are left: consume() waits out its timeout for a batch it
+        # cannot fill, which would count seconds of waiting as fetching.
+        messages = consumer.consume(num_messages=min(10000, sent - got), timeout=5)
         if not messages:
             sys.exit(f"fetch stalled after {got} of {sent} records")
         for m in messages:
