@@ -21,12 +21,48 @@ pub struct RecordBytes {
 
 /// A value as the model's indexes know it: its unique label (`v123-`, at most 24
 /// bytes), its length and its CRC32C, never megabytes of padding. Two values of a run
-/// share one only if they share label, length and checksum.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// share one only if they share label, length and checksum. The label is kept inline,
+/// so that an id is copied, never allocated.
+#[derive(Clone, Debug)]
 pub struct ValueId {
-    label: Vec<u8>,
+    label: [u8; LABEL_MAX],
+    label_len: u8,
     len: usize,
     crc: u32,
+}
+
+/// The longest label a [`ValueId`] keeps.
+const LABEL_MAX: usize = 24;
+
+impl ValueId {
+    fn label(&self) -> &[u8] {
+        &self.label[..usize::from(self.label_len)]
+    }
+
+    fn key(&self) -> (&[u8], usize, u32) {
+        (self.label(), self.len, self.crc)
+    }
+}
+
+impl PartialEq for ValueId {
+    fn eq(&self, other: &ValueId) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for ValueId {}
+
+impl PartialOrd for ValueId {
+    fn partial_cmp(&self, other: &ValueId) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// By label, then length, then checksum.
+impl Ord for ValueId {
+    fn cmp(&self, other: &ValueId) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
 }
 
 impl ValueId {
@@ -38,8 +74,11 @@ impl ValueId {
     /// The id of `value`, whose CRC32C the caller knows to be `crc` (the workload, which
     /// put the value together).
     pub fn with_crc(value: &[u8], crc: u32) -> ValueId {
-        let end = value.iter().position(|b| *b == b'-').map_or(value.len(), |i| i + 1).min(24);
-        ValueId { label: value[..end].to_vec(), len: value.len(), crc }
+        let head = &value[..value.len().min(LABEL_MAX)];
+        let end = head.iter().position(|b| *b == b'-').map_or(head.len(), |i| i + 1);
+        let mut label = [0; LABEL_MAX];
+        label[..end].copy_from_slice(&value[..end]);
+        ValueId { label, label_len: end as u8, len: value.len(), crc }
     }
 
     /// The value's length and CRC32C.
