@@ -2,13 +2,14 @@
 //! reference for tests, and what the simulator wraps in latency and faults.
 
 use crate::cluster::store::{StoreOp, StoreOutput};
+use crate::Bytes;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 /// Objects by key, in key order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemStore {
-    objects: BTreeMap<String, Vec<u8>>,
+    objects: BTreeMap<String, Bytes>,
 }
 
 impl MemStore {
@@ -56,7 +57,7 @@ impl MemStore {
 
     /// The object under `key`.
     pub fn get(&self, key: &str) -> Option<&[u8]> {
-        self.objects.get(key).map(Vec::as_slice)
+        self.objects.get(key).map(|b| &b[..])
     }
 
     /// Every key, in order.
@@ -70,14 +71,14 @@ mod tests {
     use super::*;
 
     fn create(key: &str) -> StoreOp {
-        StoreOp::Create { key: key.into(), bytes: key.as_bytes().to_vec() }
+        StoreOp::Create { key: key.into(), bytes: key.as_bytes().to_vec().into() }
     }
 
     #[test]
     fn create_is_create_if_absent_and_list_walks_a_prefix_in_order() {
         let mut s = MemStore::default();
         assert_eq!(s.apply(&create("j/2")), StoreOutput::Created);
-        assert_eq!(s.apply(&StoreOp::Create { key: "j/2".into(), bytes: vec![9] }), StoreOutput::Exists);
+        assert_eq!(s.apply(&StoreOp::Create { key: "j/2".into(), bytes: vec![9].into() }), StoreOutput::Exists);
         assert_eq!(s.get("j/2"), Some(&b"j/2"[..]), "the first writer's bytes stay");
         for k in ["j/1", "j/3", "i/9", "k/0", "j"] {
             s.apply(&create(k));

@@ -12,9 +12,10 @@ use crate::bytes::{Reader, Writer};
 use crate::cluster::entry::EntryWriter;
 use crate::command::ProduceRecord;
 use crate::error::DecodeError;
-use crate::frame::{encode_frame, frame_at, FRAME_HEADER_LEN};
+use crate::frame::{encode_frame, frame_at, seal_frame, FRAME_HEADER_LEN};
 use crate::ids::TopicId;
 use crate::logcodec::MAX_LOG_FRAME;
+use crate::Bytes;
 
 const MAGIC: &[u8; 4] = b"BRKS";
 /// The segment format this build writes and reads.
@@ -41,7 +42,15 @@ fn salt(topic: TopicId, partition: u32, base: u64) -> u64 {
 /// `d/{topic}/{partition}/{base}`. The caller keeps them within a log frame's limit, as
 /// a produce's batch limit does.
 pub fn encode(topic: TopicId, partition: u32, base: u64, writer: EntryWriter, records: &[ProduceRecord]) -> Vec<u8> {
-    let mut w = Writer::default();
+    // The payload is written in place behind room for the frame's header, which is
+    // filled in last: the records are copied once.
+    let payload_len: usize =
+        records.iter().map(|r| 5 + r.key.as_ref().map_or(0, |k| 4 + k.len()) + r.value.len()).sum();
+    let mut buf = Vec::with_capacity(HEADER + FRAME_HEADER_LEN + PAYLOAD_HEADER + payload_len);
+    buf.extend_from_slice(MAGIC);
+    buf.extend_from_slice(&SEGMENT_FORMAT_VERSION.to_le_bytes());
+    buf.resize(HEADER + FRAME_HEADER_LEN, 0);
+    let mut w = Writer { buf };
     w.u32(writer.node);
     w.u64(writer.boot);
     w.u64(writer.nonce);
@@ -50,7 +59,9 @@ pub fn encode(topic: TopicId, partition: u32, base: u64, writer: EntryWriter, re
         w.opt_bytes(r.key.as_deref());
         w.bytes(&r.value);
     }
-    frame_object(topic, partition, base, KIND_SEGMENT, &w.buf)
+    let mut out = w.buf;
+    seal_frame(&mut out[HEADER..], salt(topic, partition, base), KIND_SEGMENT);
+    out
 }
 
 /// The bytes of the segment under `d/{topic}/{partition}/{base}` around any frame kind
@@ -65,8 +76,9 @@ pub fn frame_object(topic: TopicId, partition: u32, base: u64, kind: u8, payload
     out
 }
 
-/// Decodes the segment stored under `d/{topic}/{partition}/{base}`.
-pub fn decode(topic: TopicId, partition: u32, base: u64, bytes: &[u8]) -> Result<Segment, DecodeError> {
+/// Decodes the segment stored under `d/{topic}/{partition}/{base}`. Its records' values
+/// are slices of `bytes`, not copies.
+pub fn decode(topic: TopicId, partition: u32, base: u64, bytes: &Bytes) -> Result<Segment, DecodeError> {
     let malformed = |position: u64, detail: String| DecodeError::Malformed { position, detail };
     if bytes.len() < HEADER || &bytes[..4] != MAGIC {
         return Err(malformed(0, "not a segment (no BRKS magic)".into()));
@@ -99,7 +111,9 @@ pub fn decode(topic: TopicId, partition: u32, base: u64, bytes: &[u8]) -> Result
     }
     let mut records = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        records.push(ProduceRecord { key: r.opt_bytes()?, value: r.bytes()?.into() });
+        let key = r.opt_bytes()?;
+        let value = bytes.slice_ref(&frame.payload[r.bytes_span()?]);
+        records.push(ProduceRecord { key, value });
     }
     r.finish()?;
     Ok(Segment { writer, records })
@@ -117,27 +131,32 @@ mod tests {
         ]
     }
 
+    /// [`decode`] of a copy of `bytes`.
+    fn dec(topic: TopicId, partition: u32, base: u64, bytes: &[u8]) -> Result<Segment, DecodeError> {
+        decode(topic, partition, base, &Bytes::copy_from_slice(bytes))
+    }
+
     const WRITER: EntryWriter = EntryWriter { node: 2, boot: 5, nonce: 8 };
 
     #[test]
     fn segments_decode_as_encoded() {
         let bytes = encode(TopicId(7), 3, 100, WRITER, &records());
-        assert_eq!(decode(TopicId(7), 3, 100, &bytes), Ok(Segment { writer: WRITER, records: records() }));
+        assert_eq!(dec(TopicId(7), 3, 100, &bytes), Ok(Segment { writer: WRITER, records: records() }));
     }
 
     #[test]
     fn a_segment_under_another_key_or_damaged_is_refused() {
         let bytes = encode(TopicId(7), 3, 100, WRITER, &records()[..1]);
-        assert!(decode(TopicId(8), 3, 100, &bytes).is_err(), "another incarnation");
-        assert!(decode(TopicId(7), 4, 100, &bytes).is_err(), "another partition");
-        assert!(decode(TopicId(7), 3, 101, &bytes).is_err(), "another base");
+        assert!(dec(TopicId(8), 3, 100, &bytes).is_err(), "another incarnation");
+        assert!(dec(TopicId(7), 4, 100, &bytes).is_err(), "another partition");
+        assert!(dec(TopicId(7), 3, 101, &bytes).is_err(), "another base");
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x10;
-            assert!(decode(TopicId(7), 3, 100, &b).is_err(), "a flipped bit at byte {i}");
+            assert!(dec(TopicId(7), 3, 100, &b).is_err(), "a flipped bit at byte {i}");
         }
         for cut in 0..bytes.len() {
-            assert!(decode(TopicId(7), 3, 100, &bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(dec(TopicId(7), 3, 100, &bytes[..cut]).is_err(), "cut at {cut}");
         }
     }
 
@@ -147,9 +166,9 @@ mod tests {
     fn a_segment_ending_past_the_last_offset_is_refused() {
         let last = u64::MAX - 2;
         let bytes = encode(TopicId(7), 3, last, WRITER, &records()[..2]);
-        assert_eq!(decode(TopicId(7), 3, last, &bytes).map(|s| s.records.len()), Ok(2), "ends at u64::MAX");
+        assert_eq!(dec(TopicId(7), 3, last, &bytes).map(|s| s.records.len()), Ok(2), "ends at u64::MAX");
         let bytes = encode(TopicId(7), 3, last, WRITER, &records());
-        let e = decode(TopicId(7), 3, last, &bytes).expect_err("ends past u64::MAX");
+        let e = dec(TopicId(7), 3, last, &bytes).expect_err("ends past u64::MAX");
         assert!(e.to_string().contains("run past the last offset"), "{e}");
     }
 
@@ -160,7 +179,7 @@ mod tests {
         w.u64(1);
         w.u64(1);
         w.u32(u32::MAX);
-        let e = decode(TopicId(1), 0, 0, &frame_object(TopicId(1), 0, 0, KIND_SEGMENT, &w.buf)).expect_err("refused");
+        let e = dec(TopicId(1), 0, 0, &frame_object(TopicId(1), 0, 0, KIND_SEGMENT, &w.buf)).expect_err("refused");
         assert!(e.to_string().contains("record count"), "{e}");
     }
 }

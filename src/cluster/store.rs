@@ -18,6 +18,8 @@
 //! Keys outside the layout (`super::keys`) may appear under any prefix; readers skip
 //! them, and they change no answer.
 
+use crate::Bytes;
+
 /// One operation on the shared store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreOp {
@@ -25,8 +27,9 @@ pub enum StoreOp {
     Create {
         /// The key.
         key: String,
-        /// Its contents.
-        bytes: Vec<u8>,
+        /// Its contents: a shared buffer, as object stores' clients take and give them,
+        /// so handing an object to a store, or a store keeping it, copies nothing.
+        bytes: Bytes,
     },
     /// Read `key`.
     Get {
@@ -59,7 +62,7 @@ pub enum StoreOutput {
     /// `Create`: another writer created the key first; nothing was written.
     Exists,
     /// `Get`: the contents.
-    Found(Vec<u8>),
+    Found(Bytes),
     /// `Get`: no such key.
     Missing,
     /// `List`: a page of keys, in order.

@@ -16,7 +16,7 @@ use broker_core::cluster::keys::{parse_journal_key, parse_segment_key};
 use broker_core::cluster::memstore::MemStore;
 use broker_core::cluster::segment;
 use broker_core::cluster::store::{StoreOp, StoreOutput};
-use broker_core::{Time, TopicId};
+use broker_core::{Bytes, Time, TopicId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// When an incarnation's entries landed.
@@ -225,7 +225,7 @@ impl SimStore {
 
     /// Creates `key`, a key outside the layout, as another program might.
     pub fn plant_foreign(&mut self, key: String) {
-        self.objects.apply(&StoreOp::Create { key: key.clone(), bytes: b"not the protocol's".to_vec() });
+        self.objects.apply(&StoreOp::Create { key: key.clone(), bytes: Bytes::from_static(b"not the protocol's") });
         self.foreign.insert(key);
     }
 

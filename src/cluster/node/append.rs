@@ -72,7 +72,7 @@ impl Node {
         let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
         self.next_nonce += 1;
         let entry = Entry { writer, kind };
-        let op = StoreOp::Create { key: journal_key(seq), bytes: entry::encode(seq, &entry) };
+        let op = StoreOp::Create { key: journal_key(seq), bytes: entry::encode(seq, &entry).into() };
         self.append.current = Some(Append { from, seq, entry, found_ours: None });
         self.issue(op, Purpose::Append);
     }

@@ -220,7 +220,7 @@ impl Node {
         {
             return;
         }
-        let bytes = snapshot::encode(&self.catalog);
+        let bytes: Bytes = snapshot::encode(&self.catalog).into();
         self.compaction.in_flight = Some(Compaction {
             seq,
             bytes: Some(bytes.clone()),

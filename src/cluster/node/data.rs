@@ -128,7 +128,7 @@ impl Node {
         }
     }
 
-    pub(super) fn segment_read(&mut self, request: RequestId, partition: u32, base: u64, bytes: &[u8]) {
+    pub(super) fn segment_read(&mut self, request: RequestId, partition: u32, base: u64, bytes: &Bytes) {
         let Some(work) = self.data.work.get(&request) else { return };
         let topic = match work {
             Work::Produce { topic, .. } | Work::Fetch { topic, .. } => *topic,
@@ -252,7 +252,7 @@ impl Node {
         }
         part.base = Some(base);
         let bytes = segment::encode(topic, partition, base, part.writer, &part.records);
-        let op = StoreOp::Create { key: segment_key(topic, partition, base), bytes };
+        let op = StoreOp::Create { key: segment_key(topic, partition, base), bytes: bytes.into() };
         self.issue(op, Purpose::WriteSegment { request, partition });
     }
 
@@ -263,7 +263,7 @@ impl Node {
         self.issue(StoreOp::Get { key }, Purpose::CheckSegment { request, partition });
     }
 
-    pub(super) fn segment_checked(&mut self, request: RequestId, partition: u32, bytes: &[u8]) {
+    pub(super) fn segment_checked(&mut self, request: RequestId, partition: u32, bytes: &Bytes) {
         let Some(Work::Produce { topic, parts, .. }) = self.data.work.get(&request) else { return };
         let topic = *topic;
         let Some(part) = parts.get(&partition) else { return };

@@ -52,6 +52,7 @@ use crate::error::BrokerError;
 use crate::ids::{RequestId, TopicId};
 use crate::placement::{check_produce, place, Placement};
 use crate::time::Time;
+use crate::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 mod append;
@@ -282,7 +283,7 @@ struct Compaction {
     /// Its snapshot's seq: the keys below it go.
     seq: u64,
     /// The snapshot's bytes until it is known to exist.
-    bytes: Option<Vec<u8>>,
+    bytes: Option<Bytes>,
     /// The prefix being walked: `j/`, then `s/`.
     prefix: &'static str,
     /// Where the next listing goes on from.
@@ -671,7 +672,7 @@ impl Node {
                 // reads it back as ours, and either way a snapshot past the seq, if any,
                 // judges (rule C).
                 if let Some(a) = &self.append.current {
-                    let op = StoreOp::Create { key: journal_key(a.seq), bytes: entry::encode(a.seq, &a.entry) };
+                    let op = StoreOp::Create { key: journal_key(a.seq), bytes: entry::encode(a.seq, &a.entry).into() };
                     self.issue(op, Purpose::Append);
                 }
             }

@@ -7,7 +7,7 @@ use broker_core::cluster::catalog::{Catalog, Folded, Incarnation};
 use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use broker_core::cluster::segment::{self, Segment};
 use broker_core::cluster::snapshot;
-use broker_core::{DecodeError, ProduceRecord, TopicId, TopicSettings};
+use broker_core::{Bytes, DecodeError, ProduceRecord, TopicId, TopicSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use super::objects_input::{Objects, ObjectsInput, MAX_FRAME_KIND};
@@ -66,14 +66,14 @@ pub fn run_cluster_objects(data: &[u8]) -> ObjectsRun {
         run.entry = Some(decoded);
     }
     if input.decodes(Objects::Segment) {
-        let bytes = input.segment_bytes();
+        let bytes = Bytes::from(input.segment_bytes());
         let (topic, partition, base) = (TopicId(input.seq), input.partition, input.base);
         let decoded = measured("segment", &bytes, || segment::decode(topic, partition, base, &bytes));
         if let Ok(s) = &decoded {
             assert!(!s.records.is_empty(), "a segment holds at least one record");
             let end = base.checked_add(s.records.len() as u64);
             assert!(end.is_some(), "a segment's records [{base}, {base} + {}) end within u64", s.records.len());
-            let again = segment::encode(topic, partition, base, s.writer, &s.records);
+            let again = Bytes::from(segment::encode(topic, partition, base, s.writer, &s.records));
             assert_eq!(segment::decode(topic, partition, base, &again).as_ref(), Ok(s), "a segment round trips");
             assert_eq!(again, bytes, "a segment re-encodes to its bytes");
         }

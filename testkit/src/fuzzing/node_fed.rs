@@ -10,7 +10,7 @@ use broker_core::cluster::node::{Node, NodeEffect, NodeOptions};
 use broker_core::cluster::segment;
 use broker_core::cluster::snapshot;
 use broker_core::cluster::store::StoreOp;
-use broker_core::{BrokerError, Command, Config, ProduceRecord, Reply, RequestId, Time, TopicId, TopicSettings};
+use broker_core::{BrokerError, Bytes, Command, Config, ProduceRecord, Reply, RequestId, Time, TopicId, TopicSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The seq of the snapshot planted (the journal holds entries after it only).
@@ -110,7 +110,7 @@ fn entry_fed(input: &ObjectsInput) {
     };
     let decoded = entry::decode(1, &bytes);
     let mut store = MemStore::default();
-    store.apply(&StoreOp::Create { key: journal_key(1), bytes });
+    store.apply(&StoreOp::Create { key: journal_key(1), bytes: bytes.into() });
     let mut n = OneNode::new(store);
     let list = n.call(Command::ListTopics);
     match decoded {
@@ -131,10 +131,10 @@ fn entry_fed(input: &ObjectsInput) {
 fn segment_fed(input: &ObjectsInput) {
     let mut n = OneNode::new(MemStore::default());
     let Ok(Reply::Created { topic }) = n.call(create("t", 1)) else { panic!("a create over an empty store failed") };
-    let bytes = match input.frame_kind {
+    let bytes = Bytes::from(match input.frame_kind {
         Some(kind) => segment::frame_object(topic, 0, 0, kind, &input.bytes),
         None => input.bytes.clone(),
-    };
+    });
     let decoded = segment::decode(topic, 0, 0, &bytes);
     n.store.apply(&StoreOp::Create { key: segment_key(topic, 0, 0), bytes });
     let fetch = Command::Fetch { topic: "t".into(), partition: 0, offset: 0, max_records: 1, max_bytes: None };
@@ -177,13 +177,15 @@ fn snapshot_fed(input: &ObjectsInput) {
     };
     let decoded = snapshot::decode(SNAPSHOT_SEQ, &bytes);
     let mut store = MemStore::default();
-    store.apply(&StoreOp::Create { key: snapshot_key(SNAPSHOT_SEQ), bytes });
+    store.apply(&StoreOp::Create { key: snapshot_key(SNAPSHOT_SEQ), bytes: bytes.into() });
     let after = Entry {
         writer: EntryWriter { node: 7, boot: 7, nonce: 7 },
         kind: EntryKind::Removed { topic: TopicId(u64::MAX) },
     };
-    store
-        .apply(&StoreOp::Create { key: journal_key(SNAPSHOT_SEQ + 1), bytes: entry::encode(SNAPSHOT_SEQ + 1, &after) });
+    store.apply(&StoreOp::Create {
+        key: journal_key(SNAPSHOT_SEQ + 1),
+        bytes: entry::encode(SNAPSHOT_SEQ + 1, &after).into(),
+    });
     let mut n = OneNode::new(store);
     let list = n.call(Command::ListTopics);
     match decoded {

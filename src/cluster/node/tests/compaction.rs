@@ -192,7 +192,7 @@ fn a_corrupt_or_missing_snapshot_makes_the_node_refuse_rather_than_guess() {
         if damage == "corrupt" {
             let mut bytes = snapshot::encode(net.nodes[0].catalog());
             bytes[20] ^= 1;
-            net.store.apply(&StoreOp::Create { key: snapshot_key(4), bytes });
+            net.store.apply(&StoreOp::Create { key: snapshot_key(4), bytes: bytes.into() });
         }
         net.nodes[0] = Node::new(NodeOptions { boot: 999, ..net.nodes[0].options.clone() });
         let r = net.submit(0, Command::ListTopics);
@@ -208,11 +208,11 @@ fn a_corrupt_or_missing_snapshot_makes_the_node_refuse_rather_than_guess() {
 fn a_snapshot_as_of_the_last_seq_is_served_and_nothing_is_appended_after_it() {
     let mut net = Net::new(1);
     let last = Catalog::restore(u64::MAX, BTreeMap::new()).unwrap();
-    net.store.apply(&StoreOp::Create { key: snapshot_key(u64::MAX), bytes: snapshot::encode(&last) });
+    net.store.apply(&StoreOp::Create { key: snapshot_key(u64::MAX), bytes: snapshot::encode(&last).into() });
     // Entry 2 without entry 1: a gap, so the node looks for a snapshot past it.
     let e =
         Entry { writer: EntryWriter { node: 7, boot: 7, nonce: 7 }, kind: EntryKind::Removed { topic: TopicId(9) } };
-    net.store.apply(&StoreOp::Create { key: journal_key(2), bytes: entry::encode(2, &e) });
+    net.store.apply(&StoreOp::Create { key: journal_key(2), bytes: entry::encode(2, &e).into() });
     let r = net.submit(0, Command::ListTopics);
     net.run();
     assert_eq!(net.reply(r), &Ok(Reply::Topics(vec![])));

@@ -14,7 +14,7 @@ fn a_produce_to_a_partition_out_of_offsets_is_refused() {
     let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
     let records = [ProduceRecord { key: None, value: b"last".to_vec().into() }];
     let bytes = segment::encode(TopicId(1), 0, last, writer, &records);
-    net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 0, last), bytes });
+    net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 0, last), bytes: bytes.into() });
     let r = net.submit(0, produce("t", Some(0), &["v"]));
     net.run();
     let refused = matches!(net.reply(r), Err(BrokerError::Storage(w)) if w.contains("run out of offsets"));

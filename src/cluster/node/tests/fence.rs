@@ -109,7 +109,7 @@ fn a_node_far_behind_catches_up_listing_after_listing() {
 #[test]
 fn a_corrupt_entry_makes_the_node_refuse_rather_than_guess() {
     let mut net = Net::new(1);
-    net.store.apply(&StoreOp::Create { key: journal_key(1), bytes: b"not an entry".to_vec() });
+    net.store.apply(&StoreOp::Create { key: journal_key(1), bytes: b"not an entry".to_vec().into() });
     let r = net.submit(0, Command::ListTopics);
     net.run();
     assert!(matches!(net.reply(r), Err(BrokerError::Unavailable(why)) if why.contains("corrupt")));

@@ -177,7 +177,7 @@ impl Net {
 
     /// Creates a key outside the layout, as an operator or another program might.
     fn plant_foreign(&mut self, key: String) {
-        self.store.apply(&StoreOp::Create { key, bytes: b"not ours".to_vec() });
+        self.store.apply(&StoreOp::Create { key, bytes: b"not ours".to_vec().into() });
     }
 
     /// Runs every operation with each page of a listing cut to at most `keep(n)`

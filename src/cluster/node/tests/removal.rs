@@ -86,7 +86,7 @@ fn the_reconciler_deletes_orphans_and_nothing_else() {
     let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
     let rec = [ProduceRecord { key: None, value: b"late".to_vec().into() }];
     let put = |net: &mut Net, key: String, bytes: Vec<u8>| {
-        net.store.apply(&StoreOp::Create { key, bytes });
+        net.store.apply(&StoreOp::Create { key, bytes: bytes.into() });
     };
     put(&mut net, segment_key(TopicId(1), 0, 0), segment::encode(TopicId(1), 0, 0, writer, &rec));
     put(&mut net, segment_key(TopicId(1), 1, 5), segment::encode(TopicId(1), 1, 5, writer, &rec));
