@@ -277,8 +277,25 @@ impl std::fmt::Display for StoreOpText<'_> {
                 write!(f, "create {key} {} bytes crc={:08x}", bytes.len(), crc32c::crc32c(bytes))
             }
             StoreOp::Get { key } => write!(f, "get {key}"),
-            StoreOp::List { prefix, after, limit } => write!(f, "list {prefix} after {after:?} limit {limit}"),
+            StoreOp::List { prefix, after, limit } => {
+                write!(f, "list {prefix} after {} limit {limit}", DebugKey(after.as_deref()))
+            }
             StoreOp::Delete { key } => write!(f, "delete {key}"),
+        }
+    }
+}
+
+/// An optional key, rendered as `{:?}` renders it (`None`, `Some("d/1/0/5")`), without
+/// the escaping machinery for keys that need none: every key of the layout.
+struct DebugKey<'a>(Option<&'a str>);
+
+impl std::fmt::Display for DebugKey<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(k) if k.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') => {
+                write!(f, "Some(\"{k}\")")
+            }
+            other => write!(f, "{other:?}"),
         }
     }
 }
@@ -293,9 +310,9 @@ impl std::fmt::Display for StoreResultText<'_> {
             Ok(StoreOutput::Listed { keys, more }) => {
                 write!(
                     f,
-                    "listed {} keys, last {:?}{}",
+                    "listed {} keys, last {}{}",
                     keys.len(),
-                    keys.last(),
+                    DebugKey(keys.last().map(String::as_str)),
                     if *more { ", more follow" } else { "" }
                 )
             }
@@ -888,6 +905,21 @@ impl Sim {
         self.metrics.last_reply = self.now;
         if !self.history.answered(self.now, request, reply) {
             every_request_answered::answered_again(&mut Flags::new(self.now, &mut self.violations), n, request);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DebugKey;
+
+    #[test]
+    fn a_key_renders_as_debug_renders_it() {
+        for key in [None, Some(""), Some("d/12/0/34"), Some("j/00000000000000000007"), Some("a\"b"), Some("a\\b")]
+            .into_iter()
+            .chain([Some("tab\there"), Some("é~"), Some("\u{7f}"), Some("new\nline"), Some("it's")])
+        {
+            assert_eq!(DebugKey(key).to_string(), format!("{key:?}"), "{key:?}");
         }
     }
 }
