@@ -623,7 +623,7 @@ impl<F: FileSystem> Executor<F> {
             let buf = win.upto(end);
             for q in q0..last {
                 let rel = (q - win.start) as usize;
-                if logcodec::may_start_batch(buf, rel) && logcodec::batch_frame_at(log, buf, rel).is_ok() {
+                if logcodec::may_start_batch(buf, rel) && logcodec::batch_frame_ok(log, buf, rel) {
                     return Ok(Some(q));
                 }
             }

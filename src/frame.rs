@@ -86,9 +86,58 @@ pub fn frame_at<'a>(
     max_payload: usize,
     valid: Validate<'_>,
 ) -> Result<Frame<'a>, String> {
+    check(data, pos, salt, max_payload, valid).map_err(|why| why.to_string())
+}
+
+/// Whether a valid frame (which `valid` accepts) starts at `pos`: [`frame_at`] without
+/// the reason when there is none. A search for the next valid frame past damage asks
+/// this at every byte, and builds no message for each.
+pub fn frame_ok(data: &[u8], pos: usize, salt: u64, max_payload: usize, valid: Validate<'_>) -> bool {
+    check(data, pos, salt, max_payload, valid).is_ok()
+}
+
+/// The valid frame at `pos`, if there is one: [`frame_at`] without the reason.
+pub(crate) fn valid_frame_at<'a>(
+    data: &'a [u8],
+    pos: usize,
+    salt: u64,
+    max_payload: usize,
+    valid: Validate<'_>,
+) -> Option<Frame<'a>> {
+    check(data, pos, salt, max_payload, valid).ok()
+}
+
+/// Why no valid frame starts at a position; rendered as [`frame_at`] reports it.
+enum Invalid {
+    Short { rest: usize },
+    TooLong { len: u32, max: usize },
+    PastEnd { len: u32 },
+    Checksum,
+    Malformed,
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Invalid::Short { rest } => write!(f, "{rest} bytes left, less than a frame header"),
+            Invalid::TooLong { len, max } => write!(f, "length {len} exceeds the limit {max}"),
+            Invalid::PastEnd { len } => write!(f, "length {len} runs past the end of the file"),
+            Invalid::Checksum => f.write_str("checksum mismatch"),
+            Invalid::Malformed => f.write_str("checksum matches but the payload is malformed"),
+        }
+    }
+}
+
+fn check<'a>(
+    data: &'a [u8],
+    pos: usize,
+    salt: u64,
+    max_payload: usize,
+    valid: Validate<'_>,
+) -> Result<Frame<'a>, Invalid> {
     let rest = data.len() - pos;
     if rest < FRAME_HEADER_LEN {
-        return Err(format!("{rest} bytes left, less than a frame header"));
+        return Err(Invalid::Short { rest });
     }
     let h = &data[pos..pos + FRAME_HEADER_LEN];
     let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
@@ -96,17 +145,17 @@ pub fn frame_at<'a>(
     let crc = u32::from_le_bytes([h[5], h[6], h[7], h[8]]);
     let len_usize = len as usize;
     if len_usize > max_payload {
-        return Err(format!("length {len} exceeds the limit {max_payload}"));
+        return Err(Invalid::TooLong { len, max: max_payload });
     }
     if len_usize > rest - FRAME_HEADER_LEN {
-        return Err(format!("length {len} runs past the end of the file"));
+        return Err(Invalid::PastEnd { len });
     }
     let payload = &data[pos + FRAME_HEADER_LEN..pos + FRAME_HEADER_LEN + len_usize];
     if frame_crc(salt, len, kind, payload) != crc {
-        return Err("checksum mismatch".to_string());
+        return Err(Invalid::Checksum);
     }
     if !valid(kind, payload) {
-        return Err("checksum matches but the payload is malformed".to_string());
+        return Err(Invalid::Malformed);
     }
     Ok(Frame { position: pos as u64, kind, payload })
 }
@@ -131,7 +180,7 @@ pub fn scan_valid<'a>(data: &'a [u8], start: usize, salt: u64, max_payload: usiz
                 out.frames.push(frame);
             }
             Err(detail) => {
-                let next = (pos + 1..data.len()).find(|&q| frame_at(data, q, salt, max_payload, valid).is_ok());
+                let next = (pos + 1..data.len()).find(|&q| frame_ok(data, q, salt, max_payload, valid));
                 let bad = BadRange { start: pos as u64, end: next.unwrap_or(data.len()) as u64, detail };
                 match next {
                     Some(q) => {
@@ -159,6 +208,31 @@ mod tests {
             encode_frame(&mut v, salt, i as u8 + 1, p);
         }
         v
+    }
+
+    /// The quick answer is the full one's, at every position of whole, damaged and cut
+    /// images, for every reason a frame is refused.
+    #[test]
+    fn frame_ok_agrees_with_frame_at() {
+        let v = three_frames(7);
+        let mut images = vec![v.clone(), v[..v.len() - 3].to_vec(), vec![0; 40]];
+        for i in [0, 3, 4, 6, 10, 14] {
+            let mut d = v.clone();
+            d[i] ^= 0x41;
+            images.push(d);
+        }
+        let any: Validate<'_> = &|_, _| true;
+        let not_kind_2: Validate<'_> = &|kind, _| kind != 2;
+        let checks: [(usize, Validate<'_>); 3] = [(1 << 20, any), (4, not_kind_2), (1 << 20, not_kind_2)];
+        for (n, img) in images.iter().enumerate() {
+            for pos in 0..img.len() {
+                for (max, valid) in checks {
+                    let full = frame_at(img, pos, 7, max, valid);
+                    assert_eq!(frame_ok(img, pos, 7, max, valid), full.is_ok(), "image {n} at {pos}");
+                    assert_eq!(valid_frame_at(img, pos, 7, max, valid), full.ok(), "image {n} at {pos}");
+                }
+            }
+        }
     }
 
     #[test]

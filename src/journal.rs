@@ -38,7 +38,7 @@
 use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
 use crate::error::DecodeError;
-use crate::frame::{frame_at, scan, seal_frame, Frame, FRAME_HEADER_LEN};
+use crate::frame::{frame_at, frame_ok, scan, seal_frame, valid_frame_at, Frame, FRAME_HEADER_LEN};
 use crate::ids::{LogId, TopicId};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
@@ -532,8 +532,7 @@ fn scan_commits(data: &[u8], epoch: u64) -> Result<Commits<'_>, JournalCorruptio
                 None => {
                     // Both copies are bad. A valid commit after them means they were
                     // written and synced before it: damage, not a torn write.
-                    let next =
-                        (pos + 1..data.len()).find(|&q| frame_at(data, q, epoch, MAX_JOURNAL_FRAME, any).is_ok());
+                    let next = (pos + 1..data.len()).find(|&q| frame_ok(data, q, epoch, MAX_JOURNAL_FRAME, any));
                     if let Some(q) = next {
                         return Err(JournalCorruption {
                             offset: pos as u64,
@@ -556,7 +555,7 @@ fn scan_commits(data: &[u8], epoch: u64) -> Result<Commits<'_>, JournalCorruptio
 fn find_copy_b(data: &[u8], pos: usize, salt_b: u64) -> Option<Frame<'_>> {
     let mut q = align_up((pos + FRAME_HEADER_LEN) as u64) as usize;
     while q < data.len() {
-        if let Ok(b) = frame_at(data, q, salt_b, MAX_JOURNAL_FRAME, &|_, _| true) {
+        if let Some(b) = valid_frame_at(data, q, salt_b, MAX_JOURNAL_FRAME, &|_, _| true) {
             if align_up((pos + FRAME_HEADER_LEN + b.payload.len()) as u64) as usize == q {
                 return Some(b);
             }

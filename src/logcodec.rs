@@ -401,6 +401,12 @@ pub fn batch_frame_at(log: LogId, buf: &[u8], rel: usize) -> Result<crate::frame
     crate::frame::frame_at(buf, rel, salt(log), MAX_LOG_FRAME, &well_formed)
 }
 
+/// Whether [`batch_frame_at`] finds a batch at `rel`, without the reason when not: a
+/// search past damage asks at every byte.
+pub fn batch_frame_ok(log: LogId, buf: &[u8], rel: usize) -> bool {
+    crate::frame::frame_ok(buf, rel, salt(log), MAX_LOG_FRAME, &well_formed)
+}
+
 /// A cheap test, before any checksum, of whether a batch frame could start at
 /// `buf[rel..]` (`buf` as for [`batch_frame_at`]): it rejects only what
 /// [`batch_frame_at`] would reject too (the wrong kind, a length past the limit or the
