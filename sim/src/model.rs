@@ -104,6 +104,15 @@ pub fn label(value: &[u8]) -> String {
     format!("{}({} bytes)", String::from_utf8_lossy(&value[..end]), value.len())
 }
 
+/// A request in flight, as the model knows it.
+#[derive(Clone, Debug)]
+struct InFlight {
+    command: Rc<Command>,
+    issued_at: Time,
+    /// The ids of the values it produces ([`ValueId::of_command`]).
+    values: Rc<[ValueId]>,
+}
+
 /// Per-name knowledge used to judge `TopicNotFound`.
 #[derive(Clone, Debug, Default)]
 struct NameState {
@@ -133,8 +142,8 @@ pub struct Model {
     value_home: BTreeMap<ValueId, (TopicId, u32, u64)>,
     /// Every value ever sent, with the topic name it was sent to.
     produced: BTreeMap<ValueId, String>,
-    /// Requests in flight: the command and when it was issued.
-    inflight: BTreeMap<RequestId, (Rc<Command>, Time, Rc<[ValueId]>)>,
+    /// Requests in flight.
+    inflight: BTreeMap<RequestId, InFlight>,
     names: BTreeMap<String, NameState>,
     /// Names with a delete whose outcome is unknown (cut off by a crash or halt).
     pub uncertain_deletes: BTreeSet<String>,
@@ -164,7 +173,8 @@ impl Model {
             }
             _ => {}
         }
-        self.inflight.insert(request, (Rc::clone(command), now, Rc::clone(values)));
+        self.inflight
+            .insert(request, InFlight { command: Rc::clone(command), issued_at: now, values: Rc::clone(values) });
     }
 
     /// A start cut `log` from `offset` on ([`broker_core::Notice::TailCut`]): what
@@ -188,7 +198,7 @@ impl Model {
 
     /// Every request in flight was cut off by a crash: their outcomes are unknown.
     pub fn crashed(&mut self) {
-        for (cmd, _, _) in std::mem::take(&mut self.inflight).into_values() {
+        for InFlight { command: cmd, .. } in std::mem::take(&mut self.inflight).into_values() {
             self.cut_off(&cmd);
         }
     }
@@ -270,7 +280,7 @@ impl Model {
         reply: &Result<Reply, BrokerError>,
         observe: &mut dyn FnMut(&Model, Seen<'_>),
     ) {
-        let Some((cmd, issued_at, values)) = self.inflight.remove(&request) else {
+        let Some(InFlight { command: cmd, issued_at, values }) = self.inflight.remove(&request) else {
             return observe(self, Seen::UnknownRequest(request));
         };
         match (reply, &*cmd) {
