@@ -89,15 +89,10 @@ pub fn frame_at<'a>(
     check(data, pos, salt, max_payload, valid).map_err(|why| why.to_string())
 }
 
-/// Whether a valid frame (which `valid` accepts) starts at `pos`: [`frame_at`] without
-/// the reason when there is none. A search for the next valid frame past damage asks
-/// this at every byte, and builds no message for each.
-pub fn frame_ok(data: &[u8], pos: usize, salt: u64, max_payload: usize, valid: Validate<'_>) -> bool {
-    check(data, pos, salt, max_payload, valid).is_ok()
-}
-
-/// The valid frame at `pos`, if there is one: [`frame_at`] without the reason.
-pub(crate) fn valid_frame_at<'a>(
+/// The valid frame at `pos`, if there is one: [`frame_at`] without the reason when there
+/// is none. A search for the next valid frame past damage asks at every byte, and
+/// builds no message for each.
+pub fn valid_frame_at<'a>(
     data: &'a [u8],
     pos: usize,
     salt: u64,
@@ -180,7 +175,7 @@ pub fn scan_valid<'a>(data: &'a [u8], start: usize, salt: u64, max_payload: usiz
                 out.frames.push(frame);
             }
             Err(detail) => {
-                let next = (pos + 1..data.len()).find(|&q| frame_ok(data, q, salt, max_payload, valid));
+                let next = (pos + 1..data.len()).find(|&q| valid_frame_at(data, q, salt, max_payload, valid).is_some());
                 let bad = BadRange { start: pos as u64, end: next.unwrap_or(data.len()) as u64, detail };
                 match next {
                     Some(q) => {
@@ -210,10 +205,10 @@ mod tests {
         v
     }
 
-    /// The quick answer is the full one's, at every position of whole, damaged and cut
+    /// The answer without a reason is the full one's, at every position of whole, damaged and cut
     /// images, for every reason a frame is refused.
     #[test]
-    fn frame_ok_agrees_with_frame_at() {
+    fn valid_frame_at_agrees_with_frame_at() {
         let v = three_frames(7);
         let mut images = vec![v.clone(), v[..v.len() - 3].to_vec(), vec![0; 40]];
         for i in [0, 3, 4, 6, 10, 14] {
@@ -228,7 +223,6 @@ mod tests {
             for pos in 0..img.len() {
                 for (max, valid) in checks {
                     let full = frame_at(img, pos, 7, max, valid);
-                    assert_eq!(frame_ok(img, pos, 7, max, valid), full.is_ok(), "image {n} at {pos}");
                     assert_eq!(valid_frame_at(img, pos, 7, max, valid), full.ok(), "image {n} at {pos}");
                 }
             }

@@ -38,7 +38,7 @@
 use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
 use crate::error::DecodeError;
-use crate::frame::{frame_at, frame_ok, scan, seal_frame, valid_frame_at, Frame, FRAME_HEADER_LEN};
+use crate::frame::{frame_at, scan, seal_frame, valid_frame_at, Frame, FRAME_HEADER_LEN};
 use crate::ids::{LogId, TopicId};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
@@ -532,7 +532,8 @@ fn scan_commits(data: &[u8], epoch: u64) -> Result<Commits<'_>, JournalCorruptio
                 None => {
                     // Both copies are bad. A valid commit after them means they were
                     // written and synced before it: damage, not a torn write.
-                    let next = (pos + 1..data.len()).find(|&q| frame_ok(data, q, epoch, MAX_JOURNAL_FRAME, any));
+                    let next = (pos + 1..data.len())
+                        .find(|&q| valid_frame_at(data, q, epoch, MAX_JOURNAL_FRAME, any).is_some());
                     if let Some(q) = next {
                         return Err(JournalCorruption {
                             offset: pos as u64,

@@ -404,7 +404,7 @@ pub fn batch_frame_at(log: LogId, buf: &[u8], rel: usize) -> Result<crate::frame
 /// Whether [`batch_frame_at`] finds a batch at `rel`, without the reason when not: a
 /// search past damage asks at every byte.
 pub fn batch_frame_ok(log: LogId, buf: &[u8], rel: usize) -> bool {
-    crate::frame::frame_ok(buf, rel, salt(log), MAX_LOG_FRAME, &well_formed)
+    crate::frame::valid_frame_at(buf, rel, salt(log), MAX_LOG_FRAME, &well_formed).is_some()
 }
 
 /// A cheap test, before any checksum, of whether a batch frame could start at
