@@ -166,7 +166,8 @@ impl Model {
                 st.last_delete_issued = Some(now);
                 self.delete_requests.entry(name.clone()).or_default().insert(request);
             }
-            Command::Produce { topic, .. } => {
+            Command::Produce { topic, records, .. } => {
+                assert_eq!(values.len(), records.len(), "an id for every value of a produce");
                 for id in values.iter() {
                     self.produced.insert(id.clone(), topic.clone());
                 }
@@ -328,6 +329,7 @@ impl Model {
                 if positions.len() != records.len() {
                     return;
                 }
+                // One id per record: `issued` holds every produce to that.
                 for ((pos, rec), id) in positions.iter().zip(records).zip(values.iter()) {
                     let at = (*topic, pos.partition, pos.offset);
                     let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
