@@ -62,12 +62,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+use broker_core::cluster::store::{StoreOp, StoreResult};
 use broker_core::{Executor, FileSystem, OpResult, StorageError, StorageOp};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod checks;
 mod exec_checks;
+mod store_checks;
 
 /// A fault the kit asks a [`Subject`] to inject, around one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -213,6 +215,52 @@ impl<S: Subject> ExecutorSubject for ExecutorOver<S> {
     }
 }
 
+/// The shared store under test, as the store checks need it: something that carries
+/// out the cluster's [`StoreOp`]s by the store contract (`broker_core::cluster::store`),
+/// as a runtime's adapter of S3, PostgreSQL or a directory does.
+///
+/// Only [`StoreSubject::fresh`] and [`StoreSubject::run`] are required. A subject whose
+/// store can take operations concurrently overrides [`StoreSubject::race`] so that the
+/// race check issues its creates together; the default issues them one after another.
+pub trait StoreSubject {
+    /// The store under test (a handle on it).
+    type Store;
+
+    /// A new, empty store: no key under any prefix (a new directory, bucket prefix or
+    /// table). Called once per check; stores are never shared between checks.
+    fn fresh(&mut self) -> Self::Store;
+
+    /// Carries out `op` on `store` and returns its result.
+    fn run(&mut self, store: &mut Self::Store, op: StoreOp) -> StoreResult;
+
+    /// Carries out every one of `ops` on `store`, concurrently if the subject can, and
+    /// returns their results in the order of `ops`.
+    fn race(&mut self, store: &mut Self::Store, ops: Vec<StoreOp>) -> Vec<StoreResult> {
+        ops.into_iter().map(|op| self.run(store, op)).collect()
+    }
+}
+
+/// A store subject from a function that makes an empty store and one that carries out
+/// an operation on it: `FreshStore(MemStore::default, |s, op| Ok(s.apply(&op)))`.
+#[derive(Clone, Copy, Debug)]
+pub struct FreshStore<F, R>(pub F, pub R);
+
+impl<F, R, St> StoreSubject for FreshStore<F, R>
+where
+    F: FnMut() -> St,
+    R: FnMut(&mut St, StoreOp) -> StoreResult,
+{
+    type Store = St;
+
+    fn fresh(&mut self) -> St {
+        (self.0)()
+    }
+
+    fn run(&mut self, store: &mut St, op: StoreOp) -> StoreResult {
+        (self.1)(store, op)
+    }
+}
+
 /// One check of the kit: its name, the contract rule it checks, and what it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Check {
@@ -237,6 +285,15 @@ pub fn checks() -> Vec<Check> {
 /// needs a fault; those with [`Check::needs_crash`] need [`ExecutorSubject::crash`]).
 pub fn executor_checks() -> Vec<Check> {
     exec_checks::all::<ExecutorOver<Fresh<fn() -> broker_core::MemFs>>>().into_iter().map(|(check, _)| check).collect()
+}
+
+/// Every shared-store check of the kit, in the order [`check_store`] runs them.
+pub fn store_checks() -> Vec<Check> {
+    type Mem = FreshStore<
+        fn() -> broker_core::cluster::memstore::MemStore,
+        fn(&mut broker_core::cluster::memstore::MemStore, StoreOp) -> StoreResult,
+    >;
+    store_checks::all::<Mem>().into_iter().map(|(check, _)| check).collect()
 }
 
 /// What came of one check.
@@ -293,7 +350,7 @@ impl fmt::Display for CheckResult {
 /// [`check_executor`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
-    /// What was checked: "file-system" or "executor".
+    /// What was checked: "file-system", "executor" or "shared-store".
     kind: &'static str,
     subject: String,
     results: Vec<CheckResult>,
@@ -453,6 +510,14 @@ pub fn check_executor<S: ExecutorSubject>(subject: &mut S) -> Report {
     };
     let results = run_checks(subject, exec_checks::all::<S>(), skip);
     Report { kind: "executor", subject: std::any::type_name::<S>().to_string(), results }
+}
+
+/// Runs every shared-store check of the kit against `subject` and reports each one's
+/// outcome. A check that panics is reported failed with the panic's message, and the
+/// others still run.
+pub fn check_store<S: StoreSubject>(subject: &mut S) -> Report {
+    let results = run_checks(subject, store_checks::all::<S>(), |_| None);
+    Report { kind: "shared-store", subject: std::any::type_name::<S>().to_string(), results }
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
