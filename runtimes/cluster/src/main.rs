@@ -1,0 +1,125 @@
+//! `broker-cluster`: one node of a cluster over a shared store, serving Kafka clients.
+//!
+//! `serve --store URL --node-id N --kafka ADDR` runs until SIGINT or SIGTERM; it writes
+//! one JSON line to standard output once it listens (`{"event": "listening", ...}`, with
+//! the address, useful with port 0), and what goes wrong with the store to standard
+//! error. Exit status: 0 after a stop signal, 1 when it cannot start, 2 on bad usage.
+
+use broker_cluster::node_loop::{self, Health, LoopOptions};
+use broker_cluster::store;
+use broker_core::cluster::node::NodeOptions;
+use broker_core::Config;
+use clap::{Parser, Subcommand};
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+#[derive(Parser)]
+#[command(name = "broker-cluster", version, about = "One node of a broker-core cluster over a shared store")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one node: serve Kafka clients over the shared store until SIGINT or SIGTERM.
+    Serve {
+        /// The shared store: file:///path (a directory the nodes of one machine share)
+        /// or memory:// (for tests: nothing is shared or kept).
+        #[arg(long)]
+        store: String,
+        /// This node's id in the cluster: each node its own.
+        #[arg(long)]
+        node_id: u32,
+        /// Where to listen for Kafka clients (host:port; port 0 picks one).
+        #[arg(long)]
+        kafka: String,
+        /// How often an idle node reads the journal's tail, in milliseconds.
+        #[arg(long, default_value_t = 1_000)]
+        tail_every_ms: u64,
+        /// How often the node looks for objects no topic owns, in milliseconds (0: never).
+        #[arg(long, default_value_t = 60_000)]
+        reconcile_every_ms: u64,
+        /// The longest a request waits for the store before it is answered anyway, in
+        /// milliseconds.
+        #[arg(long, default_value_t = 15_000)]
+        request_timeout_ms: u64,
+        /// A store operation with no answer after this many milliseconds is abandoned
+        /// (a write's outcome is then unknown, and checked by reading it back).
+        #[arg(long, default_value_t = 10_000)]
+        store_timeout_ms: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let Cmd::Serve { store, node_id, kafka, tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms } =
+        Cli::parse().command;
+    let shared = match store::open(&store) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match TcpListener::bind(&kafka) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot listen for Kafka clients on {kafka}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // A boot is new at every start: the time in nanoseconds, which no earlier start of
+    // this node id on this machine can have had.
+    let boot = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
+    let config = Config::default();
+    let options = NodeOptions {
+        node: node_id,
+        boot,
+        config: config.clone(),
+        list_limit: 1_000,
+        tail_every_ms,
+        reconcile_every_ms,
+        compact_after_entries: 1_000,
+        request_timeout_ms,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the node's runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let health = Arc::new(Mutex::new(Health::default()));
+    let loop_options = LoopOptions { op_timeout: Duration::from_millis(store_timeout_ms) };
+    let (handle, task) = runtime.block_on(async { node_loop::start(options, shared, loop_options, health) });
+    let address = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel();
+    let limits = broker_kafka::Limits::from(&config);
+    let kafka = match broker_kafka::Kafka::start(listener, handle, limits, move || {
+        let _ = stop_tx.send(());
+    }) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: cannot serve Kafka clients: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let ready = serde_json::json!({
+        "event": "listening", "node": node_id, "boot": boot, "kafka": address.to_string(), "store": store,
+    });
+    println!("{ready}");
+    eprintln!("node {node_id}: serving Kafka clients on {address} over {store}");
+    let _ = stop_rx.recv();
+    eprintln!("node {node_id}: stopping");
+    kafka.stop();
+    task.abort();
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,165 @@
+//! One node on tokio: the core's `Node` (a state machine with no I/O) driven by one
+//! task, which passes it clients' commands, the results of its store operations and
+//! the passing of time, and carries out what it asks: store operations (each a task of
+//! its own, with a deadline), and replies.
+//!
+//! The node's clock is the time since the loop started (monotonic); a store operation
+//! that has no answer by its deadline is abandoned: a read as failed (nothing was
+//! learned), a write as of unknown outcome (it may land later), as the store contract
+//! says, and the node resolves or retries it by its rules.
+
+use crate::store::Store;
+use broker_core::cluster::node::{Node, NodeEffect, NodeOptions, StoreOpId};
+use broker_core::cluster::store::{StoreError, StoreOp, StoreResult};
+use broker_core::{BrokerError, Command, Reply, RequestId, Time};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// What the loop is asked.
+enum Msg {
+    Command(Command, oneshot::Sender<Result<Reply, BrokerError>>),
+}
+
+/// A handle on a running node: passes it commands (the Kafka front end's broker).
+#[derive(Clone)]
+pub struct NodeHandle {
+    tx: mpsc::UnboundedSender<Msg>,
+}
+
+impl broker_kafka::Broker for NodeHandle {
+    fn submit(&self, command: Command, reply: oneshot::Sender<Result<Reply, BrokerError>>) -> bool {
+        self.tx.send(Msg::Command(command, reply)).is_ok()
+    }
+}
+
+impl NodeHandle {
+    /// Passes `command` and waits for its reply.
+    pub async fn call(&self, command: Command) -> Result<Reply, BrokerError> {
+        let (tx, rx) = oneshot::channel();
+        if !broker_kafka::Broker::submit(self, command, tx) {
+            return Err(BrokerError::Halted("the node stopped".into()));
+        }
+        rx.await.unwrap_or_else(|_| Err(BrokerError::Halted("the node stopped before answering".into())))
+    }
+}
+
+/// What the loop has seen of the store, for `status` and for the log.
+#[derive(Clone, Debug, Default)]
+pub struct Health {
+    /// The last store error, if the store has not answered well since.
+    pub last_error: Option<String>,
+    /// Store operations carried out, and of them failed or of unknown outcome.
+    pub ops: u64,
+    /// How many of them failed or had an unknown outcome.
+    pub errors: u64,
+}
+
+/// The loop's tuning.
+#[derive(Clone, Debug)]
+pub struct LoopOptions {
+    /// A store operation with no answer after this long is abandoned.
+    pub op_timeout: Duration,
+}
+
+/// Starts the node's loop on the current tokio runtime; it runs until every handle is
+/// dropped. `health` is updated as store operations complete; a store that starts or
+/// stops failing is said on standard error, once each way.
+pub fn start(
+    options: NodeOptions,
+    store: Arc<dyn Store>,
+    loop_options: LoopOptions,
+    health: Arc<Mutex<Health>>,
+) -> (NodeHandle, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(run(Node::new(options), store, loop_options, health, rx));
+    (NodeHandle { tx }, task)
+}
+
+async fn run(
+    mut node: Node,
+    store: Arc<dyn Store>,
+    options: LoopOptions,
+    health: Arc<Mutex<Health>>,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+) {
+    let started = Instant::now();
+    let now = || Time::ZERO.plus_micros(started.elapsed().as_micros() as u64);
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(StoreOpId, StoreResult)>();
+    let mut waiting: HashMap<RequestId, oneshot::Sender<Result<Reply, BrokerError>>> = HashMap::new();
+    let mut next_request = 0_u64;
+    loop {
+        while let Some(effect) = node.poll_effect() {
+            match effect {
+                NodeEffect::Store { id, op } => {
+                    let (store, done, timeout) = (store.clone(), done_tx.clone(), options.op_timeout);
+                    tokio::spawn(async move {
+                        let write = !matches!(op, StoreOp::Get { .. } | StoreOp::List { .. });
+                        let result = match tokio::time::timeout(timeout, store.run(op)).await {
+                            Ok(result) => result,
+                            Err(_) if write => {
+                                Err(StoreError::Unknown(format!("no answer from the store in {timeout:?}")))
+                            }
+                            Err(_) => Err(StoreError::Failed(format!("no answer from the store in {timeout:?}"))),
+                        };
+                        let _ = done.send((id, result));
+                    });
+                }
+                NodeEffect::Reply { request, reply } => {
+                    if let Some(tx) = waiting.remove(&request) {
+                        let _ = tx.send(reply);
+                    }
+                }
+            }
+        }
+        let deadline = node.poll_timeout().map(|at| {
+            let wait = at.as_micros().saturating_sub(now().as_micros());
+            tokio::time::Instant::now() + Duration::from_micros(wait)
+        });
+        tokio::select! {
+            msg = rx.recv() => match msg {
+                Some(Msg::Command(command, reply)) => {
+                    let request = RequestId(next_request);
+                    next_request += 1;
+                    waiting.insert(request, reply);
+                    node.handle_command(now(), request, command);
+                }
+                None => return,
+            },
+            Some((id, result)) = done_rx.recv() => {
+                note(&health, &result);
+                node.handle_store(now(), id, result);
+            }
+            () = sleep_until(deadline) => node.handle_timeout(now()),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Counts a store result, and says on standard error when the store starts failing
+/// (with the error) and when it answers well again.
+fn note(health: &Mutex<Health>, result: &StoreResult) {
+    let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
+    h.ops += 1;
+    match result {
+        Ok(_) => {
+            if let Some(was) = h.last_error.take() {
+                eprintln!("store: answering again (the last error was: {was})");
+            }
+        }
+        Err(e) => {
+            h.errors += 1;
+            if h.last_error.is_none() {
+                eprintln!("store: {e}; retrying with backoff");
+            }
+            h.last_error = Some(e.to_string());
+        }
+    }
+}

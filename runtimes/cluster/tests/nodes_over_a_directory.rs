@@ -1,0 +1,143 @@
+//! Three nodes of this runtime (each its own loop and its own handle on the store, as
+//! three processes have) over one directory: the lifecycle of DESIGN.md section 10
+//! through different nodes, and the store left clean after a removal.
+
+use broker_cluster::node_loop::{self, Health, LoopOptions, NodeHandle};
+use broker_cluster::store::{self, Store};
+use broker_core::cluster::node::NodeOptions;
+use broker_core::{BrokerError, Command, Config, ProduceRecord, Reply, TopicSettings};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn node(id: u32, store: Arc<dyn Store>) -> NodeHandle {
+    let options = NodeOptions {
+        node: id,
+        boot: u64::from(id) + 1,
+        config: Config::default(),
+        list_limit: 1_000,
+        tail_every_ms: 100,
+        reconcile_every_ms: 0,
+        compact_after_entries: 20,
+        request_timeout_ms: 10_000,
+    };
+    let loop_options = LoopOptions { op_timeout: Duration::from_secs(5) };
+    node_loop::start(options, store, loop_options, Arc::new(Mutex::new(Health::default()))).0
+}
+
+fn produce(topic: &str, partition: u32, value: &str) -> Command {
+    let record = ProduceRecord { key: None, value: value.as_bytes().to_vec().into() };
+    Command::Produce { topic: topic.into(), partition: Some(partition), records: vec![record] }
+}
+
+fn fetch(topic: &str, partition: u32) -> Command {
+    fetch_from(topic, partition, 0)
+}
+
+fn fetch_from(topic: &str, partition: u32, offset: u64) -> Command {
+    Command::Fetch { topic: topic.into(), partition, offset, max_records: 100, max_bytes: None }
+}
+
+/// Every value of the partition, fetched as a consumer does: from the next offset until
+/// the high watermark (a node answers a fetch from one segment).
+async fn values(node: &NodeHandle, topic: &str, partition: u32) -> Vec<String> {
+    let mut values = Vec::new();
+    loop {
+        match node.call(fetch_from(topic, partition, values.len() as u64)).await {
+            Ok(Reply::Fetched { records, high_watermark, .. }) => {
+                values.extend(records.iter().map(|r| String::from_utf8_lossy(&r.value).into_owned()));
+                if values.len() as u64 >= high_watermark {
+                    return values;
+                }
+                assert!(!records.is_empty(), "an empty fetch below the high watermark {high_watermark}");
+            }
+            other => panic!("a fetch gave {other:?}"),
+        }
+    }
+}
+
+/// Every file under `dir`, as keys.
+fn files(dir: &std::path::Path, base: &str, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().into_string().unwrap();
+        if name.starts_with('.') {
+            continue;
+        }
+        if e.file_type().unwrap().is_dir() {
+            files(&e.path(), &format!("{base}{name}/"), out);
+        } else {
+            out.push(format!("{base}{name}"));
+        }
+    }
+}
+
+#[test]
+fn create_produce_delete_and_recreate_through_three_nodes() {
+    let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-nodes-{}", std::process::id())));
+    let url = format!("file://{}", dir.0.display());
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let nodes: Vec<NodeHandle> = (1..=3).map(|id| node(id, store::open(&url).unwrap())).collect();
+        let create = || Command::CreateTopic {
+            name: "orders".into(),
+            partitions: 2,
+            settings: TopicSettings { deletion_grace_ms: 0 },
+        };
+        let first = match nodes[0].call(create()).await {
+            Ok(Reply::Created { topic }) => topic,
+            other => panic!("create gave {other:?}"),
+        };
+        for (i, value) in ["a", "b", "c"].iter().enumerate() {
+            let reply = nodes[1].call(produce("orders", 1, value)).await;
+            assert!(
+                matches!(&reply, Ok(Reply::Produced { positions, .. }) if positions[0].offset == i as u64),
+                "{reply:?}"
+            );
+        }
+        for n in &nodes {
+            assert_eq!(values(n, "orders", 1).await, ["a", "b", "c"]);
+        }
+        let prefix = broker_core::cluster::keys::topic_prefix(first);
+        let mut before = Vec::new();
+        files(&dir.0, "", &mut before);
+        assert_eq!(before.iter().filter(|k| k.starts_with(&prefix)).count(), 3, "segments: {before:?}");
+        let deleted = nodes[2].call(Command::DeleteTopic { name: "orders".into() }).await;
+        assert_eq!(deleted, Ok(Reply::DeleteAccepted { topic: first }));
+        // From the acknowledgement on, every node refuses the topic.
+        for n in &nodes {
+            let p = n.call(produce("orders", 0, "late")).await;
+            assert!(matches!(p, Err(BrokerError::TopicNotFound { .. })), "{p:?}");
+            let f = n.call(fetch("orders", 1)).await;
+            assert!(matches!(f, Err(BrokerError::TopicNotFound { .. })), "{f:?}");
+        }
+        let second = match nodes[1].call(create()).await {
+            Ok(Reply::Created { topic }) => topic,
+            other => panic!("create again gave {other:?}"),
+        };
+        assert_ne!(second, first);
+        for n in &nodes {
+            assert_eq!(values(n, "orders", 1).await, Vec::<String>::new());
+        }
+        // The removal of the first incarnation's segments finishes: none is left.
+        let mut left = Vec::new();
+        for _ in 0..200 {
+            left.clear();
+            files(&dir.0, "", &mut left);
+            left.retain(|k| k.starts_with(&prefix));
+            if left.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(left.is_empty(), "segments of the deleted incarnation left: {left:?}");
+    });
+}

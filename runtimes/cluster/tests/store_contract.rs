@@ -1,0 +1,93 @@
+//! Every store adapter against the shared-store kit, the one the simulated store
+//! passes (`sim/tests/store_conformance.rs`): that is how we know the simulator's store
+//! stands for the real ones. Racing creates run together, from several threads (the
+//! directory store) or tasks (object_store's), as several nodes issue them.
+
+use broker_cluster::store::dir::DirStore;
+use broker_cluster::store::objects::Objects;
+use broker_conformance::{check_store, StoreSubject};
+use broker_core::cluster::store::{StoreOp, StoreResult};
+use std::path::PathBuf;
+
+/// Fresh directories under one temporary directory, removed at the end.
+struct Dirs {
+    root: PathBuf,
+    made: u32,
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+impl StoreSubject for Dirs {
+    type Store = DirStore;
+
+    fn fresh(&mut self) -> DirStore {
+        self.made += 1;
+        DirStore::open(self.root.join(format!("store-{}", self.made))).expect("a fresh directory store")
+    }
+
+    fn run(&mut self, store: &mut DirStore, op: StoreOp) -> StoreResult {
+        store.apply(&op)
+    }
+
+    fn race(&mut self, store: &mut DirStore, ops: Vec<StoreOp>) -> Vec<StoreResult> {
+        let barrier = std::sync::Barrier::new(ops.len());
+        std::thread::scope(|s| {
+            let threads: Vec<_> = ops
+                .into_iter()
+                .map(|op| {
+                    let (store, barrier) = (store.clone(), &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        store.apply(&op)
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().expect("a racing create panicked")).collect()
+        })
+    }
+}
+
+#[test]
+fn the_directory_store_conforms() {
+    let root = std::env::temp_dir().join(format!("broker-cluster-contract-{}", std::process::id()));
+    let mut dirs = Dirs { root, made: 0 };
+    check_store(&mut dirs).assert_conforms();
+}
+
+/// Stores of object_store's kind, each on a runtime of the test's.
+struct ObjectStores {
+    make: fn() -> Objects,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl StoreSubject for ObjectStores {
+    type Store = Objects;
+
+    fn fresh(&mut self) -> Objects {
+        (self.make)()
+    }
+
+    fn run(&mut self, store: &mut Objects, op: StoreOp) -> StoreResult {
+        self.runtime.block_on(store.apply(op))
+    }
+
+    fn race(&mut self, store: &mut Objects, ops: Vec<StoreOp>) -> Vec<StoreResult> {
+        self.runtime.block_on(futures::future::join_all(ops.into_iter().map(|op| {
+            let store = store.clone();
+            async move { tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked") }
+        })))
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime")
+}
+
+#[test]
+fn the_in_memory_object_store_conforms() {
+    check_store(&mut ObjectStores { make: Objects::in_memory, runtime: runtime() }).assert_conforms();
+}
