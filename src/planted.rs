@@ -105,11 +105,14 @@ pub enum Bug {
     /// Cluster: a create or delete whose journal append is under way at its deadline is
     /// answered unavailable ("nothing was written") instead of with an unknown outcome.
     ClusterUnavailableAppend,
+    /// Cluster: a describe answers with the partition ends the node has learned by its
+    /// own produces and fetches, without reading each partition's last segment.
+    ClusterDescribeCached,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 34] = [
+    pub const ALL: [Bug; 35] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -144,6 +147,7 @@ impl Bug {
         Bug::ClusterUnfencedOutOfRange,
         Bug::ClusterDeleteAcksDeleting,
         Bug::ClusterUnavailableAppend,
+        Bug::ClusterDescribeCached,
     ];
 
     /// The bug's command-line name.
@@ -180,6 +184,7 @@ impl Bug {
             Bug::ClusterUnfencedOutOfRange => "cluster-unfenced-out-of-range",
             Bug::ClusterDeleteAcksDeleting => "cluster-delete-acks-deleting",
             Bug::ClusterUnavailableAppend => "cluster-unavailable-append",
+            Bug::ClusterDescribeCached => "cluster-describe-cached",
             Bug::LogSyncCutsSyncedTail => "log-sync-cuts-synced-tail",
             Bug::TailCutUnreported => "tail-cut-unreported",
             Bug::LogSyncReportsJournaledCut => "log-sync-reports-journaled-cut",

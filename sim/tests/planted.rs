@@ -302,6 +302,13 @@ fn cluster_unfenced_out_of_range_is_caught() {
     fired_saying(Bug::ClusterUnfencedOutOfRange, Checker::LinearizableLifecycle, "acknowledged before the call");
 }
 
+/// A describe that shows the ends its node learned by itself: below offsets another
+/// node acknowledged before the call.
+#[test]
+fn cluster_describe_cached_is_caught() {
+    fired_saying(Bug::ClusterDescribeCached, Checker::LinearizableLifecycle, "acknowledged before the call");
+}
+
 /// A delete acknowledged as an incarnation being deleted while a newer one of the name
 /// is live: no linearization point gives that answer.
 #[test]

@@ -1,5 +1,6 @@
 //! Rule D, the data: a produce writes one segment per partition with a conditional
-//! create at the end it knows; a fetch lists and reads a partition's segments; both
+//! create at the end it knows; a fetch lists and reads a partition's segments; a
+//! describe learns every partition's end as a fetch learns its high watermark; all
 //! wait for a second fence before they answer.
 
 use super::*;
@@ -66,6 +67,16 @@ impl Node {
         self.list_segments(request, topic, partition, None);
     }
 
+    /// A describe of a live incarnation after its fence: `shown`, once every
+    /// partition's end is read from its last segment.
+    pub(super) fn describe_ends(&mut self, request: RequestId, name: String, shown: TopicDescription) {
+        let (topic, partitions) = (shown.id, shown.partitions);
+        self.data.work.insert(request, Work::Describe { name, topic, shown, learned: BTreeSet::new() });
+        for p in 0..partitions {
+            self.list_segments(request, topic, p, None);
+        }
+    }
+
     pub(super) fn part(&self, request: RequestId, partition: u32) -> Option<&Part> {
         match self.data.work.get(&request) {
             Some(Work::Produce { parts, .. }) => parts.get(&partition),
@@ -98,7 +109,7 @@ impl Node {
     pub(super) fn segments_listed(&mut self, request: RequestId, partition: u32, after: Option<u64>, page: Page) {
         let Some(work) = self.data.work.get_mut(&request) else { return };
         let topic = match work {
-            Work::Produce { topic, .. } | Work::Fetch { topic, .. } => *topic,
+            Work::Produce { topic, .. } | Work::Fetch { topic, .. } | Work::Describe { topic, .. } => *topic,
         };
         let listed: Vec<u64> = page
             .keys
@@ -131,12 +142,12 @@ impl Node {
     pub(super) fn segment_read(&mut self, request: RequestId, partition: u32, base: u64, bytes: &Bytes) {
         let Some(work) = self.data.work.get(&request) else { return };
         let topic = match work {
-            Work::Produce { topic, .. } | Work::Fetch { topic, .. } => *topic,
+            Work::Produce { topic, .. } | Work::Fetch { topic, .. } | Work::Describe { topic, .. } => *topic,
         };
         match segment::decode(topic, partition, base, bytes) {
             Ok(seg) => {
                 let waiting_for_end = match work {
-                    Work::Produce { .. } => true,
+                    Work::Produce { .. } | Work::Describe { .. } => true,
                     Work::Fetch { high_watermark, .. } => high_watermark.is_none(),
                 };
                 if waiting_for_end {
@@ -177,6 +188,21 @@ impl Node {
                 let topic = *topic;
                 self.data.ends.insert((topic, partition), end);
                 self.write_part(request, partition, end);
+            }
+            Work::Describe { topic, shown, learned, .. } => {
+                let topic = *topic;
+                if let Some(hw) = shown.high_watermarks.get_mut(partition as usize) {
+                    *hw = end;
+                }
+                learned.insert(partition);
+                let done = learned.len() == shown.high_watermarks.len();
+                let reply = done.then(|| Ok(Reply::Described(shown.clone())));
+                let known = self.data.ends.entry((topic, partition)).or_insert(end);
+                *known = (*known).max(end);
+                // Answered only if a second fence shows the incarnation still live.
+                if let Some(reply) = reply {
+                    self.await_fence(request, After::Fetched(reply));
+                }
             }
             Work::Fetch { topic, offset, bases, high_watermark, .. } => {
                 let (topic, offset) = (*topic, *offset);
@@ -319,9 +345,14 @@ impl Node {
         self.reply(request, Ok(Reply::Produced { topic, positions }));
     }
 
-    /// A fetch that has read its records, after its second fence.
+    /// A fetch that has read its records, or a describe that has learned its ends, after
+    /// its second fence.
     pub(super) fn fetched(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
-        let Some(Work::Fetch { name, topic, .. }) = self.data.work.remove(&request) else { return };
+        let Some(Work::Fetch { name, topic, .. } | Work::Describe { name, topic, .. }) =
+            self.data.work.remove(&request)
+        else {
+            return;
+        };
         let live = self.catalog.live_topics().any(|(_, id, _)| id == topic);
         if live {
             self.reply(request, reply);
@@ -342,7 +373,9 @@ impl Node {
                      have been written, and read, before the deletion"
                 ))
             }
-            Some(Work::Produce { name, .. } | Work::Fetch { name, .. }) => BrokerError::TopicNotFound { name },
+            Some(Work::Produce { name, .. } | Work::Fetch { name, .. } | Work::Describe { name, .. }) => {
+                BrokerError::TopicNotFound { name }
+            }
             None => return,
         };
         self.reply(request, Err(reply));

@@ -144,13 +144,16 @@ impl Node {
                 let topics = self.catalog.live_topics().map(|(n, id, t)| describe(n, id, t, &self.data.ends)).collect();
                 self.reply(request, Ok(Reply::Topics(topics)));
             }
-            Command::DescribeTopic { name } => {
-                let reply = match self.catalog.live(&name) {
-                    Some((id, t)) => Ok(Reply::Described(describe(&name, id, t, &self.data.ends))),
-                    None => Err(BrokerError::TopicNotFound { name }),
-                };
-                self.reply(request, reply);
-            }
+            Command::DescribeTopic { name } => match self.catalog.live(&name) {
+                Some((id, t)) => {
+                    let shown = describe(&name, id, t, &self.data.ends);
+                    if planted!(self.options.config, ClusterDescribeCached) {
+                        return self.reply(request, Ok(Reply::Described(shown)));
+                    }
+                    self.describe_ends(request, name, shown);
+                }
+                None => self.reply(request, Err(BrokerError::TopicNotFound { name })),
+            },
             Command::Produce { topic, partition, records } => self.produce(request, topic, partition, records),
             Command::Fetch { topic, partition, offset, max_records, max_bytes } => {
                 self.fetch(request, topic, partition, offset, max_records, max_bytes);

@@ -49,14 +49,14 @@ impl Node {
                 "the shared store did not answer within {waited} ms; nothing was written: try again"
             ))
         };
-        // Waiting for its first fence, or a fetch anywhere: nothing is written.
+        // Waiting for its first fence, or a fetch or describe anywhere: nothing is written.
         let unstarted = |after: &After| matches!(after, After::Command(_) | After::Fetched(_));
         if let Some(i) = self.fence.waiting.iter().position(|(r, after, _)| *r == request && unstarted(after)) {
             self.fence.waiting.remove(i);
             self.data.work.remove(&request);
             return self.reply(request, Err(nothing_done()));
         }
-        if matches!(self.data.work.get(&request), Some(Work::Fetch { .. })) {
+        if matches!(self.data.work.get(&request), Some(Work::Fetch { .. } | Work::Describe { .. })) {
             self.data.work.remove(&request);
             return self.reply(request, Err(nothing_done()));
         }

@@ -175,12 +175,13 @@ enum After {
     Command(Command),
     /// A produce whose segments exist: acknowledged if its topic is still live.
     Produced,
-    /// A fetch that has read its records, or found its offset past the end: answered
-    /// so if its topic is still live.
+    /// A fetch that has read its records, or found its offset past the end, or a
+    /// describe that has learned every partition's end: answered so if its topic is
+    /// still live.
     Fetched(Result<Reply, BrokerError>),
 }
 
-/// A produce or fetch between its two fences.
+/// A produce, fetch or describe between its two fences.
 #[derive(Debug)]
 enum Work {
     Produce {
@@ -202,6 +203,16 @@ enum Work {
         bases: Vec<u64>,
         /// The high watermark, once the last segment is read.
         high_watermark: Option<u64>,
+    },
+    /// A describe learning every partition's end, each from its last segment, as a
+    /// fetch learns its high watermark.
+    Describe {
+        name: String,
+        topic: TopicId,
+        /// The answer, its high watermarks filled in as they are learned.
+        shown: TopicDescription,
+        /// The partitions whose end is known.
+        learned: BTreeSet<u32>,
     },
 }
 
@@ -703,10 +714,10 @@ impl Node {
     }
 }
 
-/// A live incarnation as list and describe show it. The high watermarks are the ends
-/// this node has learned by its own produces and fetches, which may lag behind what
-/// other nodes appended since (reading every partition's last segment on each list is
-/// not built yet).
+/// A live incarnation as list shows it. The high watermarks are the ends this node has
+/// learned by its own produces, fetches and describes, which may lag behind what other
+/// nodes appended since; a describe reads every partition's end before it answers
+/// (`data.rs`).
 fn describe(
     name: &str,
     id: TopicId,

@@ -211,3 +211,20 @@ pub fn fetch_sees_acked(j: &mut Judged, topic: TopicId, partition: u32, hw: u64,
         }
     }
 }
+
+/// A describe shows `partition` of `topic` with high watermark `hw`: at least the end of
+/// every produce acknowledged before it was invoked (a list may show less: it reports
+/// the ends its node has learned).
+pub fn describe_sees_acked(j: &mut Judged, topic: TopicId, partition: u32, hw: u64, acked: &Acked) {
+    if let Some(end) = acked_before(j, acked, topic, partition) {
+        if hw < end {
+            j.flag(
+                Checker::LinearizableLifecycle,
+                format!(
+                    "describes {topic}/{partition} with high watermark {hw}, while offsets up to {end} were \
+                     acknowledged before the call"
+                ),
+            );
+        }
+    }
+}

@@ -61,6 +61,9 @@ fn judge_reply(j: &mut Judged, reply: &Result<Reply, BrokerError>, acked: &Acked
                 return;
             }
             watermarks(j, t);
+            for (p, hw) in (0..).zip(&t.high_watermarks) {
+                linearizable_lifecycle::describe_sees_acked(j, t.id, p, *hw, acked);
+            }
         }
         (Command::ListTopics, Ok(Reply::Topics(topics))) => {
             for t in topics {
