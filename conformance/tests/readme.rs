@@ -1,5 +1,5 @@
 //! The README's tables of checks name every check, in order: the first table the
-//! file-system checks, the second the executor checks.
+//! file-system checks, the second the executor checks, the third the store checks.
 
 /// The check names of each table of the README (rows starting with a check name).
 fn tables(readme: &str) -> Vec<Vec<&str>> {
@@ -25,5 +25,6 @@ fn the_readme_lists_every_check_in_order() {
     let tables = tables(include_str!("../README.md"));
     let names: Vec<&str> = broker_conformance::checks().iter().map(|c| c.name).collect();
     let exec_names: Vec<&str> = broker_conformance::executor_checks().iter().map(|c| c.name).collect();
-    assert_eq!(tables, [names, exec_names]);
+    let store_names: Vec<&str> = broker_conformance::store_checks().iter().map(|c| c.name).collect();
+    assert_eq!(tables, [names, exec_names, store_names]);
 }

@@ -18,7 +18,7 @@
 //! Names beginning with `.` are not keys: the walk skips them (`.tmp/` among them), and
 //! a key with such a segment is refused.
 
-use super::{Pending, Store};
+use super::adapter::{Pending, Store};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use broker_core::Bytes;
 use std::fs::{self, File, OpenOptions};

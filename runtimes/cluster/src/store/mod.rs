@@ -7,24 +7,12 @@
 //! - `memory://` ([`objects::Objects`] over `object_store`'s in-memory store): for
 //!   tests; gone when the process ends, so it is never shared.
 
+pub mod adapter;
 pub mod dir;
 pub mod objects;
 
-use broker_core::cluster::store::{StoreOp, StoreResult};
-use std::future::Future;
-use std::pin::Pin;
+pub use adapter::{Pending, Store};
 use std::sync::Arc;
-
-/// A store operation under way.
-pub type Pending = Pin<Box<dyn Future<Output = StoreResult> + Send>>;
-
-/// A shared store: carries out the node's operations, any number at once.
-pub trait Store: Send + Sync + 'static {
-    /// Carries out `op`. A write whose outcome the store cannot vouch for (an error
-    /// after the request may have reached it) is `StoreError::Unknown`; any other
-    /// error did nothing and is `StoreError::Failed`.
-    fn run(&self, op: StoreOp) -> Pending;
-}
 
 /// The URL schemes a store can be named by, as an error lists them.
 pub const SCHEMES: &str = "file:///path (a directory shared by the nodes of one machine), memory:// (for tests)";

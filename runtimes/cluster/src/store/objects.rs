@@ -7,7 +7,7 @@
 //! prefix of bytes), sorts what it gathered, and gives a page of at most the limit,
 //! saying more follow when it left keys out.
 
-use super::{Pending, Store};
+use super::adapter::{Pending, Store};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use futures::TryStreamExt;
 use object_store::path::Path;

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Steps of real Kafka clients against `broker-cluster serve` nodes, one per process run.
+
+Driven by runtimes/cluster/tests/kafka_cluster.rs; runnable by hand too:
+
+    python steps.py STEP --bootstrap 127.0.0.1:PORT [options]
+
+The steps of broker-fs's client scenarios (create-topic, produce, delete, absent)
+are reused as they are (runtimes/fs/tests/kafka/scenarios.py, whose docstring says
+what each client is configured with); `consume` is this file's. Each step exits 0 when
+its checks hold, else 1 with the reason on standard error, and prints its result as one
+JSON line on standard output.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fs", "tests", "kafka"))
+
+import kafka  # noqa: E402
+import scenarios as s  # noqa: E402
+
+
+def step_consume(args):
+    """Every record of every partition, from offset 0 to the end, with kafka-python."""
+    consumer = s.kp_consumer(args.bootstrap)
+    tps = s.kp_assign_from(consumer, args.topic, range(args.partitions), 0)
+    ends = consumer.end_offsets(tps)
+    want = sum(ends.values())
+    out = []
+    deadline = time.monotonic() + s.TIMEOUT_S
+    while len(out) < want:
+        s.check(time.monotonic() < deadline, f"kafka-python read {len(out)} of {want} records of {args.topic!r} in {s.TIMEOUT_S} s")
+        out += s.kp_poll(consumer, 0.5)
+    consumer.close()
+    s.check_dense(out, args.partitions, f"kafka-python Fetch of {args.topic!r}")
+    values = sorted(r["value"] for r in out)
+    s.emit({"topic": args.topic, "records": len(out), "values": values, "ends": {str(tp.partition): e for tp, e in ends.items()}})
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+
+    def add(name, fn, *options):
+        p = sub.add_parser(name, help=" ".join(fn.__doc__.split("\n\n")[0].split()))
+        p.add_argument("--bootstrap", required=True, help="host:port of a node's Kafka listener")
+        p.add_argument("--topic", required=True)
+        for opt in options:
+            opt(p)
+        p.set_defaults(run=fn)
+
+    def partitions(p):
+        p.add_argument("--partitions", type=int, default=1)
+
+    def count(p):
+        p.add_argument("--count", type=int, default=5, help="records per partition")
+
+    def config(p):
+        p.add_argument("--config", action="append", default=[], help="KEY=VALUE topic config")
+
+    add("create-topic", s.step_create, partitions, config)
+    add("produce", s.step_produce, partitions, count)
+    add("consume", step_consume, partitions)
+    add("delete", s.step_delete)
+    add("absent", s.step_absent)
+
+    args = parser.parse_args()
+    try:
+        args.run(args)
+    except s.ScenarioFailed as e:
+        s.log(f"FAILED {args.step}: {e}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

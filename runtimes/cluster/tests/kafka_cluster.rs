@@ -1,0 +1,163 @@
+//! Three `broker-cluster serve` processes over one directory, driven by real Kafka
+//! clients (kafka-python and confluent-kafka, through `tests/kafka/steps.py`): create
+//! on one node, produce through a second, read through the third, delete through one;
+//! from the delete's acknowledgement every node's Metadata refuses the topic; the name
+//! re-created is empty on every node; a node killed with SIGKILL right after the delete
+//! is acknowledged leaves the removal to the others, and no segment of the deleted
+//! incarnation remains.
+//!
+//! `BROKER_CLUSTER_CYCLES` sets the number of cycles (default 3; every third kills a
+//! node). The Python comes from `BROKER_KAFKA_PYTHON` (else `python3`); without the
+//! clients the test prints one `skipped:` line and passes, unless
+//! `BROKER_REQUIRE_KAFKA_CLIENTS=1` (as in CI), where it fails.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const STEPS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/steps.py");
+
+fn python() -> String {
+    std::env::var("BROKER_KAFKA_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// Whether the clients import; prints the one `skipped:` line when they do not.
+fn clients() -> bool {
+    let out = Command::new(python()).args(["-c", "import kafka, confluent_kafka"]).output();
+    let why = match &out {
+        Ok(o) if o.status.success() => return true,
+        Ok(o) => format!("{}: {}", o.status, String::from_utf8_lossy(&o.stderr).trim()),
+        Err(e) => e.to_string(),
+    };
+    if std::env::var("BROKER_REQUIRE_KAFKA_CLIENTS").as_deref() == Ok("1") {
+        panic!("BROKER_REQUIRE_KAFKA_CLIENTS=1 but the Kafka clients do not import with {} ({why})", python());
+    }
+    println!("skipped: kafka clients not installed (run .ci/kafka-clients, see README)");
+    false
+}
+
+/// One node process; killed when dropped.
+struct NodeProcess {
+    child: Child,
+    address: String,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl NodeProcess {
+    fn start(store: &str, id: u32) -> NodeProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_broker-cluster"))
+            .args(["serve", "--store", store, "--node-id", &id.to_string(), "--kafka", "127.0.0.1:0"])
+            .args(["--tail-every-ms", "200", "--reconcile-every-ms", "2000"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn broker-cluster");
+        let mut err = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("its first line");
+        let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("node {id} said {line:?}: {e}"));
+        assert_eq!(ready["event"], "listening", "{ready}");
+        let address = ready["kafka"].as_str().unwrap().to_string();
+        NodeProcess { child, address, stderr: Some(stderr) }
+    }
+
+    fn kill9(mut self) -> String {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.stderr.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `steps.py STEP --bootstrap NODE --topic TOPIC ARGS...`; it must exit 0.
+fn step(node: &NodeProcess, name: &str, topic: &str, args: &[&str]) -> Value {
+    let out = Command::new(python())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args([STEPS, name, "--bootstrap", &node.address, "--topic", topic])
+        .args(args)
+        .output()
+        .expect("run steps.py");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "step {name} {topic} {args:?} on {} failed:\n{stderr}\n{stdout}", node.address);
+    let last = stdout.lines().last().unwrap_or_else(|| panic!("step {name} printed nothing"));
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("step {name}: {last:?}: {e}"))
+}
+
+/// The incarnations that have segments in the store (the directories under `d/`).
+fn incarnations_with_segments(root: &Path) -> Vec<String> {
+    let mut found: Vec<String> = match std::fs::read_dir(root.join("d")) {
+        Ok(entries) => entries.flatten().filter_map(|e| e.file_name().into_string().ok()).collect(),
+        Err(_) => Vec::new(),
+    };
+    found.sort();
+    found
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn three_nodes_over_one_directory_serve_the_lifecycle_to_kafka_clients() {
+    if !clients() {
+        return;
+    }
+    let cycles: u32 = std::env::var("BROKER_CLUSTER_CYCLES").ok().and_then(|c| c.parse().ok()).unwrap_or(3);
+    let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-kafka-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = format!("file://{}", dir.0.display());
+    let mut nodes: Vec<NodeProcess> = (1..=3).map(|id| NodeProcess::start(&store, id)).collect();
+    let topic = "orders";
+    step(&nodes[0], "create-topic", topic, &["--partitions", "2"]);
+    for cycle in 0..cycles {
+        let (a, b, c) = ((cycle % 3) as usize, ((cycle + 1) % 3) as usize, ((cycle + 2) % 3) as usize);
+        let produced = step(&nodes[b], "produce", topic, &["--partitions", "2", "--count", "5"]);
+        assert_eq!(produced["records"], 10, "{produced}");
+        let read = step(&nodes[c], "consume", topic, &["--partitions", "2"]);
+        assert_eq!(read["records"], 10, "cycle {cycle}: {read}");
+        let segments = incarnations_with_segments(&dir.0);
+        assert_eq!(segments.len(), 1, "cycle {cycle}: incarnations with segments before the delete: {segments:?}");
+        step(&nodes[c], "delete", topic, &[]);
+        if cycle % 3 == 2 {
+            // The deleting node dies at once; the others finish the removal.
+            let said = std::mem::replace(&mut nodes[c], NodeProcess::start(&store, c as u32 + 1)).kill9();
+            assert!(!said.contains("panicked"), "node {} before its kill:\n{said}", c + 1);
+        }
+        for node in &nodes {
+            step(node, "absent", topic, &[]);
+        }
+        step(&nodes[a], "create-topic", topic, &["--partitions", "2"]);
+        for node in &nodes {
+            let read = step(node, "consume", topic, &["--partitions", "2"]);
+            assert_eq!(read["records"], 0, "cycle {cycle}: the re-created topic on {}: {read}", node.address);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while incarnations_with_segments(&dir.0) == segments {
+            assert!(Instant::now() < deadline, "cycle {cycle}: {segments:?} still in the store after 30 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(incarnations_with_segments(&dir.0), Vec::<String>::new(), "cycle {cycle}");
+    }
+    for node in nodes {
+        let said = node.kill9();
+        assert!(!said.contains("panicked"), "{said}");
+    }
+}
