@@ -60,7 +60,8 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            let usage = matches!(e, store::UrlError::Unsupported { .. });
+            return ExitCode::from(if usage { 2 } else { 1 });
         }
     };
     let listener = match TcpListener::bind(&kafka) {

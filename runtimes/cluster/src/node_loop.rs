@@ -45,12 +45,14 @@ impl NodeHandle {
     }
 }
 
-/// What the loop has seen of the store, for `status` and for the log.
+/// What the loop has seen of the store, for the log (and, later, a status command).
 #[derive(Clone, Debug, Default)]
 pub struct Health {
-    /// The last store error, if the store has not answered well since.
-    pub last_error: Option<String>,
-    /// Store operations carried out, and of them failed or of unknown outcome.
+    /// The last error of a read (get, list), if no read has succeeded since.
+    pub read_error: Option<String>,
+    /// The last error of a write (create, delete), if no write has succeeded since.
+    pub write_error: Option<String>,
+    /// Store operations carried out.
     pub ops: u64,
     /// How many of them failed or had an unknown outcome.
     pub errors: u64,
@@ -86,7 +88,7 @@ async fn run(
 ) {
     let started = Instant::now();
     let now = || Time::ZERO.plus_micros(started.elapsed().as_micros() as u64);
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(StoreOpId, StoreResult)>();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(StoreOpId, bool, StoreResult)>();
     let mut waiting: HashMap<RequestId, oneshot::Sender<Result<Reply, BrokerError>>> = HashMap::new();
     let mut next_request = 0_u64;
     loop {
@@ -103,7 +105,7 @@ async fn run(
                             }
                             Err(_) => Err(StoreError::Failed(format!("no answer from the store in {timeout:?}"))),
                         };
-                        let _ = done.send((id, result));
+                        let _ = done.send((id, write, result));
                     });
                 }
                 NodeEffect::Reply { request, reply } => {
@@ -127,8 +129,8 @@ async fn run(
                 }
                 None => return,
             },
-            Some((id, result)) = done_rx.recv() => {
-                note(&health, &result);
+            Some((id, write, result)) = done_rx.recv() => {
+                note(&health, write, &result);
                 node.handle_store(now(), id, result);
             }
             () = sleep_until(deadline) => node.handle_timeout(now()),
@@ -143,23 +145,28 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// Counts a store result, and says on standard error when the store starts failing
-/// (with the error) and when it answers well again.
-fn note(health: &Mutex<Health>, result: &StoreResult) {
+/// Counts a store result, and says on standard error when reads or writes start
+/// failing (with the error) and when they succeed again: once each way, not at every
+/// retry.
+fn note(health: &Mutex<Health>, write: bool, result: &StoreResult) {
     let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
     h.ops += 1;
+    let what = if write { "writes" } else { "reads" };
+    if result.is_err() {
+        h.errors += 1;
+    }
+    let last = if write { &mut h.write_error } else { &mut h.read_error };
     match result {
         Ok(_) => {
-            if let Some(was) = h.last_error.take() {
-                eprintln!("store: answering again (the last error was: {was})");
+            if let Some(was) = last.take() {
+                eprintln!("store: {what} succeed again (the last error was: {was})");
             }
         }
         Err(e) => {
-            h.errors += 1;
-            if h.last_error.is_none() {
-                eprintln!("store: {e}; retrying with backoff");
+            if last.is_none() {
+                eprintln!("store: {what} failing: {e}; retrying with backoff");
             }
-            h.last_error = Some(e.to_string());
+            *last = Some(e.to_string());
         }
     }
 }
