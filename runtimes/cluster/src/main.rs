@@ -26,10 +26,15 @@ struct Cli {
 enum Cmd {
     /// Run one node: serve Kafka clients over the shared store until SIGINT or SIGTERM.
     Serve {
-        /// The shared store: file:///path (a directory the nodes of one machine share)
-        /// or memory:// (for tests: nothing is shared or kept).
+        /// The shared store: file:///path (a directory the nodes of one machine share),
+        /// s3://bucket[/prefix] (credentials and region from AWS_* variables), or
+        /// memory:// (for tests: nothing is shared or kept).
         #[arg(long)]
         store: String,
+        /// The endpoint of an s3:// store that is not AWS's own (http:// allowed), as
+        /// http://127.0.0.1:9000.
+        #[arg(long)]
+        s3_endpoint: Option<String>,
         /// This node's id in the cluster: each node its own.
         #[arg(long)]
         node_id: u32,
@@ -54,9 +59,17 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let Cmd::Serve { store, node_id, kafka, tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms } =
-        Cli::parse().command;
-    let shared = match store::open(&store) {
+    let Cmd::Serve {
+        store,
+        s3_endpoint,
+        node_id,
+        kafka,
+        tail_every_ms,
+        reconcile_every_ms,
+        request_timeout_ms,
+        store_timeout_ms,
+    } = Cli::parse().command;
+    let shared = match store::open(&store, &store::StoreOptions { s3_endpoint }) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

@@ -1,19 +1,24 @@
-//! Three `broker-cluster serve` processes over one directory, driven by real Kafka
-//! clients (kafka-python and confluent-kafka, through `tests/kafka/steps.py`): create
-//! on one node, produce through a second, read through the third, delete through one;
-//! from the delete's acknowledgement every node's Metadata refuses the topic; the name
-//! re-created is empty on every node; a node killed with SIGKILL right after the delete
-//! is acknowledged leaves the removal to the others, and no segment of the deleted
-//! incarnation remains.
+//! Three `broker-cluster serve` processes over one store (a directory; an S3 server),
+//! driven by real Kafka clients (kafka-python and confluent-kafka, through
+//! `tests/kafka/steps.py`): create on one node, produce through a second, read through
+//! the third, delete through one; from the delete's acknowledgement every node's
+//! Metadata refuses the topic; the name re-created is empty on every node; a node
+//! killed with SIGKILL right after the delete is acknowledged leaves the removal to the
+//! others, and no segment of the deleted incarnation remains in the store.
 //!
 //! `BROKER_CLUSTER_CYCLES` sets the number of cycles (default 3; every third kills a
 //! node). The Python comes from `BROKER_KAFKA_PYTHON` (else `python3`); without the
-//! clients the test prints one `skipped:` line and passes, unless
-//! `BROKER_REQUIRE_KAFKA_CLIENTS=1` (as in CI), where it fails.
+//! clients the tests print one `skipped:` line and pass, unless
+//! `BROKER_REQUIRE_KAFKA_CLIENTS=1` (as in CI), where they fail. The S3 test needs
+//! `BROKER_S3_ENDPOINT` (see `tests/store_contract.rs`), as `.ci/run` sets it.
 
+use broker_cluster::store::{self, StoreOptions};
+use broker_core::cluster::keys::{parse_segment_key, DATA_PREFIX};
+use broker_core::cluster::store::{StoreOp, StoreOutput};
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -46,9 +51,10 @@ struct NodeProcess {
 }
 
 impl NodeProcess {
-    fn start(store: &str, id: u32) -> NodeProcess {
+    fn start(store: &Store, id: u32) -> NodeProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_broker-cluster"))
-            .args(["serve", "--store", store, "--node-id", &id.to_string(), "--kafka", "127.0.0.1:0"])
+            .args(["serve", "--store", &store.url, "--node-id", &id.to_string(), "--kafka", "127.0.0.1:0"])
+            .args(store.endpoint.iter().flat_map(|e| ["--s3-endpoint", e.as_str()]))
             .args(["--tail-every-ms", "200", "--reconcile-every-ms", "2000"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -97,14 +103,34 @@ fn step(node: &NodeProcess, name: &str, topic: &str, args: &[&str]) -> Value {
     serde_json::from_str(last).unwrap_or_else(|e| panic!("step {name}: {last:?}: {e}"))
 }
 
-/// The incarnations that have segments in the store (the directories under `d/`).
-fn incarnations_with_segments(root: &Path) -> Vec<String> {
-    let mut found: Vec<String> = match std::fs::read_dir(root.join("d")) {
-        Ok(entries) => entries.flatten().filter_map(|e| e.file_name().into_string().ok()).collect(),
-        Err(_) => Vec::new(),
-    };
-    found.sort();
-    found
+/// The store the nodes share: its URL, and its S3 endpoint if any.
+struct Store {
+    url: String,
+    endpoint: Option<String>,
+}
+
+impl Store {
+    /// The incarnations that have segments in the store, listed as a node lists them.
+    fn incarnations_with_segments(&self) -> BTreeSet<u64> {
+        let options = StoreOptions { s3_endpoint: self.endpoint.clone() };
+        let store = store::open(&self.url, &options).expect("the store opens");
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let mut found = BTreeSet::new();
+        let mut after = None;
+        loop {
+            let op = StoreOp::List { prefix: DATA_PREFIX.into(), after: after.clone(), limit: 1000 };
+            match runtime.block_on(store.run(op)) {
+                Ok(StoreOutput::Listed { keys, more }) => {
+                    found.extend(keys.iter().filter_map(|k| parse_segment_key(k)).map(|(t, _, _)| t.0));
+                    after = keys.last().cloned().or(after);
+                    if !more {
+                        return found;
+                    }
+                }
+                other => panic!("listing the store's segments: {other:?}"),
+            }
+        }
+    }
 }
 
 struct TempDir(PathBuf);
@@ -120,11 +146,32 @@ fn three_nodes_over_one_directory_serve_the_lifecycle_to_kafka_clients() {
     if !clients() {
         return;
     }
-    let cycles: u32 = std::env::var("BROKER_CLUSTER_CYCLES").ok().and_then(|c| c.parse().ok()).unwrap_or(3);
     let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-kafka-{}", std::process::id())));
     std::fs::create_dir_all(&dir.0).unwrap();
-    let store = format!("file://{}", dir.0.display());
-    let mut nodes: Vec<NodeProcess> = (1..=3).map(|id| NodeProcess::start(&store, id)).collect();
+    lifecycle(&Store { url: format!("file://{}", dir.0.display()), endpoint: None });
+}
+
+#[test]
+fn three_nodes_over_s3_serve_the_lifecycle_to_kafka_clients() {
+    let endpoint = match std::env::var("BROKER_S3_ENDPOINT") {
+        Ok(e) => e,
+        Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
+            panic!("BROKER_REQUIRE_SERVERS=1 but BROKER_S3_ENDPOINT names no S3 server")
+        }
+        Err(_) => return println!("skipped: no S3 server (set BROKER_S3_ENDPOINT, as .ci/run does with moto's)"),
+    };
+    if !clients() {
+        return;
+    }
+    let bucket = std::env::var("BROKER_S3_BUCKET").unwrap_or_else(|_| "broker-test".into());
+    let url = format!("s3://{bucket}/kafka-{}", std::process::id());
+    lifecycle(&Store { url, endpoint: Some(endpoint) });
+}
+
+/// The cycles of the module's doc over `store`.
+fn lifecycle(store: &Store) {
+    let cycles: u32 = std::env::var("BROKER_CLUSTER_CYCLES").ok().and_then(|c| c.parse().ok()).unwrap_or(3);
+    let mut nodes: Vec<NodeProcess> = (1..=3).map(|id| NodeProcess::start(store, id)).collect();
     let topic = "orders";
     step(&nodes[0], "create-topic", topic, &["--partitions", "2"]);
     for cycle in 0..cycles {
@@ -133,12 +180,12 @@ fn three_nodes_over_one_directory_serve_the_lifecycle_to_kafka_clients() {
         assert_eq!(produced["records"], 10, "{produced}");
         let read = step(&nodes[c], "consume", topic, &["--partitions", "2"]);
         assert_eq!(read["records"], 10, "cycle {cycle}: {read}");
-        let segments = incarnations_with_segments(&dir.0);
+        let segments = store.incarnations_with_segments();
         assert_eq!(segments.len(), 1, "cycle {cycle}: incarnations with segments before the delete: {segments:?}");
         step(&nodes[c], "delete", topic, &[]);
         if cycle % 3 == 2 {
             // The deleting node dies at once; the others finish the removal.
-            let said = std::mem::replace(&mut nodes[c], NodeProcess::start(&store, c as u32 + 1)).kill9();
+            let said = std::mem::replace(&mut nodes[c], NodeProcess::start(store, c as u32 + 1)).kill9();
             assert!(!said.contains("panicked"), "node {} before its kill:\n{said}", c + 1);
         }
         for node in &nodes {
@@ -150,11 +197,14 @@ fn three_nodes_over_one_directory_serve_the_lifecycle_to_kafka_clients() {
             assert_eq!(read["records"], 0, "cycle {cycle}: the re-created topic on {}: {read}", node.address);
         }
         let deadline = Instant::now() + Duration::from_secs(30);
-        while incarnations_with_segments(&dir.0) == segments {
-            assert!(Instant::now() < deadline, "cycle {cycle}: {segments:?} still in the store after 30 s");
+        loop {
+            let left = store.incarnations_with_segments();
+            if left.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "cycle {cycle}: {left:?} still in the store after 30 s");
             std::thread::sleep(Duration::from_millis(100));
         }
-        assert_eq!(incarnations_with_segments(&dir.0), Vec::<String>::new(), "cycle {cycle}");
     }
     for node in nodes {
         let said = node.kill9();

@@ -86,7 +86,8 @@ fn create_produce_delete_and_recreate_through_three_nodes() {
     let url = format!("file://{}", dir.0.display());
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
-        let nodes: Vec<NodeHandle> = (1..=3).map(|id| node(id, store::open(&url).unwrap())).collect();
+        let nodes: Vec<NodeHandle> =
+            (1..=3).map(|id| node(id, store::open(&url, &store::StoreOptions::default()).unwrap())).collect();
         let create = || Command::CreateTopic {
             name: "orders".into(),
             partitions: 2,

@@ -76,10 +76,7 @@ impl StoreSubject for ObjectStores {
     }
 
     fn race(&mut self, store: &mut Objects, ops: Vec<StoreOp>) -> Vec<StoreResult> {
-        self.runtime.block_on(futures::future::join_all(ops.into_iter().map(|op| {
-            let store = store.clone();
-            async move { tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked") }
-        })))
+        race_tasks(&self.runtime, store, ops)
     }
 }
 
@@ -90,4 +87,67 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn the_in_memory_object_store_conforms() {
     check_store(&mut ObjectStores { make: Objects::in_memory, runtime: runtime() }).assert_conforms();
+}
+
+/// The S3 server named by `BROKER_S3_ENDPOINT` (with `BROKER_S3_BUCKET`, default
+/// `broker-test`, already made, and credentials in the `AWS_*` variables), each fresh
+/// store a new prefix of the bucket; `.ci/run` starts one (moto's server). Without it
+/// the test prints one `skipped:` line, unless `BROKER_REQUIRE_SERVERS=1` (as in CI).
+fn s3_server() -> Option<(String, String)> {
+    match std::env::var("BROKER_S3_ENDPOINT") {
+        Ok(endpoint) => {
+            let bucket = std::env::var("BROKER_S3_BUCKET").unwrap_or_else(|_| "broker-test".into());
+            Some((endpoint, bucket))
+        }
+        Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
+            panic!("BROKER_REQUIRE_SERVERS=1 but BROKER_S3_ENDPOINT names no S3 server")
+        }
+        Err(_) => {
+            println!("skipped: no S3 server (set BROKER_S3_ENDPOINT, as .ci/run does with moto's)");
+            None
+        }
+    }
+}
+
+#[test]
+fn the_s3_store_conforms() {
+    let Some((endpoint, bucket)) = s3_server() else { return };
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let run = std::process::id();
+    let make = move || {
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Objects::s3(&bucket, &format!("contract-{run}-{n}"), Some(&endpoint)).expect("an S3 store")
+    };
+    let mut subject = S3Stores { make: Box::new(make), runtime: runtime() };
+    check_store(&mut subject).assert_conforms();
+}
+
+/// Like [`ObjectStores`], from a closure.
+struct S3Stores {
+    make: Box<dyn FnMut() -> Objects>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl StoreSubject for S3Stores {
+    type Store = Objects;
+
+    fn fresh(&mut self) -> Objects {
+        (self.make)()
+    }
+
+    fn run(&mut self, store: &mut Objects, op: StoreOp) -> StoreResult {
+        self.runtime.block_on(store.apply(op))
+    }
+
+    fn race(&mut self, store: &mut Objects, ops: Vec<StoreOp>) -> Vec<StoreResult> {
+        race_tasks(&self.runtime, store, ops)
+    }
+}
+
+/// Runs `ops` on `store` as tasks issued together.
+fn race_tasks(runtime: &tokio::runtime::Runtime, store: &Objects, ops: Vec<StoreOp>) -> Vec<StoreResult> {
+    runtime.block_on(futures::future::join_all(ops.into_iter().map(|op| {
+        let store = store.clone();
+        async move { tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked") }
+    })))
 }

@@ -4,6 +4,8 @@
 //!
 //! - `file:///path` ([`dir::DirStore`]): a directory, which several node processes on
 //!   one machine share; every create and delete is fsynced.
+//! - `s3://bucket[/prefix]` ([`objects::Objects`] over `object_store`'s S3 client): S3,
+//!   or a server that speaks its API, creates made exclusive by `If-None-Match: *`.
 //! - `memory://` ([`objects::Objects`] over `object_store`'s in-memory store): for
 //!   tests; gone when the process ends, so it is never shared.
 
@@ -15,7 +17,15 @@ pub use adapter::{Pending, Store};
 use std::sync::Arc;
 
 /// The URL schemes a store can be named by, as an error lists them.
-pub const SCHEMES: &str = "file:///path (a directory shared by the nodes of one machine), memory:// (for tests)";
+pub const SCHEMES: &str = "file:///path (a directory shared by the nodes of one machine), \
+     s3://bucket[/prefix] (S3, or a server that speaks its API: --s3-endpoint), memory:// (for tests)";
+
+/// How to reach a store, beside its URL.
+#[derive(Clone, Debug, Default)]
+pub struct StoreOptions {
+    /// The endpoint of an `s3://` store, if not AWS's own (`http://` allowed).
+    pub s3_endpoint: Option<String>,
+}
 
 /// A store URL that names no store this runtime has.
 #[derive(Debug, thiserror::Error)]
@@ -37,14 +47,20 @@ pub enum UrlError {
 }
 
 /// Opens the store `url` names.
-pub fn open(url: &str) -> Result<Arc<dyn Store>, UrlError> {
+pub fn open(url: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, UrlError> {
+    let cannot = |why: String| UrlError::Open { url: url.into(), why };
     if let Some(path) = url.strip_prefix("file://") {
         if !path.starts_with('/') {
-            let why = "a file URL names an absolute path: file:///path (three slashes)".to_string();
-            return Err(UrlError::Open { url: url.into(), why });
+            return Err(cannot("a file URL names an absolute path: file:///path (three slashes)".into()));
         }
-        let store = dir::DirStore::open(path).map_err(|e| UrlError::Open { url: url.into(), why: e.to_string() })?;
-        Ok(Arc::new(store))
+        Ok(Arc::new(dir::DirStore::open(path).map_err(|e| cannot(e.to_string()))?))
+    } else if let Some(rest) = url.strip_prefix("s3://") {
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(cannot("an S3 URL names its bucket: s3://bucket[/prefix]".into()));
+        }
+        let prefix = prefix.trim_end_matches('/');
+        Ok(Arc::new(objects::Objects::s3(bucket, prefix, options.s3_endpoint.as_deref()).map_err(cannot)?))
     } else if url == "memory://" || url == "memory:" {
         Ok(Arc::new(objects::Objects::in_memory()))
     } else {
@@ -59,10 +75,12 @@ mod tests {
     #[test]
     fn urls_that_name_no_store_are_refused_with_the_supported_list() {
         for url in ["s4://bucket", "/tmp/x", "", "FILE:///tmp", "postgres:/x"] {
-            let err = open(url).err().unwrap().to_string();
+            let err = open(url, &StoreOptions::default()).err().unwrap().to_string();
             assert!(err.contains("names no supported store") && err.contains("file:///path"), "{err}");
         }
-        let err = open("file://relative/dir").err().unwrap().to_string();
+        let err = open("file://relative/dir", &StoreOptions::default()).err().unwrap().to_string();
         assert!(err.contains("three slashes"), "{err}");
+        let err = open("s3:///prefix", &StoreOptions::default()).err().unwrap().to_string();
+        assert!(err.contains("names its bucket"), "{err}");
     }
 }
