@@ -29,8 +29,15 @@ enum Cmd {
         /// The shared store: file:///path (a directory the nodes of one machine share),
         /// s3://bucket[/prefix] (credentials and region from AWS_* variables), or
         /// memory:// (for tests: nothing is shared or kept).
-        #[arg(long)]
-        store: String,
+        #[arg(long, required_unless_present_all = ["meta_store", "data_store"], conflicts_with_all = ["meta_store", "data_store"])]
+        store: Option<String>,
+        /// The store of the metadata (the journal and snapshots), with --data-store
+        /// instead of --store: as postgres://..., with the segments in s3://...
+        #[arg(long, requires = "data_store")]
+        meta_store: Option<String>,
+        /// The store of the data (the segments), with --meta-store.
+        #[arg(long, requires = "meta_store")]
+        data_store: Option<String>,
         /// The endpoint of an s3:// store that is not AWS's own (http:// allowed), as
         /// http://127.0.0.1:9000.
         #[arg(long)]
@@ -61,6 +68,8 @@ enum Cmd {
 fn main() -> ExitCode {
     let Cmd::Serve {
         store,
+        meta_store,
+        data_store,
         s3_endpoint,
         node_id,
         kafka,
@@ -69,7 +78,16 @@ fn main() -> ExitCode {
         request_timeout_ms,
         store_timeout_ms,
     } = Cli::parse().command;
-    let shared = match store::open(&store, &store::StoreOptions { s3_endpoint }) {
+    let options = store::StoreOptions { s3_endpoint };
+    let (opened, store) = match (store, meta_store, data_store) {
+        (Some(url), _, _) => (store::open(&url, &options), url),
+        (None, Some(meta), Some(data)) => {
+            let shown = format!("metadata {meta}, data {data}");
+            (store::open_split(&meta, &data, &options), shown)
+        }
+        _ => unreachable!("clap requires --store, or --meta-store with --data-store"),
+    };
+    let shared = match opened {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

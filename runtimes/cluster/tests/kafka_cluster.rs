@@ -1,4 +1,5 @@
-//! Three `broker-cluster serve` processes over one store (a directory; an S3 server),
+//! Three `broker-cluster serve` processes over one store (a directory, S3, PostgreSQL,
+//! or PostgreSQL for the metadata and S3 for the data),
 //! driven by real Kafka clients (kafka-python and confluent-kafka, through
 //! `tests/kafka/steps.py`): create on one node, produce through a second, read through
 //! the third, delete through one; from the delete's acknowledgement every node's
@@ -9,8 +10,10 @@
 //! `BROKER_CLUSTER_CYCLES` sets the number of cycles (default 3; every third kills a
 //! node). The Python comes from `BROKER_KAFKA_PYTHON` (else `python3`); without the
 //! clients the tests print one `skipped:` line and pass, unless
-//! `BROKER_REQUIRE_KAFKA_CLIENTS=1` (as in CI), where they fail. The S3 test needs
-//! `BROKER_S3_ENDPOINT` (see `tests/store_contract.rs`), as `.ci/run` sets it.
+//! `BROKER_REQUIRE_KAFKA_CLIENTS=1` (as in CI), where they fail. The same over S3, over
+//! PostgreSQL, and with the metadata in PostgreSQL and the data in S3, need
+//! `BROKER_S3_ENDPOINT` and `BROKER_POSTGRES_URL` (see `tests/store_contract.rs`), as
+//! `.ci/run` sets them.
 
 use broker_cluster::store::{self, StoreOptions};
 use broker_core::cluster::keys::{parse_segment_key, DATA_PREFIX};
@@ -20,6 +23,7 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const STEPS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/steps.py");
@@ -53,8 +57,8 @@ struct NodeProcess {
 impl NodeProcess {
     fn start(store: &Store, id: u32) -> NodeProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_broker-cluster"))
-            .args(["serve", "--store", &store.url, "--node-id", &id.to_string(), "--kafka", "127.0.0.1:0"])
-            .args(store.endpoint.iter().flat_map(|e| ["--s3-endpoint", e.as_str()]))
+            .args(["serve", "--node-id", &id.to_string(), "--kafka", "127.0.0.1:0"])
+            .args(&store.args)
             .args(["--tail-every-ms", "200", "--reconcile-every-ms", "2000"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -103,17 +107,35 @@ fn step(node: &NodeProcess, name: &str, topic: &str, args: &[&str]) -> Value {
     serde_json::from_str(last).unwrap_or_else(|e| panic!("step {name}: {last:?}: {e}"))
 }
 
-/// The store the nodes share: its URL, and its S3 endpoint if any.
+/// The store the nodes share: the arguments that name it to `serve`, and the same
+/// store opened here.
 struct Store {
-    url: String,
-    endpoint: Option<String>,
+    args: Vec<String>,
+    store: Arc<dyn store::Store>,
 }
 
 impl Store {
+    /// `serve --store URL [--s3-endpoint E]`.
+    fn one(url: String, endpoint: Option<String>) -> Store {
+        let options = StoreOptions { s3_endpoint: endpoint.clone() };
+        let store = store::open(&url, &options).expect("the store opens");
+        let mut args = vec!["--store".to_string(), url];
+        args.extend(endpoint.into_iter().flat_map(|e| ["--s3-endpoint".to_string(), e]));
+        Store { args, store }
+    }
+
+    /// `serve --meta-store META --data-store DATA [--s3-endpoint E]`.
+    fn split(meta: String, data: String, endpoint: Option<String>) -> Store {
+        let options = StoreOptions { s3_endpoint: endpoint.clone() };
+        let store = store::open_split(&meta, &data, &options).expect("the stores open");
+        let mut args = vec!["--meta-store".to_string(), meta, "--data-store".to_string(), data];
+        args.extend(endpoint.into_iter().flat_map(|e| ["--s3-endpoint".to_string(), e]));
+        Store { args, store }
+    }
+
     /// The incarnations that have segments in the store, listed as a node lists them.
     fn incarnations_with_segments(&self) -> BTreeSet<u64> {
-        let options = StoreOptions { s3_endpoint: self.endpoint.clone() };
-        let store = store::open(&self.url, &options).expect("the store opens");
+        let store = &self.store;
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let mut found = BTreeSet::new();
         let mut after = None;
@@ -148,24 +170,62 @@ fn three_nodes_over_one_directory_serve_the_lifecycle_to_kafka_clients() {
     }
     let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-kafka-{}", std::process::id())));
     std::fs::create_dir_all(&dir.0).unwrap();
-    lifecycle(&Store { url: format!("file://{}", dir.0.display()), endpoint: None });
+    lifecycle(&Store::one(format!("file://{}", dir.0.display()), None));
 }
 
 #[test]
 fn three_nodes_over_s3_serve_the_lifecycle_to_kafka_clients() {
-    let endpoint = match std::env::var("BROKER_S3_ENDPOINT") {
-        Ok(e) => e,
-        Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
-            panic!("BROKER_REQUIRE_SERVERS=1 but BROKER_S3_ENDPOINT names no S3 server")
-        }
-        Err(_) => return println!("skipped: no S3 server (set BROKER_S3_ENDPOINT, as .ci/run does with moto's)"),
-    };
+    let Some(s3) = server("BROKER_S3_ENDPOINT", "S3 server") else { return };
     if !clients() {
         return;
     }
+    lifecycle(&Store::one(s3_url("kafka"), Some(s3)));
+}
+
+#[test]
+fn three_nodes_over_postgres_serve_the_lifecycle_to_kafka_clients() {
+    let Some(pg) = server("BROKER_POSTGRES_URL", "PostgreSQL") else { return };
+    if !clients() {
+        return;
+    }
+    lifecycle(&Store::one(pg_url(&pg, "kafka"), None));
+}
+
+#[test]
+fn three_nodes_over_postgres_and_s3_serve_the_lifecycle_to_kafka_clients() {
+    let Some(pg) = server("BROKER_POSTGRES_URL", "PostgreSQL") else { return };
+    let Some(s3) = server("BROKER_S3_ENDPOINT", "S3 server") else { return };
+    if !clients() {
+        return;
+    }
+    lifecycle(&Store::split(pg_url(&pg, "kafka_meta"), s3_url("kafka-data"), Some(s3)));
+}
+
+/// The server named by `var`; `None` (with one `skipped:` line) when it names none,
+/// unless `BROKER_REQUIRE_SERVERS=1` (as in CI), where that fails.
+fn server(var: &str, what: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) => Some(v),
+        Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
+            panic!("BROKER_REQUIRE_SERVERS=1 but {var} names no {what}")
+        }
+        Err(_) => {
+            println!("skipped: no {what} (set {var}, as .ci/run does)");
+            None
+        }
+    }
+}
+
+/// A prefix of the test bucket of this run's own.
+fn s3_url(name: &str) -> String {
     let bucket = std::env::var("BROKER_S3_BUCKET").unwrap_or_else(|_| "broker-test".into());
-    let url = format!("s3://{bucket}/kafka-{}", std::process::id());
-    lifecycle(&Store { url, endpoint: Some(endpoint) });
+    format!("s3://{bucket}/{name}-{}", std::process::id())
+}
+
+/// A table of this run's own in the test database.
+fn pg_url(base: &str, name: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}table={name}_{}", std::process::id())
 }
 
 /// The cycles of the module's doc over `store`.

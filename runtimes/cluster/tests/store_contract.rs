@@ -1,13 +1,17 @@
 //! Every store adapter against the shared-store kit, the one the simulated store
 //! passes (`sim/tests/store_conformance.rs`): that is how we know the simulator's store
 //! stands for the real ones. Racing creates run together, from several threads (the
-//! directory store) or tasks (object_store's), as several nodes issue them.
+//! directory store), tasks (object_store's) or connections (PostgreSQL), as several
+//! nodes issue them. The S3 and PostgreSQL tests need servers (`.ci/run` starts them).
 
 use broker_cluster::store::dir::DirStore;
 use broker_cluster::store::objects::Objects;
+use broker_cluster::store::postgres::PgStore;
+use broker_cluster::store::split::Split;
 use broker_conformance::{check_store, StoreSubject};
 use broker_core::cluster::store::{StoreOp, StoreResult};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Fresh directories under one temporary directory, removed at the end.
 struct Dirs {
@@ -150,4 +154,110 @@ fn race_tasks(runtime: &tokio::runtime::Runtime, store: &Objects, ops: Vec<Store
         let store = store.clone();
         async move { tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked") }
     })))
+}
+
+/// The PostgreSQL database named by `BROKER_POSTGRES_URL`, each fresh store a table of
+/// its own; `.ci/run` starts one (`.ci/postgres-server`). Without it the test prints one
+/// `skipped:` line, unless `BROKER_REQUIRE_SERVERS=1` (as in CI).
+fn postgres_server() -> Option<String> {
+    match std::env::var("BROKER_POSTGRES_URL") {
+        Ok(url) => Some(url),
+        Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
+            panic!("BROKER_REQUIRE_SERVERS=1 but BROKER_POSTGRES_URL names no PostgreSQL database")
+        }
+        Err(_) => {
+            println!("skipped: no PostgreSQL (set BROKER_POSTGRES_URL, as .ci/run does with .ci/postgres-server)");
+            None
+        }
+    }
+}
+
+/// Stores of the PostgreSQL adapter, each on the test's runtime.
+struct PgStores {
+    url: String,
+    made: u32,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl StoreSubject for PgStores {
+    type Store = PgStore;
+
+    fn fresh(&mut self) -> PgStore {
+        self.made += 1;
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        let url = format!("{}{sep}table=contract_{}_{}", self.url, std::process::id(), self.made);
+        PgStore::new(&url).expect("a PostgreSQL store")
+    }
+
+    fn run(&mut self, store: &mut PgStore, op: StoreOp) -> StoreResult {
+        self.runtime.block_on(store.apply(op))
+    }
+
+    fn race(&mut self, store: &mut PgStore, ops: Vec<StoreOp>) -> Vec<StoreResult> {
+        // Each racer on a connection of its own, as the nodes are.
+        let stores: Vec<PgStore> = ops.iter().map(|_| store.reconnected()).collect();
+        self.runtime.block_on(futures::future::join_all(ops.into_iter().zip(stores).map(|(op, store)| async move {
+            tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked")
+        })))
+    }
+}
+
+#[test]
+fn the_postgres_store_conforms() {
+    let Some(url) = postgres_server() else { return };
+    check_store(&mut PgStores { url, made: 0, runtime: runtime() }).assert_conforms();
+}
+
+/// Split stores (metadata in one, data in another), each on the test's runtime.
+struct SplitStores {
+    make: Box<dyn FnMut() -> Split>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl StoreSubject for SplitStores {
+    type Store = Split;
+
+    fn fresh(&mut self) -> Split {
+        (self.make)()
+    }
+
+    fn run(&mut self, store: &mut Split, op: StoreOp) -> StoreResult {
+        self.runtime.block_on(store.apply(op))
+    }
+
+    fn race(&mut self, store: &mut Split, ops: Vec<StoreOp>) -> Vec<StoreResult> {
+        self.runtime.block_on(futures::future::join_all(ops.into_iter().map(|op| {
+            let store = store.clone();
+            async move { tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked") }
+        })))
+    }
+}
+
+#[test]
+fn a_directory_for_metadata_and_memory_for_data_conform() {
+    let root = std::env::temp_dir().join(format!("broker-cluster-split-{}", std::process::id()));
+    let cleanup = Dirs { root: root.clone(), made: 0 };
+    let mut made = 0;
+    let make = move || {
+        made += 1;
+        let meta = DirStore::open(root.join(format!("store-{made}"))).expect("a directory store");
+        Split::new(Arc::new(meta), Arc::new(Objects::in_memory()))
+    };
+    check_store(&mut SplitStores { make: Box::new(make), runtime: runtime() }).assert_conforms();
+    drop(cleanup);
+}
+
+#[test]
+fn postgres_for_metadata_and_s3_for_data_conform() {
+    let Some(url) = postgres_server() else { return };
+    let Some((endpoint, bucket)) = s3_server() else { return };
+    let (run, mut made) = (std::process::id(), 0);
+    let make = move || {
+        made += 1;
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let meta = PgStore::new(&format!("{url}{sep}table=split_{run}_{made}")).expect("a PostgreSQL store");
+        let data = Objects::s3(&bucket, &format!("split-{run}-{made}"), Some(&endpoint)).expect("an S3 store");
+        Split::new(Arc::new(meta), Arc::new(data))
+    };
+    check_store(&mut SplitStores { make: Box::new(make), runtime: runtime() }).assert_conforms();
 }

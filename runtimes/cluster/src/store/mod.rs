@@ -6,19 +6,26 @@
 //!   one machine share; every create and delete is fsynced.
 //! - `s3://bucket[/prefix]` ([`objects::Objects`] over `object_store`'s S3 client): S3,
 //!   or a server that speaks its API, creates made exclusive by `If-None-Match: *`.
+//! - `postgres://user@host:port/db[?table=name]` ([`postgres::PgStore`]): one table of
+//!   keys and bytes; the primary key makes creates exclusive.
+//! - Metadata in one store and data in another ([`split::Split`]): the journal and
+//!   snapshots in, say, PostgreSQL, the segments in S3.
 //! - `memory://` ([`objects::Objects`] over `object_store`'s in-memory store): for
 //!   tests; gone when the process ends, so it is never shared.
 
 pub mod adapter;
 pub mod dir;
 pub mod objects;
+pub mod postgres;
+pub mod split;
 
 pub use adapter::{Pending, Store};
 use std::sync::Arc;
 
 /// The URL schemes a store can be named by, as an error lists them.
 pub const SCHEMES: &str = "file:///path (a directory shared by the nodes of one machine), \
-     s3://bucket[/prefix] (S3, or a server that speaks its API: --s3-endpoint), memory:// (for tests)";
+     s3://bucket[/prefix] (S3, or a server that speaks its API: --s3-endpoint), \
+     postgres://user@host:port/db[?table=name] (one table of keys and bytes), memory:// (for tests)";
 
 /// How to reach a store, beside its URL.
 #[derive(Clone, Debug, Default)]
@@ -61,11 +68,18 @@ pub fn open(url: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, UrlErro
         }
         let prefix = prefix.trim_end_matches('/');
         Ok(Arc::new(objects::Objects::s3(bucket, prefix, options.s3_endpoint.as_deref()).map_err(cannot)?))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(postgres::PgStore::new(url).map_err(cannot)?))
     } else if url == "memory://" || url == "memory:" {
         Ok(Arc::new(objects::Objects::in_memory()))
     } else {
         Err(UrlError::Unsupported { url: url.into() })
     }
+}
+
+/// Opens the metadata store `meta` and the data store `data` as one ([`split::Split`]).
+pub fn open_split(meta: &str, data: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, UrlError> {
+    Ok(Arc::new(split::Split::new(open(meta, options)?, open(data, options)?)))
 }
 
 #[cfg(test)]
