@@ -4,10 +4,12 @@
 //!
 //! One process is one node ([`node_loop`]); any number of them share one store
 //! ([`store`], chosen by URL). `broker-cluster serve --store URL --node-id N --kafka
-//! ADDR` runs one.
+//! ADDR` runs one; `broker-cluster status --store URL` says what the store holds
+//! ([`status`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod node_loop;
+pub mod status;
 pub mod store;

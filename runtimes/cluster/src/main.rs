@@ -4,12 +4,15 @@
 //! one JSON line to standard output once it listens (`{"event": "listening", ...}`, with
 //! the address, useful with port 0), and what goes wrong with the store to standard
 //! error. Exit status: 0 after a stop signal, 1 when it cannot start, 2 on bad usage.
+//!
+//! `status --store URL [--json]` says what the store holds, as a node reads it, and
+//! writes nothing. Exit status: 0, 1 when the store cannot be read, 2 on bad usage.
 
 use broker_cluster::node_loop::{self, Health, LoopOptions};
-use broker_cluster::store;
+use broker_cluster::{status, store};
 use broker_core::cluster::node::NodeOptions;
 use broker_core::Config;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::net::TcpListener;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -22,26 +25,57 @@ struct Cli {
     command: Cmd,
 }
 
+/// Which store: one for everything, or metadata in one and data in another.
+#[derive(Args)]
+struct StoreArgs {
+    /// The shared store: file:///path (a directory the nodes of one machine share),
+    /// s3://bucket[/prefix] (credentials and region from AWS_* variables),
+    /// postgres://user@host:port/db[?table=name], or memory:// (for tests: nothing is
+    /// shared or kept).
+    #[arg(long, required_unless_present_all = ["meta_store", "data_store"], conflicts_with_all = ["meta_store", "data_store"])]
+    store: Option<String>,
+    /// The store of the metadata (the journal and snapshots), with --data-store
+    /// instead of --store: as postgres://..., with the segments in s3://...
+    #[arg(long, requires = "data_store")]
+    meta_store: Option<String>,
+    /// The store of the data (the segments), with --meta-store.
+    #[arg(long, requires = "meta_store")]
+    data_store: Option<String>,
+    /// The endpoint of an s3:// store that is not AWS's own (http:// allowed), as
+    /// http://127.0.0.1:9000.
+    #[arg(long)]
+    s3_endpoint: Option<String>,
+}
+
+impl StoreArgs {
+    /// The store, and how to name it to the user; an error and the exit status.
+    fn open(self) -> Result<(Arc<dyn store::Store>, String), ExitCode> {
+        let options = store::StoreOptions { s3_endpoint: self.s3_endpoint };
+        let (opened, shown) = match (self.store, self.meta_store, self.data_store) {
+            (Some(url), _, _) => (store::open(&url, &options), url),
+            (None, Some(meta), Some(data)) => {
+                let shown = format!("metadata {meta}, data {data}");
+                (store::open_split(&meta, &data, &options), shown)
+            }
+            _ => unreachable!("clap requires --store, or --meta-store with --data-store"),
+        };
+        match opened {
+            Ok(s) => Ok((s, shown)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                let usage = matches!(e, store::UrlError::Unsupported { .. });
+                Err(ExitCode::from(if usage { 2 } else { 1 }))
+            }
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Run one node: serve Kafka clients over the shared store until SIGINT or SIGTERM.
     Serve {
-        /// The shared store: file:///path (a directory the nodes of one machine share),
-        /// s3://bucket[/prefix] (credentials and region from AWS_* variables), or
-        /// memory:// (for tests: nothing is shared or kept).
-        #[arg(long, required_unless_present_all = ["meta_store", "data_store"], conflicts_with_all = ["meta_store", "data_store"])]
-        store: Option<String>,
-        /// The store of the metadata (the journal and snapshots), with --data-store
-        /// instead of --store: as postgres://..., with the segments in s3://...
-        #[arg(long, requires = "data_store")]
-        meta_store: Option<String>,
-        /// The store of the data (the segments), with --meta-store.
-        #[arg(long, requires = "meta_store")]
-        data_store: Option<String>,
-        /// The endpoint of an s3:// store that is not AWS's own (http:// allowed), as
-        /// http://127.0.0.1:9000.
-        #[arg(long)]
-        s3_endpoint: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
         /// This node's id in the cluster: each node its own.
         #[arg(long)]
         node_id: u32,
@@ -63,39 +97,77 @@ enum Cmd {
         #[arg(long, default_value_t = 10_000)]
         store_timeout_ms: u64,
     },
+    /// Say what the store holds: whether it answers, the journal's position, the live
+    /// topics and the deletions whose segments are being removed. Writes nothing.
+    Status {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// How long to wait for the store, in milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+    },
 }
 
 fn main() -> ExitCode {
-    let Cmd::Serve {
-        store,
-        meta_store,
-        data_store,
-        s3_endpoint,
-        node_id,
-        kafka,
-        tail_every_ms,
-        reconcile_every_ms,
-        request_timeout_ms,
-        store_timeout_ms,
-    } = Cli::parse().command;
-    let options = store::StoreOptions { s3_endpoint };
-    let (opened, store) = match (store, meta_store, data_store) {
-        (Some(url), _, _) => (store::open(&url, &options), url),
-        (None, Some(meta), Some(data)) => {
-            let shown = format!("metadata {meta}, data {data}");
-            (store::open_split(&meta, &data, &options), shown)
+    match Cli::parse().command {
+        Cmd::Serve {
+            store,
+            node_id,
+            kafka,
+            tail_every_ms,
+            reconcile_every_ms,
+            request_timeout_ms,
+            store_timeout_ms,
+        } => {
+            let (shared, store) = match store.open() {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
+            let timing = Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms };
+            serve(shared, &store, node_id, &kafka, timing)
         }
-        _ => unreachable!("clap requires --store, or --meta-store with --data-store"),
-    };
-    let shared = match opened {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            let usage = matches!(e, store::UrlError::Unsupported { .. });
-            return ExitCode::from(if usage { 2 } else { 1 });
+        Cmd::Status { store, json, timeout_ms } => {
+            let (shared, shown) = match store.open() {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: cannot start a runtime: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            let status = runtime.block_on(status::read(shared, Duration::from_millis(timeout_ms)));
+            if json {
+                println!("{}", status::to_json(&shown, &status));
+            } else {
+                print!("{}", status::to_text(&shown, &status));
+            }
+            if status.is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
-    };
-    let listener = match TcpListener::bind(&kafka) {
+    }
+}
+
+/// A node's timers, from the command line.
+struct Timing {
+    tail_every_ms: u64,
+    reconcile_every_ms: u64,
+    request_timeout_ms: u64,
+    store_timeout_ms: u64,
+}
+
+/// `serve`: runs one node until a stop signal.
+fn serve(shared: Arc<dyn store::Store>, store: &str, node_id: u32, kafka: &str, timing: Timing) -> ExitCode {
+    let Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms } = timing;
+    let listener = match TcpListener::bind(kafka) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: cannot listen for Kafka clients on {kafka}: {e}");

@@ -140,5 +140,42 @@ fn create_produce_delete_and_recreate_through_three_nodes() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert!(left.is_empty(), "segments of the deleted incarnation left: {left:?}");
+        // status reads what the nodes did: the new incarnation live, nothing being
+        // removed once the removal is recorded.
+        let store = store::open(&url, &store::StoreOptions::default()).unwrap();
+        let mut seen = None;
+        for _ in 0..200 {
+            let status = broker_cluster::status::read(store.clone(), Duration::from_secs(5)).await.unwrap();
+            let done = status.deleting.is_empty();
+            seen = Some(status);
+            if done {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let status = seen.unwrap();
+        assert_eq!(status.live, [("orders".to_string(), second.0, 2)]);
+        assert!(status.deleting.is_empty(), "{status:?}");
+        // Create, delete, create, and the removal's record.
+        assert_eq!(status.position, 4, "{status:?}");
     });
+}
+
+/// A store that refuses everything, as one whose credentials are wrong does.
+struct Refusing;
+
+impl Store for Refusing {
+    fn run(&self, _op: broker_core::cluster::store::StoreOp) -> store::Pending {
+        Box::pin(async { Err(broker_core::cluster::store::StoreError::Failed("403 Forbidden".into())) })
+    }
+}
+
+#[test]
+fn status_of_a_store_that_refuses_names_its_answer() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let status = runtime.block_on(broker_cluster::status::read(Arc::new(Refusing), Duration::from_millis(200)));
+    let e = status.unwrap_err();
+    assert!(e.contains("within") && e.contains("403 Forbidden"), "{e}");
+    let json = broker_cluster::status::to_json("s3://b", &Err(e));
+    assert_eq!(json["reachable"], false);
 }
