@@ -1,263 +1,154 @@
 //! Every store adapter against the shared-store kit, the one the simulated store
 //! passes (`sim/tests/store_conformance.rs`): that is how we know the simulator's store
-//! stands for the real ones. Racing creates run together, from several threads (the
-//! directory store), tasks (object_store's) or connections (PostgreSQL), as several
-//! nodes issue them. The S3 and PostgreSQL tests need servers (`.ci/run` starts them).
+//! stands for the real ones. Racing creates run together, as tasks (the directory
+//! store's on I/O threads of their own; PostgreSQL's each on a connection of its own),
+//! as several nodes issue them. The S3 and PostgreSQL tests need servers (`.ci/run` starts them).
 
 use broker_cluster::store::dir::DirStore;
 use broker_cluster::store::objects::Objects;
 use broker_cluster::store::postgres::PgStore;
 use broker_cluster::store::split::Split;
+use broker_cluster::store::Store;
 use broker_conformance::{check_store, StoreSubject};
 use broker_core::cluster::store::{StoreOp, StoreResult};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Fresh directories under one temporary directory, removed at the end.
-struct Dirs {
-    root: PathBuf,
-    made: u32,
-}
+/// A temporary directory, removed at the end.
+struct TempRoot(PathBuf);
 
-impl Drop for Dirs {
+impl Drop for TempRoot {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
-impl StoreSubject for Dirs {
-    type Store = DirStore;
-
-    fn fresh(&mut self) -> DirStore {
-        self.made += 1;
-        DirStore::open(self.root.join(format!("store-{}", self.made))).expect("a fresh directory store")
-    }
-
-    fn run(&mut self, store: &mut DirStore, op: StoreOp) -> StoreResult {
-        store.apply(&op)
-    }
-
-    fn race(&mut self, store: &mut DirStore, ops: Vec<StoreOp>) -> Vec<StoreResult> {
-        let barrier = std::sync::Barrier::new(ops.len());
-        std::thread::scope(|s| {
-            let threads: Vec<_> = ops
-                .into_iter()
-                .map(|op| {
-                    let (store, barrier) = (store.clone(), &barrier);
-                    s.spawn(move || {
-                        barrier.wait();
-                        store.apply(&op)
-                    })
-                })
-                .collect();
-            threads.into_iter().map(|t| t.join().expect("a racing create panicked")).collect()
-        })
+/// Fresh directory stores under `root`.
+fn dir_stores(root: PathBuf) -> impl FnMut() -> DirStore {
+    let mut made = 0;
+    move || {
+        made += 1;
+        DirStore::open(root.join(format!("store-{made}"))).expect("a fresh directory store")
     }
 }
 
 #[test]
 fn the_directory_store_conforms() {
-    let root = std::env::temp_dir().join(format!("broker-cluster-contract-{}", std::process::id()));
-    let mut dirs = Dirs { root, made: 0 };
-    check_store(&mut dirs).assert_conforms();
+    // Racing creates run on the store's I/O threads, several at once.
+    let root = TempRoot(std::env::temp_dir().join(format!("broker-cluster-contract-{}", std::process::id())));
+    check_store(&mut Stores::new(dir_stores(root.0.clone()))).assert_conforms();
 }
 
-/// Stores of object_store's kind, each on a runtime of the test's.
-struct ObjectStores {
-    make: fn() -> Objects,
+/// Stores made by a closure, each operation run on the test's runtime; racing
+/// operations are tasks issued together, each on the store `racer` gives (the same
+/// store, or the same table over a connection of its own).
+struct Stores<S> {
+    make: Box<dyn FnMut() -> S>,
+    racer: fn(&S) -> S,
     runtime: tokio::runtime::Runtime,
 }
 
-impl StoreSubject for ObjectStores {
-    type Store = Objects;
-
-    fn fresh(&mut self) -> Objects {
-        (self.make)()
-    }
-
-    fn run(&mut self, store: &mut Objects, op: StoreOp) -> StoreResult {
-        self.runtime.block_on(store.apply(op))
-    }
-
-    fn race(&mut self, store: &mut Objects, ops: Vec<StoreOp>) -> Vec<StoreResult> {
-        race_tasks(&self.runtime, store, ops)
+impl<S: Store + Clone> Stores<S> {
+    fn new(make: impl FnMut() -> S + 'static) -> Stores<S> {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        Stores { make: Box::new(make), racer: S::clone, runtime }
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime")
+impl<S: Store + Clone> StoreSubject for Stores<S> {
+    type Store = S;
+
+    fn fresh(&mut self) -> S {
+        (self.make)()
+    }
+
+    fn run(&mut self, store: &mut S, op: StoreOp) -> StoreResult {
+        self.runtime.block_on(store.run(op))
+    }
+
+    fn race(&mut self, store: &mut S, ops: Vec<StoreOp>) -> Vec<StoreResult> {
+        let racers: Vec<S> = ops.iter().map(|_| (self.racer)(store)).collect();
+        self.runtime.block_on(futures::future::join_all(
+            ops.into_iter()
+                .zip(racers)
+                .map(|(op, s)| async move { tokio::spawn(s.run(op)).await.expect("a racing create panicked") }),
+        ))
+    }
 }
 
 #[test]
 fn the_in_memory_object_store_conforms() {
-    check_store(&mut ObjectStores { make: Objects::in_memory, runtime: runtime() }).assert_conforms();
+    check_store(&mut Stores::new(Objects::in_memory)).assert_conforms();
 }
 
-/// The S3 server named by `BROKER_S3_ENDPOINT` (with `BROKER_S3_BUCKET`, default
-/// `broker-test`, already made, and credentials in the `AWS_*` variables), each fresh
-/// store a new prefix of the bucket; `.ci/run` starts one (moto's server). Without it
-/// the test prints one `skipped:` line, unless `BROKER_REQUIRE_SERVERS=1` (as in CI).
-fn s3_server() -> Option<(String, String)> {
-    match std::env::var("BROKER_S3_ENDPOINT") {
-        Ok(endpoint) => {
-            let bucket = std::env::var("BROKER_S3_BUCKET").unwrap_or_else(|_| "broker-test".into());
-            Some((endpoint, bucket))
-        }
+/// The server named by `var`; `None` (with one `skipped:` line) when it names none,
+/// unless `BROKER_REQUIRE_SERVERS=1` (as in CI), where that fails.
+fn server(var: &str, what: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) => Some(v),
         Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
-            panic!("BROKER_REQUIRE_SERVERS=1 but BROKER_S3_ENDPOINT names no S3 server")
+            panic!("BROKER_REQUIRE_SERVERS=1 but {var} names no {what}")
         }
         Err(_) => {
-            println!("skipped: no S3 server (set BROKER_S3_ENDPOINT, as .ci/run does with moto's)");
+            println!("skipped: no {what} (set {var}, as .ci/run does)");
             None
         }
     }
+}
+
+/// Fresh S3 stores, each a new prefix of the bucket `BROKER_S3_BUCKET` (default
+/// `broker-test`, already made) at `BROKER_S3_ENDPOINT`, with the credentials of the
+/// `AWS_*` variables; `.ci/run` starts moto's server.
+fn s3_stores(tag: &'static str) -> Option<impl FnMut() -> Objects> {
+    let endpoint = server("BROKER_S3_ENDPOINT", "S3 server")?;
+    let bucket = std::env::var("BROKER_S3_BUCKET").unwrap_or_else(|_| "broker-test".into());
+    let mut made = 0;
+    Some(move || {
+        made += 1;
+        let prefix = format!("{tag}-{}-{made}", std::process::id());
+        Objects::s3(&bucket, &prefix, Some(&endpoint)).expect("an S3 store")
+    })
+}
+
+/// Fresh PostgreSQL stores, each a table of its own in the database of
+/// `BROKER_POSTGRES_URL`; `.ci/run` starts one (`.ci/postgres-server`).
+fn pg_stores(tag: &'static str) -> Option<impl FnMut() -> PgStore> {
+    let url = server("BROKER_POSTGRES_URL", "PostgreSQL database")?;
+    let mut made = 0;
+    Some(move || {
+        made += 1;
+        let sep = if url.contains('?') { '&' } else { '?' };
+        PgStore::new(&format!("{url}{sep}table={tag}_{}_{made}", std::process::id())).expect("a PostgreSQL store")
+    })
 }
 
 #[test]
 fn the_s3_store_conforms() {
-    let Some((endpoint, bucket)) = s3_server() else { return };
-    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let run = std::process::id();
-    let make = move || {
-        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Objects::s3(&bucket, &format!("contract-{run}-{n}"), Some(&endpoint)).expect("an S3 store")
-    };
-    let mut subject = S3Stores { make: Box::new(make), runtime: runtime() };
-    check_store(&mut subject).assert_conforms();
-}
-
-/// Like [`ObjectStores`], from a closure.
-struct S3Stores {
-    make: Box<dyn FnMut() -> Objects>,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl StoreSubject for S3Stores {
-    type Store = Objects;
-
-    fn fresh(&mut self) -> Objects {
-        (self.make)()
-    }
-
-    fn run(&mut self, store: &mut Objects, op: StoreOp) -> StoreResult {
-        self.runtime.block_on(store.apply(op))
-    }
-
-    fn race(&mut self, store: &mut Objects, ops: Vec<StoreOp>) -> Vec<StoreResult> {
-        race_tasks(&self.runtime, store, ops)
-    }
-}
-
-/// Runs `ops` on `store` as tasks issued together.
-fn race_tasks(runtime: &tokio::runtime::Runtime, store: &Objects, ops: Vec<StoreOp>) -> Vec<StoreResult> {
-    runtime.block_on(futures::future::join_all(ops.into_iter().map(|op| {
-        let store = store.clone();
-        async move { tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked") }
-    })))
-}
-
-/// The PostgreSQL database named by `BROKER_POSTGRES_URL`, each fresh store a table of
-/// its own; `.ci/run` starts one (`.ci/postgres-server`). Without it the test prints one
-/// `skipped:` line, unless `BROKER_REQUIRE_SERVERS=1` (as in CI).
-fn postgres_server() -> Option<String> {
-    match std::env::var("BROKER_POSTGRES_URL") {
-        Ok(url) => Some(url),
-        Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
-            panic!("BROKER_REQUIRE_SERVERS=1 but BROKER_POSTGRES_URL names no PostgreSQL database")
-        }
-        Err(_) => {
-            println!("skipped: no PostgreSQL (set BROKER_POSTGRES_URL, as .ci/run does with .ci/postgres-server)");
-            None
-        }
-    }
-}
-
-/// Stores of the PostgreSQL adapter, each on the test's runtime.
-struct PgStores {
-    url: String,
-    made: u32,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl StoreSubject for PgStores {
-    type Store = PgStore;
-
-    fn fresh(&mut self) -> PgStore {
-        self.made += 1;
-        let sep = if self.url.contains('?') { '&' } else { '?' };
-        let url = format!("{}{sep}table=contract_{}_{}", self.url, std::process::id(), self.made);
-        PgStore::new(&url).expect("a PostgreSQL store")
-    }
-
-    fn run(&mut self, store: &mut PgStore, op: StoreOp) -> StoreResult {
-        self.runtime.block_on(store.apply(op))
-    }
-
-    fn race(&mut self, store: &mut PgStore, ops: Vec<StoreOp>) -> Vec<StoreResult> {
-        // Each racer on a connection of its own, as the nodes are.
-        let stores: Vec<PgStore> = ops.iter().map(|_| store.reconnected()).collect();
-        self.runtime.block_on(futures::future::join_all(ops.into_iter().zip(stores).map(|(op, store)| async move {
-            tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked")
-        })))
-    }
+    let Some(make) = s3_stores("contract") else { return };
+    check_store(&mut Stores::new(make)).assert_conforms();
 }
 
 #[test]
 fn the_postgres_store_conforms() {
-    let Some(url) = postgres_server() else { return };
-    check_store(&mut PgStores { url, made: 0, runtime: runtime() }).assert_conforms();
-}
-
-/// Split stores (metadata in one, data in another), each on the test's runtime.
-struct SplitStores {
-    make: Box<dyn FnMut() -> Split>,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl StoreSubject for SplitStores {
-    type Store = Split;
-
-    fn fresh(&mut self) -> Split {
-        (self.make)()
-    }
-
-    fn run(&mut self, store: &mut Split, op: StoreOp) -> StoreResult {
-        self.runtime.block_on(store.apply(op))
-    }
-
-    fn race(&mut self, store: &mut Split, ops: Vec<StoreOp>) -> Vec<StoreResult> {
-        self.runtime.block_on(futures::future::join_all(ops.into_iter().map(|op| {
-            let store = store.clone();
-            async move { tokio::spawn(async move { store.apply(op).await }).await.expect("a racing create panicked") }
-        })))
-    }
+    let Some(make) = pg_stores("contract") else { return };
+    // Each racer on a connection of its own, as the nodes are.
+    let mut stores = Stores::new(make);
+    stores.racer = PgStore::reconnected;
+    check_store(&mut stores).assert_conforms();
 }
 
 #[test]
 fn a_directory_for_metadata_and_memory_for_data_conform() {
-    let root = std::env::temp_dir().join(format!("broker-cluster-split-{}", std::process::id()));
-    let cleanup = Dirs { root: root.clone(), made: 0 };
-    let mut made = 0;
-    let make = move || {
-        made += 1;
-        let meta = DirStore::open(root.join(format!("store-{made}"))).expect("a directory store");
-        Split::new(Arc::new(meta), Arc::new(Objects::in_memory()))
-    };
-    check_store(&mut SplitStores { make: Box::new(make), runtime: runtime() }).assert_conforms();
-    drop(cleanup);
+    let root = TempRoot(std::env::temp_dir().join(format!("broker-cluster-split-{}", std::process::id())));
+    let mut meta = dir_stores(root.0.clone());
+    let make = move || Split::new(Arc::new(meta()), Arc::new(Objects::in_memory()));
+    check_store(&mut Stores::new(make)).assert_conforms();
 }
 
 #[test]
 fn postgres_for_metadata_and_s3_for_data_conform() {
-    let Some(url) = postgres_server() else { return };
-    let Some((endpoint, bucket)) = s3_server() else { return };
-    let (run, mut made) = (std::process::id(), 0);
-    let make = move || {
-        made += 1;
-        let sep = if url.contains('?') { '&' } else { '?' };
-        let meta = PgStore::new(&format!("{url}{sep}table=split_{run}_{made}")).expect("a PostgreSQL store");
-        let data = Objects::s3(&bucket, &format!("split-{run}-{made}"), Some(&endpoint)).expect("an S3 store");
-        Split::new(Arc::new(meta), Arc::new(data))
-    };
-    check_store(&mut SplitStores { make: Box::new(make), runtime: runtime() }).assert_conforms();
+    let Some(mut meta) = pg_stores("split") else { return };
+    let Some(mut data) = s3_stores("split") else { return };
+    let make = move || Split::new(Arc::new(meta()), Arc::new(data()));
+    check_store(&mut Stores::new(make)).assert_conforms();
 }
