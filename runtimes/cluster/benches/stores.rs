@@ -1,6 +1,7 @@
 //! The cluster on real stores: what one acknowledged produce costs (latency, store
 //! operations) against the store's own floor, one object created, measured in the same
-//! run; produce throughput with 16 requests in flight, to one partition and to 16; and
+//! run; the store operations of one produce to 1, 10 and 100 partitions; produce
+//! throughput with 16 requests in flight, to one partition and to 16; and
 //! the delete's acknowledgement against the topic's size, with the time until the other
 //! nodes refuse the topic.
 //!
@@ -90,6 +91,9 @@ struct Row {
     one: f64,
     /// The same, each to a partition of its own.
     spread: f64,
+    /// Store operations (create, get, list, delete) of one produce of a record to each
+    /// of 1, 10 and 100 partitions.
+    fan_out: Vec<(u32, [u64; 4])>,
 }
 
 async fn measure(name: &str, url: &str, endpoint: Option<String>, n: usize) -> (Row, Vec<(usize, f64, f64)>) {
@@ -126,6 +130,22 @@ async fn measure(name: &str, url: &str, endpoint: Option<String>, n: usize) -> (
         Command::CreateTopic { name: "wide".into(), partitions: 16, settings: TopicSettings { deletion_grace_ms: 0 } };
     ok(&nodes[0], wide).await;
     let spread = in_flight(&nodes, "wide", |w| w as u32, &value, n).await;
+    // Store operations of one produce that writes to each of P partitions.
+    let mut fan_out = Vec::new();
+    for partitions in [1_u32, 10, 100] {
+        let topic = format!("fan-{partitions}");
+        let settings = TopicSettings { deletion_grace_ms: 0 };
+        ok(&nodes[0], Command::CreateTopic { name: topic.clone(), partitions, settings }).await;
+        let records: Vec<ProduceRecord> =
+            (0..partitions).map(|_| ProduceRecord { key: None, value: value.clone().into() }).collect();
+        let command = || Command::Produce { topic: topic.clone(), partition: None, records: records.clone() };
+        // The first produce learns each partition's end; the second is measured.
+        ok(&nodes[1], command()).await;
+        let before = counts(&ops);
+        ok(&nodes[1], command()).await;
+        let after = counts(&ops);
+        fan_out.push((partitions, [0, 1, 2, 3].map(|i| after[i] - before[i])));
+    }
     // Deletes of topics of 1, n/10 and n segments: the acknowledgement, and how long
     // each other node then takes to refuse a produce.
     let mut deletes = Vec::new();
@@ -147,7 +167,7 @@ async fn measure(name: &str, url: &str, endpoint: Option<String>, n: usize) -> (
         }
         deletes.push((segments, ack_ms, refused_ms));
     }
-    (Row { store: name.to_string(), floor_ms, produce_ms, ops: per, one, spread }, deletes)
+    (Row { store: name.to_string(), floor_ms, produce_ms, ops: per, one, spread, fan_out }, deletes)
 }
 
 /// Produces per second with 16 producers, each sending one produce at a time through
@@ -206,7 +226,7 @@ fn main() {
         "{:<10} {:>10} {:>12} {:>8} {:>24} {:>16} {:>18}",
         "store", "floor ms", "produce ms", "ratio", "ops/produce c/g/l/d", "16 to 1 part./s", "16 to 16 parts./s"
     );
-    let mut all_deletes = Vec::new();
+    let (mut all_deletes, mut fan_outs) = (Vec::new(), Vec::new());
     for (name, url, endpoint) in stores {
         let (row, deletes) = runtime.block_on(measure(&name, &url, endpoint, n));
         let [c, g, l, d] = row.ops;
@@ -220,7 +240,14 @@ fn main() {
             row.one,
             row.spread
         );
+        fan_outs.push((name.clone(), row.fan_out));
         all_deletes.push((name, deletes));
+    }
+    println!("{:<10} {:>10} {:>28}", "store", "partitions", "ops of one produce c/g/l/d");
+    for (name, rows) in fan_outs {
+        for (partitions, [c, g, l, d]) in rows {
+            println!("{name:<10} {partitions:>10} {:>28}", format!("{c}/{g}/{l}/{d}"));
+        }
     }
     println!("{:<10} {:>10} {:>14} {:>28}", "store", "segments", "delete ack ms", "others refuse within ms");
     for (name, deletes) in all_deletes {
