@@ -271,3 +271,51 @@ fn lifecycle(store: &Store) {
         assert!(!said.contains("panicked"), "{said}");
     }
 }
+
+/// A node killed with SIGKILL while a client produces through it, one record at a
+/// time: every record it acknowledged reads back through another node, at its offset.
+#[test]
+fn a_node_killed_mid_produce_loses_nothing_it_acknowledged() {
+    if !clients() {
+        return;
+    }
+    let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-kill-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = Store::one(format!("file://{}", dir.0.display()), None);
+    let (producer_node, reader) = (NodeProcess::start(&store, 1), NodeProcess::start(&store, 2));
+    step(&reader, "create-topic", "kills", &["--partitions", "1"]);
+    let mut child = Command::new(python())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args([STEPS, "produce-until-gone", "--bootstrap", &producer_node.address, "--topic", "kills"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run steps.py");
+    let mut acked: Vec<(u64, String)> = Vec::new();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut killed = None;
+    for line in lines.by_ref() {
+        let r: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        acked.push((r["offset"].as_u64().unwrap(), r["value"].as_str().unwrap().to_string()));
+        if acked.len() == 50 {
+            // Its next produce is under way, or about to be.
+            killed = Some(producer_node.kill9());
+            break;
+        }
+    }
+    // What it acknowledged before the kill took, still in the pipe.
+    for line in lines {
+        let r: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        acked.push((r["offset"].as_u64().unwrap(), r["value"].as_str().unwrap().to_string()));
+    }
+    assert!(child.wait().unwrap().success());
+    let said = killed.expect("the producer reached 50 acknowledgements");
+    assert!(!said.contains("panicked"), "{said}");
+    let read = step(&reader, "consume", "kills", &["--partitions", "1"]);
+    let values: BTreeSet<&str> = read["values"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    for (offset, value) in &acked {
+        assert!(values.contains(value.as_str()), "acknowledged {value} at {offset} is gone; read {read}");
+    }
+    let offsets: Vec<u64> = acked.iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, (0..acked.len() as u64).collect::<Vec<_>>(), "acknowledged offsets are dense from 0");
+}

@@ -40,6 +40,23 @@ def step_consume(args):
     s.emit({"topic": args.topic, "records": len(out), "values": values, "ends": {str(tp.partition): e for tp, e in ends.items()}})
 
 
+def step_produce_until_gone(args):
+    """Keyless records to partition 0, one at a time, each printed as a JSON line once
+    acknowledged, until the node stops answering (it is killed): then exits 0."""
+    kpp = s.kp_producer(args.bootstrap, request_timeout_ms=3000, max_block_ms=3000, retries=0)
+    i = 0
+    while True:
+        value = f"k-{i}".encode()
+        try:
+            md = kpp.send(args.topic, value=value, partition=0).get(timeout=5)
+        except Exception as e:  # the node is gone: whatever the client calls it
+            s.log(f"produce of {value!r} ended: {type(e).__name__}: {e}")
+            break
+        s.emit(s.record(args.topic, md.partition, md.offset, None, value))
+        i += 1
+    kpp.close(timeout=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
@@ -64,6 +81,7 @@ def main():
     add("create-topic", s.step_create, partitions, config)
     add("produce", s.step_produce, partitions, count)
     add("consume", step_consume, partitions)
+    add("produce-until-gone", step_produce_until_gone)
     add("delete", s.step_delete)
     add("absent", s.step_absent)
 
