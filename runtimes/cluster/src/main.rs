@@ -167,6 +167,10 @@ struct Timing {
 /// `serve`: runs one node until a stop signal.
 fn serve(shared: Arc<dyn store::Store>, store: &str, node_id: u32, kafka: &str, timing: Timing) -> ExitCode {
     let Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms } = timing;
+    let Ok(kafka_id) = i32::try_from(node_id) else {
+        eprintln!("error: --node-id {node_id} is past Kafka's broker ids (at most {})", i32::MAX);
+        return ExitCode::from(2);
+    };
     let listener = match TcpListener::bind(kafka) {
         Ok(l) => l,
         Err(e) => {
@@ -206,7 +210,9 @@ fn serve(shared: Arc<dyn store::Store>, store: &str, node_id: u32, kafka: &str, 
         }
     };
     let (stop_tx, stop_rx) = std::sync::mpsc::channel();
-    let limits = broker_kafka::Limits::from(&config);
+    // Metadata names the node by its own id, so that a client told of several nodes
+    // tells them apart (checked below i32::MAX, Kafka's broker ids, at the start).
+    let limits = broker_kafka::Limits { node_id: kafka_id, ..broker_kafka::Limits::from(&config) };
     let kafka = match broker_kafka::Kafka::start(listener, handle, limits, move || {
         let _ = stop_tx.send(());
     }) {

@@ -173,6 +173,25 @@ fn three_nodes_over_one_directory_serve_the_lifecycle_to_kafka_clients() {
     lifecycle(&Store::one(format!("file://{}", dir.0.display()), None));
 }
 
+/// Each node names itself in Metadata by its own id, as the only broker and the
+/// controller, at the address the client reached.
+#[test]
+fn each_node_names_itself_by_its_id() {
+    if !clients() {
+        return;
+    }
+    let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-ids-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = Store::one(format!("file://{}", dir.0.display()), None);
+    for id in [1, 5] {
+        let node = NodeProcess::start(&store, id);
+        let port: u64 = node.address.rsplit(':').next().unwrap().parse().unwrap();
+        let seen = step(&node, "brokers", "-", &[]);
+        assert_eq!(seen["brokers"], serde_json::json!([[id, port]]), "{seen}");
+        assert_eq!(seen["controller"], id, "{seen}");
+    }
+}
+
 #[test]
 fn three_nodes_over_s3_serve_the_lifecycle_to_kafka_clients() {
     let Some(s3) = server("BROKER_S3_ENDPOINT", "S3 server") else { return };

@@ -51,18 +51,22 @@ pub const WRITE_TIMEOUT_MS: u64 = 30_000;
 
 /// The listener's limits: the core's, which it checks itself so that a client gets
 /// Kafka's own error for them (`MESSAGE_TOO_LARGE`) and a create that only validates is
-/// judged as the core would, and its own.
+/// judged as the core would, and its own; and the broker id it answers as.
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// The core's configuration.
     pub core: Config,
     /// A client that reads none of a response for this long is cut off.
     pub write_timeout: std::time::Duration,
+    /// The broker id Metadata names this listener by, as the leader of every partition
+    /// and the controller: 0 for one broker; a cluster node's own id, so that a client
+    /// that learns of several nodes tells them apart.
+    pub node_id: i32,
 }
 
 impl From<&Config> for Limits {
     fn from(c: &Config) -> Limits {
-        Limits { core: c.clone(), write_timeout: std::time::Duration::from_millis(WRITE_TIMEOUT_MS) }
+        Limits { core: c.clone(), write_timeout: std::time::Duration::from_millis(WRITE_TIMEOUT_MS), node_id: 0 }
     }
 }
 

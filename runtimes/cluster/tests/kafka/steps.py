@@ -57,6 +57,15 @@ def step_produce_until_gone(args):
     kpp.close(timeout=1)
 
 
+def step_brokers(args):
+    """The brokers kafka-python's Metadata names (ids and ports), and the controller."""
+    kp = s.kp_admin(args.bootstrap)
+    cluster = kp.describe_cluster()
+    kp.close()
+    brokers = sorted((b["broker_id"], b["port"]) for b in cluster["brokers"])
+    s.emit({"brokers": brokers, "controller": cluster["controller_id"]})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
@@ -82,6 +91,7 @@ def main():
     add("produce", s.step_produce, partitions, count)
     add("consume", step_consume, partitions)
     add("produce-until-gone", step_produce_until_gone)
+    add("brokers", step_brokers)
     add("delete", s.step_delete)
     add("absent", s.step_absent)
 

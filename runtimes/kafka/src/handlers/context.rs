@@ -29,8 +29,6 @@ pub enum Outcome {
 /// A response still being worked out.
 pub type Pending = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
-/// The only broker of this cluster of one.
-pub(super) const NODE: i32 = 0;
 /// The cluster id Metadata reports.
 pub(super) const CLUSTER_ID: &str = "broker-core";
 

@@ -1,6 +1,6 @@
 //! Metadata: the one broker, and the live topics asked for (never created by asking).
 
-use super::context::{leader_epoch, text, topic_uuid, Context, Outcome, Pending, CLUSTER_ID, NODE};
+use super::context::{leader_epoch, text, topic_uuid, Context, Outcome, Pending, CLUSTER_ID};
 use crate::apis::Response;
 use crate::errors::code;
 use broker_core::{Command, Reply, TopicDescription};
@@ -13,16 +13,16 @@ use std::collections::BTreeSet;
 
 pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
     let list = ctx.core.submit(Command::ListTopics);
-    let local = ctx.local;
+    let (local, node) = (ctx.local, ctx.limits.node_id);
     Box::pin(async move {
         let broker = MetadataResponseBroker::default()
-            .with_node_id(BrokerId(NODE))
+            .with_node_id(BrokerId(node))
             .with_host(text(local.ip().to_string()))
             .with_port(i32::from(local.port()));
         let mut response = MetadataResponse::default()
             .with_brokers(vec![broker])
             .with_cluster_id(Some(text(CLUSTER_ID)))
-            .with_controller_id(BrokerId(NODE));
+            .with_controller_id(BrokerId(node));
         // A field of versions 8 to 10 only.
         if (8..=10).contains(&v) && r.include_cluster_authorized_operations {
             response.cluster_authorized_operations = operations(&CLUSTER_OPERATIONS);
@@ -46,7 +46,7 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
             Some(t) => t.is_empty() && v == 0,
         };
         let topics = if every {
-            live.iter().map(|t| describe_topic(t, topic_operations)).collect()
+            live.iter().map(|t| describe_topic(t, node, topic_operations)).collect()
         } else {
             // A topic asked for twice is answered once, as Kafka answers it.
             let mut asked = r.topics.unwrap_or_default();
@@ -60,7 +60,7 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
                         None => live.iter().find(|t| topic_uuid(t.id) == wanted.topic_id),
                     };
                     match (found, wanted.name) {
-                        (Some(t), _) => describe_topic(t, topic_operations),
+                        (Some(t), _) => describe_topic(t, node, topic_operations),
                         // Never created by asking: an unknown name is an error.
                         (None, Some(name)) => MetadataResponseTopic::default()
                             .with_name(Some(name))
@@ -91,16 +91,17 @@ fn operations(allowed: &[u8]) -> i32 {
     allowed.iter().fold(0, |bits, op| bits | 1 << op)
 }
 
-/// A live topic's metadata; `operations`: its authorized operations, if asked for.
-fn describe_topic(t: &TopicDescription, operations: Option<i32>) -> MetadataResponseTopic {
+/// A live topic's metadata, every partition led by broker `node`; `operations`: its
+/// authorized operations, if asked for.
+fn describe_topic(t: &TopicDescription, node: i32, operations: Option<i32>) -> MetadataResponseTopic {
     let partitions = (0..t.partitions as i32)
         .map(|p| {
             MetadataResponsePartition::default()
                 .with_partition_index(p)
-                .with_leader_id(BrokerId(NODE))
+                .with_leader_id(BrokerId(node))
                 .with_leader_epoch(leader_epoch(t.id))
-                .with_replica_nodes(vec![BrokerId(NODE)])
-                .with_isr_nodes(vec![BrokerId(NODE)])
+                .with_replica_nodes(vec![BrokerId(node)])
+                .with_isr_nodes(vec![BrokerId(node)])
         })
         .collect();
     MetadataResponseTopic::default()
