@@ -84,8 +84,9 @@ pub enum StoreError {
     /// The store refused or failed the operation: nothing happened.
     #[error("store operation failed: {0}")]
     Failed(String),
-    /// No answer came in time: a write may or may not have happened, now or later.
-    #[error("store operation timed out, its outcome unknown: {0}")]
+    /// No answer came in time, or an error came that cannot say the operation did
+    /// nothing: a write may or may not have happened, now or later.
+    #[error("store operation of unknown outcome (it may or may not take effect): {0}")]
     Unknown(String),
 }
 

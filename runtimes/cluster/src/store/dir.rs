@@ -10,8 +10,10 @@
 //!   creators, in this process or another, exactly one wins), then the key's directory
 //!   is fsynced, and the temporary name removed. Directories made on the way are
 //!   fsynced into their parents.
-//! - **Delete**: the file is removed and its directory fsynced; directories left empty
-//!   are removed (a create that meets one removed under it makes it again).
+//! - **Delete**: the file is removed; directories left empty are removed (a create that
+//!   meets one removed under it makes it again); the nearest directory still there is
+//!   fsynced (several nodes remove an incarnation's segments at once, so the file's
+//!   own directory may be gone, with the file, by another's delete).
 //! - **List**: a walk of the directories under the prefix in byte order of the keys
 //!   (a directory `a` stands for the keys from `a/`), which stops after the page.
 //!
@@ -203,14 +205,31 @@ impl Inner {
             Err(e) => return Err(unknown("removing", &path, &e)),
         }
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
-        sync_dir(&parent).map_err(|e| unknown("syncing the directory of", &path, &e))?;
-        // Directories left empty go (a create racing this makes its directory again).
+        // Directories left empty go (a create racing this makes its directory again),
+        // here or by another node's delete at the same time: the removal is made
+        // durable by a sync of the nearest directory still there, which also makes the
+        // file's removal durable if its own directory went.
         let mut dir = parent;
         while dir != self.root && dir.starts_with(&self.root) && fs::remove_dir(&dir).is_ok() {
             let Some(up) = dir.parent() else { break };
             dir = up.to_path_buf();
         }
+        self.sync_nearest(&dir).map_err(|e| unknown("syncing the directory of", &path, &e))?;
         Ok(StoreOutput::Deleted)
+    }
+
+    /// Syncs `dir`, or if it is gone (removed, left empty, by another delete), the
+    /// nearest of its ancestors under the root that is there.
+    fn sync_nearest(&self, dir: &Path) -> io::Result<()> {
+        let mut at = dir;
+        loop {
+            match sync_dir(at) {
+                Err(e) if e.kind() == ErrorKind::NotFound && at != self.root => {
+                    at = at.parent().unwrap_or(&self.root);
+                }
+                other => return other,
+            }
+        }
     }
 
     fn list(&self, prefix: &str, after: Option<&str>, limit: u32) -> StoreResult {
@@ -276,5 +295,38 @@ impl Walk<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nodes remove an incarnation's segments at once: whichever delete empties a
+    /// directory removes it, and the others' deletes still answer Deleted.
+    #[test]
+    fn deletes_racing_to_empty_a_directory_all_succeed() {
+        let root = std::env::temp_dir().join(format!("broker-dirstore-race-{}", std::process::id()));
+        let store = DirStore::open(&root).unwrap();
+        for round in 0..50 {
+            let keys: Vec<String> = (0..8).map(|i| format!("d/{round:016x}/00000000/{i:020}")).collect();
+            for key in &keys {
+                let op = StoreOp::Create { key: key.clone(), bytes: Bytes::from_static(b"x") };
+                assert_eq!(store.apply(&op), Ok(StoreOutput::Created));
+            }
+            let results: Vec<StoreResult> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..3)
+                    .flat_map(|_| keys.iter())
+                    .map(|key| {
+                        let store = store.clone();
+                        s.spawn(move || store.apply(&StoreOp::Delete { key: key.clone() }))
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert!(results.iter().all(|r| r == &Ok(StoreOutput::Deleted)), "round {round}: {results:?}");
+            assert!(!root.join(format!("d/{round:016x}")).exists(), "round {round}: its directory is left");
+        }
+        let _ = fs::remove_dir_all(&root);
     }
 }
