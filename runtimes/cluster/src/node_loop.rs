@@ -91,6 +91,10 @@ async fn run(
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(StoreOpId, bool, StoreResult)>();
     let mut waiting: HashMap<RequestId, oneshot::Sender<Result<Reply, BrokerError>>> = HashMap::new();
     let mut next_request = 0_u64;
+    // Starts the node's clock, and with it its timers: an idle node reads the journal's
+    // tail from the start, so an unreachable store is told at once, not at the first
+    // command.
+    node.handle_timeout(now());
     loop {
         while let Some(effect) = node.poll_effect() {
             match effect {
