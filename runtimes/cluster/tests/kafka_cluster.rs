@@ -327,7 +327,10 @@ fn a_node_killed_mid_produce_loses_nothing_it_acknowledged() {
         let r: Value = serde_json::from_str(&line.unwrap()).unwrap();
         acked.push((r["offset"].as_u64().unwrap(), r["value"].as_str().unwrap().to_string()));
     }
-    assert!(child.wait().unwrap().success());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the producer failed ({status}):\n{stderr}");
     let said = killed.expect("the producer reached 50 acknowledgements");
     assert!(!said.contains("panicked"), "{said}");
     let read = step(&reader, "consume", "kills", &["--partitions", "1"]);

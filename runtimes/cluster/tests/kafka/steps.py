@@ -43,18 +43,23 @@ def step_consume(args):
 def step_produce_until_gone(args):
     """Keyless records to partition 0, one at a time, each printed as a JSON line once
     acknowledged, until the node stops answering (it is killed): then exits 0."""
-    kpp = s.kp_producer(args.bootstrap, request_timeout_ms=3000, max_block_ms=3000, retries=0)
+    kpp = s.kp_producer(
+        args.bootstrap, request_timeout_ms=10000, max_block_ms=10000, api_version_auto_timeout_ms=10000, retries=0
+    )
     i = 0
     while True:
         value = f"k-{i}".encode()
         try:
-            md = kpp.send(args.topic, value=value, partition=0).get(timeout=5)
+            md = kpp.send(args.topic, value=value, partition=0).get(timeout=15)
         except Exception as e:  # the node is gone: whatever the client calls it
             s.log(f"produce of {value!r} ended: {type(e).__name__}: {e}")
             break
         s.emit(s.record(args.topic, md.partition, md.offset, None, value))
         i += 1
-    kpp.close(timeout=1)
+    try:
+        kpp.close(timeout=1)
+    except Exception as e:  # closing a client whose node is gone may complain too
+        s.log(f"close: {type(e).__name__}: {e}")
 
 
 def step_brokers(args):
