@@ -43,9 +43,7 @@ def step_consume(args):
 def step_produce_until_gone(args):
     """Keyless records to partition 0, one at a time, each printed as a JSON line once
     acknowledged, until the node stops answering (it is killed): then exits 0."""
-    kpp = s.kp_producer(
-        args.bootstrap, request_timeout_ms=10000, max_block_ms=10000, api_version_auto_timeout_ms=10000, retries=0
-    )
+    kpp = s.kp_producer(args.bootstrap, request_timeout_ms=10000, max_block_ms=10000, retries=0)
     i = 0
     while True:
         value = f"k-{i}".encode()
