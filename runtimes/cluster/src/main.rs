@@ -96,6 +96,11 @@ enum Cmd {
         /// (a write's outcome is then unknown, and checked by reading it back).
         #[arg(long, default_value_t = 10_000)]
         store_timeout_ms: u64,
+        /// Write the node's own state here as JSON every second (replaced whole): its
+        /// journal position, live topics, pending removals and the store's last read
+        /// and write errors; `node-status PATH` shows it.
+        #[arg(long)]
+        status_file: Option<std::path::PathBuf>,
     },
     /// Say what the store holds: whether it answers, the journal's position, the live
     /// topics and the deletions whose segments are being removed. Writes nothing.
@@ -109,6 +114,16 @@ enum Cmd {
         #[arg(long, default_value_t = 10_000)]
         timeout_ms: u64,
     },
+    /// Say what a running node last wrote of itself (serve --status-file PATH): its
+    /// journal position, live topics, pending removals, the store's last errors, and how
+    /// long ago it wrote them.
+    NodeStatus {
+        /// The node's status file.
+        path: std::path::PathBuf,
+        /// The file's JSON object, with its age in milliseconds, instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -121,14 +136,16 @@ fn main() -> ExitCode {
             reconcile_every_ms,
             request_timeout_ms,
             store_timeout_ms,
+            status_file,
         } => {
             let (shared, store) = match store.open() {
                 Ok(s) => s,
                 Err(code) => return code,
             };
             let timing = Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms };
-            serve(shared, &store, node_id, &kafka, timing)
+            serve(shared, &store, node_id, &kafka, timing, status_file)
         }
+        Cmd::NodeStatus { path, json } => node_status(&path, json),
         Cmd::Status { store, json, timeout_ms } => {
             let (shared, shown) = match store.open() {
                 Ok(s) => s,
@@ -165,7 +182,14 @@ struct Timing {
 }
 
 /// `serve`: runs one node until a stop signal.
-fn serve(shared: Arc<dyn store::Store>, store: &str, node_id: u32, kafka: &str, timing: Timing) -> ExitCode {
+fn serve(
+    shared: Arc<dyn store::Store>,
+    store: &str,
+    node_id: u32,
+    kafka: &str,
+    timing: Timing,
+    status_file: Option<std::path::PathBuf>,
+) -> ExitCode {
     let Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms } = timing;
     let Ok(kafka_id) = i32::try_from(node_id) else {
         eprintln!("error: --node-id {node_id} is past Kafka's broker ids (at most {})", i32::MAX);
@@ -201,6 +225,10 @@ fn serve(shared: Arc<dyn store::Store>, store: &str, node_id: u32, kafka: &str, 
     };
     let health = Arc::new(Mutex::new(Health::default()));
     let loop_options = LoopOptions { op_timeout: Duration::from_millis(store_timeout_ms) };
+    if let Some(path) = status_file {
+        let (health, id) = (health.clone(), serde_json::json!({"node": node_id, "boot": boot}));
+        runtime.spawn(write_status(path, id, health));
+    }
     let (handle, task) = runtime.block_on(async { node_loop::start(options, shared, loop_options, health) });
     let address = match listener.local_addr() {
         Ok(a) => a,
@@ -231,5 +259,66 @@ fn serve(shared: Arc<dyn store::Store>, store: &str, node_id: u32, kafka: &str, 
     eprintln!("node {node_id}: stopping");
     kafka.stop();
     task.abort();
+    ExitCode::SUCCESS
+}
+
+/// Writes the node's state to `path` every second, whole (a new file renamed over the
+/// old), with the wall-clock time it was written; a failed write is said once.
+async fn write_status(path: std::path::PathBuf, id: serde_json::Value, health: Arc<Mutex<Health>>) {
+    let temp = path.with_extension("tmp");
+    let mut failing = false;
+    loop {
+        let mut state = health.lock().unwrap_or_else(|p| p.into_inner()).to_json();
+        state["node"] = id["node"].clone();
+        state["boot"] = id["boot"].clone();
+        state["written_ms"] = serde_json::json!(now_ms());
+        let written = std::fs::write(&temp, format!("{state}\n")).and_then(|()| std::fs::rename(&temp, &path));
+        match written {
+            Err(e) if !failing => {
+                eprintln!("status file {}: {e}", path.display());
+                failing = true;
+            }
+            Ok(()) => failing = false,
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `node-status PATH`: what the node last wrote, and how long ago.
+fn node_status(path: &std::path::Path, json: bool) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: {e} (is a node running with --status-file {0}?)", path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let mut state: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {}: not a node's status file: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let age = now_ms().saturating_sub(state["written_ms"].as_u64().unwrap_or(0));
+    state["age_ms"] = serde_json::json!(age);
+    if json {
+        println!("{state}");
+        return ExitCode::SUCCESS;
+    }
+    let error = |key: &str| state[key].as_str().map_or("none".to_string(), str::to_string);
+    println!("node: {} (boot {})", state["node"], state["boot"]);
+    println!("written: {:.1} s ago{}", age as f64 / 1e3, if age > 5_000 { " (the node may be stopped)" } else { "" });
+    println!("journal position: {}", state["position"]);
+    println!("live topics: {}", state["live_topics"]);
+    println!("pending removals: {}", state["pending_removals"]);
+    println!("store operations: {} ({} failed or of unknown outcome)", state["store_ops"], state["store_errors"]);
+    println!("last read error: {}", error("read_error"));
+    println!("last write error: {}", error("write_error"));
     ExitCode::SUCCESS
 }

@@ -45,9 +45,16 @@ impl NodeHandle {
     }
 }
 
-/// What the loop has seen of the store, for the log (and, later, a status command).
+/// What the loop has seen of the store, and where the node stands, for the log and
+/// for `serve --status-file`.
 #[derive(Clone, Debug, Default)]
 pub struct Health {
+    /// The seq of the last journal entry the node has folded.
+    pub position: u64,
+    /// The live topics in its catalog.
+    pub live_topics: usize,
+    /// The deleted incarnations whose segments are not all removed yet, in its catalog.
+    pub pending_removals: usize,
     /// The last error of a read (get, list), if no read has succeeded since.
     pub read_error: Option<String>,
     /// The last error of a write (create, delete), if no write has succeeded since.
@@ -119,6 +126,13 @@ async fn run(
                 }
             }
         }
+        {
+            let catalog = node.catalog();
+            let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
+            h.position = catalog.position();
+            h.live_topics = catalog.live_topics().count();
+            h.pending_removals = catalog.deleting().count();
+        }
         let deadline = node.poll_timeout().map(|at| {
             let wait = at.as_micros().saturating_sub(now().as_micros());
             tokio::time::Instant::now() + Duration::from_micros(wait)
@@ -172,5 +186,20 @@ fn note(health: &Mutex<Health>, write: bool, result: &StoreResult) {
             }
             *last = Some(e.to_string());
         }
+    }
+}
+
+impl Health {
+    /// As `serve --status-file` writes it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "position": self.position,
+            "live_topics": self.live_topics,
+            "pending_removals": self.pending_removals,
+            "read_error": self.read_error,
+            "write_error": self.write_error,
+            "store_ops": self.ops,
+            "store_errors": self.errors,
+        })
     }
 }

@@ -1,7 +1,8 @@
 //! `broker-cluster serve` given stores it cannot use: a URL that names no supported
 //! store is refused with the supported list; a directory that cannot be one is refused
 //! at the start; an S3 endpoint where nothing answers is told on standard error in one
-//! line, at once and without any client, and the node goes on retrying.
+//! line, at once and without any client, and in the node's status file, and the node
+//! goes on retrying.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -36,7 +37,10 @@ fn a_directory_store_on_a_file_is_refused_at_the_start() {
 
 #[test]
 fn an_s3_endpoint_where_nothing_answers_is_told_at_once() {
+    let status_file = std::env::temp_dir().join(format!("broker-cluster-status-{}", std::process::id()));
+    let status_arg = status_file.display().to_string();
     let mut child = serve(&["--store", "s3://bucket", "--s3-endpoint", "http://127.0.0.1:1"])
+        .args(["--status-file", &status_arg])
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("AWS_DEFAULT_REGION", "us-east-1")
@@ -68,9 +72,17 @@ fn an_s3_endpoint_where_nothing_answers_is_told_at_once() {
         }
         said.push(line);
     }
+    // The node's status file says why too (written every second).
+    let out = Command::new(env!("CARGO_BIN_EXE_broker-cluster")).args(["node-status", "--json", &status_arg]).output();
     child.kill().unwrap();
     child.wait().unwrap();
+    let _ = std::fs::remove_file(&status_file);
     assert!(told_at.is_some(), "no failure told in 30 s: {said:?}");
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(state["read_error"].as_str().is_some_and(|e| e.contains("listing \"j/\"")), "{state}");
+    assert_eq!((state["node"].as_u64(), state["position"].as_u64()), (Some(1), Some(0)), "{state}");
     let told: Vec<&String> = said.iter().filter(|l| l.starts_with("store:")).collect();
     assert_eq!(told.len(), 1, "{said:?}");
     assert!(told[0].contains("retrying with backoff"), "{said:?}");
