@@ -15,13 +15,15 @@
 //! `BROKER_S3_ENDPOINT` and `BROKER_POSTGRES_URL` (see `tests/store_contract.rs`), as
 //! `.ci/run` sets them.
 
+mod common;
+
 use broker_cluster::store::{self, StoreOptions};
 use broker_core::cluster::keys::{parse_segment_key, DATA_PREFIX};
 use broker_core::cluster::store::{StoreOp, StoreOutput};
+use common::{server, TempDir};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -155,20 +157,12 @@ impl Store {
     }
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn three_nodes_over_one_directory_serve_the_lifecycle_to_kafka_clients() {
     if !clients() {
         return;
     }
-    let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-kafka-{}", std::process::id())));
+    let dir = TempDir::named("broker-cluster-kafka");
     std::fs::create_dir_all(&dir.0).unwrap();
     lifecycle(&Store::one(format!("file://{}", dir.0.display()), None));
 }
@@ -180,7 +174,7 @@ fn each_node_names_itself_by_its_id() {
     if !clients() {
         return;
     }
-    let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-ids-{}", std::process::id())));
+    let dir = TempDir::named("broker-cluster-ids");
     std::fs::create_dir_all(&dir.0).unwrap();
     let store = Store::one(format!("file://{}", dir.0.display()), None);
     for id in [1, 5] {
@@ -218,21 +212,6 @@ fn three_nodes_over_postgres_and_s3_serve_the_lifecycle_to_kafka_clients() {
         return;
     }
     lifecycle(&Store::split(pg_url(&pg, "kafka_meta"), s3_url("kafka-data"), Some(s3)));
-}
-
-/// The server named by `var`; `None` (with one `skipped:` line) when it names none,
-/// unless `BROKER_REQUIRE_SERVERS=1` (as in CI), where that fails.
-fn server(var: &str, what: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) => Some(v),
-        Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
-            panic!("BROKER_REQUIRE_SERVERS=1 but {var} names no {what}")
-        }
-        Err(_) => {
-            println!("skipped: no {what} (set {var}, as .ci/run does)");
-            None
-        }
-    }
 }
 
 /// A prefix of the test bucket of this run's own.
@@ -298,7 +277,7 @@ fn a_node_killed_mid_produce_loses_nothing_it_acknowledged() {
     if !clients() {
         return;
     }
-    let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-kill-{}", std::process::id())));
+    let dir = TempDir::named("broker-cluster-kill");
     std::fs::create_dir_all(&dir.0).unwrap();
     let store = Store::one(format!("file://{}", dir.0.display()), None);
     let (producer_node, reader) = (NodeProcess::start(&store, 1), NodeProcess::start(&store, 2));

@@ -2,21 +2,15 @@
 //! three processes have) over one directory: the lifecycle of DESIGN.md section 10
 //! through different nodes, and the store left clean after a removal.
 
+mod common;
+
 use broker_cluster::node_loop::{self, Health, LoopOptions, NodeHandle};
 use broker_cluster::store::{self, Store};
 use broker_core::cluster::node::NodeOptions;
 use broker_core::{BrokerError, Command, Config, ProduceRecord, Reply, TopicSettings};
-use std::path::PathBuf;
+use common::TempDir;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn node(id: u32, store: Arc<dyn Store>) -> NodeHandle {
     let options = NodeOptions {
@@ -82,7 +76,7 @@ fn files(dir: &std::path::Path, base: &str, out: &mut Vec<String>) {
 
 #[test]
 fn create_produce_delete_and_recreate_through_three_nodes() {
-    let dir = TempDir(std::env::temp_dir().join(format!("broker-cluster-nodes-{}", std::process::id())));
+    let dir = TempDir::named("broker-cluster-nodes");
     let url = format!("file://{}", dir.0.display());
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {

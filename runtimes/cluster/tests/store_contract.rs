@@ -4,6 +4,8 @@
 //! store's on I/O threads of their own; PostgreSQL's each on a connection of its own),
 //! as several nodes issue them. The S3 and PostgreSQL tests need servers (`.ci/run` starts them).
 
+mod common;
+
 use broker_cluster::store::dir::DirStore;
 use broker_cluster::store::objects::Objects;
 use broker_cluster::store::postgres::PgStore;
@@ -11,17 +13,9 @@ use broker_cluster::store::split::Split;
 use broker_cluster::store::Store;
 use broker_conformance::{check_store, StoreSubject};
 use broker_core::cluster::store::{StoreOp, StoreResult};
+use common::{server, TempDir};
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// A temporary directory, removed at the end.
-struct TempRoot(PathBuf);
-
-impl Drop for TempRoot {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Fresh directory stores under `root`.
 fn dir_stores(root: PathBuf) -> impl FnMut() -> DirStore {
@@ -35,7 +29,7 @@ fn dir_stores(root: PathBuf) -> impl FnMut() -> DirStore {
 #[test]
 fn the_directory_store_conforms() {
     // Racing creates run on the store's I/O threads, several at once.
-    let root = TempRoot(std::env::temp_dir().join(format!("broker-cluster-contract-{}", std::process::id())));
+    let root = TempDir::named("broker-cluster-contract");
     check_store(&mut Stores::new(dir_stores(root.0.clone()))).assert_conforms();
 }
 
@@ -81,21 +75,6 @@ fn the_in_memory_object_store_conforms() {
     check_store(&mut Stores::new(Objects::in_memory)).assert_conforms();
 }
 
-/// The server named by `var`; `None` (with one `skipped:` line) when it names none,
-/// unless `BROKER_REQUIRE_SERVERS=1` (as in CI), where that fails.
-fn server(var: &str, what: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) => Some(v),
-        Err(_) if std::env::var("BROKER_REQUIRE_SERVERS").as_deref() == Ok("1") => {
-            panic!("BROKER_REQUIRE_SERVERS=1 but {var} names no {what}")
-        }
-        Err(_) => {
-            println!("skipped: no {what} (set {var}, as .ci/run does)");
-            None
-        }
-    }
-}
-
 /// Fresh S3 stores, each a new prefix of the bucket `BROKER_S3_BUCKET` (default
 /// `broker-test`, already made) at `BROKER_S3_ENDPOINT`, with the credentials of the
 /// `AWS_*` variables; `.ci/run` starts moto's server.
@@ -139,7 +118,7 @@ fn the_postgres_store_conforms() {
 
 #[test]
 fn a_directory_for_metadata_and_memory_for_data_conform() {
-    let root = TempRoot(std::env::temp_dir().join(format!("broker-cluster-split-{}", std::process::id())));
+    let root = TempDir::named("broker-cluster-split");
     let mut meta = dir_stores(root.0.clone());
     let make = move || Split::new(Arc::new(meta()), Arc::new(Objects::in_memory()));
     check_store(&mut Stores::new(make)).assert_conforms();
