@@ -102,6 +102,7 @@ async fn run(
     // tail from the start, so an unreachable store is told at once, not at the first
     // command.
     node.handle_timeout(now());
+    let mut counted: Option<Instant> = None;
     loop {
         while let Some(effect) = node.poll_effect() {
             match effect {
@@ -126,7 +127,10 @@ async fn run(
                 }
             }
         }
-        {
+        // Counting the catalog's topics costs as many as it holds: at most every
+        // quarter second, not at every event.
+        if counted.is_none_or(|at| at.elapsed() >= Duration::from_millis(250)) {
+            counted = Some(Instant::now());
             let catalog = node.catalog();
             let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
             h.position = catalog.position();
