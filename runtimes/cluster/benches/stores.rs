@@ -3,7 +3,8 @@
 //! run; the store operations of one produce to 1, 10 and 100 partitions; produce
 //! throughput with 16 requests in flight, to one partition and to 16; and
 //! the delete's acknowledgement against the topic's size, with the time until the other
-//! nodes refuse the topic.
+//! nodes refuse the topic. The baseline of the directory's produce: the same produce,
+//! one at a time, on `broker-fs` (one broker, durability journaled) over the same disk.
 //!
 //! Three nodes of the runtime (`node_loop`) in this process over one store, each with
 //! its own handle on it, as three processes have:
@@ -220,6 +221,7 @@ fn main() {
         }
         Err(_) => println!("skipped: PostgreSQL (set BROKER_POSTGRES_URL, as .ci/run does)"),
     }
+    let fs_ms = broker_fs_produce_ms(&base.join(format!("broker-fs-bench-{run}")), n);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     println!("cluster on real stores: 3 nodes in one process, {n} produces of one 1000-byte record per phase");
     println!(
@@ -227,6 +229,7 @@ fn main() {
         "store", "floor ms", "produce ms", "ratio", "ops/produce c/g/l/d", "16 to 1 part./s", "16 to 16 parts./s"
     );
     let (mut all_deletes, mut fan_outs) = (Vec::new(), Vec::new());
+    let mut directory_ms = None;
     for (name, url, endpoint) in stores {
         let (row, deletes) = runtime.block_on(measure(&name, &url, endpoint, n));
         let [c, g, l, d] = row.ops;
@@ -240,8 +243,17 @@ fn main() {
             row.one,
             row.spread
         );
+        if name == "directory" {
+            directory_ms = Some(row.produce_ms);
+        }
         fan_outs.push((name.clone(), row.fan_out));
         all_deletes.push((name, deletes));
+    }
+    if let Some(cluster) = directory_ms {
+        println!(
+            "broker-fs  {fs_ms:>10.2} ms per produce (one broker, journaled); the directory cluster's: {:.2}x",
+            cluster / fs_ms
+        );
     }
     println!("{:<10} {:>10} {:>28}", "store", "partitions", "ops of one produce c/g/l/d");
     for (name, rows) in fan_outs {
@@ -256,4 +268,21 @@ fn main() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Milliseconds per produce of one 1000-byte record, one at a time, on broker-fs over
+/// a fresh directory `dir` (removed after).
+fn broker_fs_produce_ms(dir: &std::path::Path, n: usize) -> f64 {
+    let mut d: broker_fs::Driver = broker_fs::Driver::open(dir, broker_fs::DriverOptions::default()).expect("open");
+    d.request(create("bench")).expect("create");
+    let value = vec![0x5a_u8; 1000];
+    d.request(produce("bench", &value)).expect("produce");
+    let started = Instant::now();
+    for _ in 0..n {
+        d.request(produce("bench", &value)).expect("produce");
+    }
+    let ms = started.elapsed().as_secs_f64() * 1e3 / n as f64;
+    drop(d);
+    let _ = std::fs::remove_dir_all(dir);
+    ms
 }
