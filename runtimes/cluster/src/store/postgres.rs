@@ -126,7 +126,7 @@ impl PgStore {
             if !answered {
                 self.inner.forget(&client);
             }
-            let what = format!("{}: {e}", shown(&op));
+            let what = format!("{}: {}", shown(&op), said(&e));
             if answered || !write {
                 StoreError::Failed(what)
             } else {
@@ -150,20 +150,23 @@ impl Inner {
         if let Some(client) = held.as_ref().filter(|c| !c.is_closed()) {
             return Ok(client.clone());
         }
-        let failed = |e: tokio_postgres::Error| StoreError::Failed(format!("connecting to PostgreSQL: {e}"));
+        let failed = |e: tokio_postgres::Error| StoreError::Failed(format!("connecting to PostgreSQL: {}", said(&e)));
         let (client, connection) = tokio_postgres::connect(&self.config, NoTls).await.map_err(failed)?;
         tokio::spawn(async move {
             // Its end is seen by the next operation, as a closed client.
             let _ = connection.await;
         });
+        // Nodes (or one node's reconnections) making the table at once: PostgreSQL's
+        // `IF NOT EXISTS` does not hold against a concurrent create (one of them fails
+        // on its catalog's unique index), so the creates take turns under a lock that
+        // the implicit transaction of this one batch holds.
         let table = &self.table;
-        let sql = format!("CREATE TABLE IF NOT EXISTS {table} (key bytea PRIMARY KEY, bytes bytea NOT NULL)");
+        let sql = format!(
+            "SELECT pg_advisory_xact_lock(hashtext('broker-cluster table {table}')); \
+             CREATE TABLE IF NOT EXISTS {table} (key bytea PRIMARY KEY, bytes bytea NOT NULL)"
+        );
         if let Err(e) = client.batch_execute(&sql).await {
-            // Nodes making the table at once: one wins, the others see it exist.
-            let raced = e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION);
-            if !raced {
-                return Err(StoreError::Failed(format!("making the table {table}: {e}")));
-            }
+            return Err(StoreError::Failed(format!("making the table {table}: {}", said(&e))));
         }
         let client = Arc::new(client);
         *held = Some(client.clone());
@@ -187,6 +190,15 @@ fn raised(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut below = prefix[..=last].to_vec();
     below[last] += 1;
     Some(below)
+}
+
+/// An error as PostgreSQL put it: the server's message and code where it answered
+/// (the client's own `Display` says only "db error"), else the client's words.
+fn said(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
 }
 
 /// An operation as an error names it (without its bytes).
