@@ -108,11 +108,14 @@ pub enum Bug {
     /// Cluster: a describe answers with the partition ends the node has learned by its
     /// own produces and fetches, without reading each partition's last segment.
     ClusterDescribeCached,
+    /// Cluster: a produce that rode in another's segment (group commit) is given the
+    /// segment's base as its first offset, not where its records begin in it.
+    ClusterRiderAtLeaderBase,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 35] = [
+    pub const ALL: [Bug; 36] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -148,6 +151,7 @@ impl Bug {
         Bug::ClusterDeleteAcksDeleting,
         Bug::ClusterUnavailableAppend,
         Bug::ClusterDescribeCached,
+        Bug::ClusterRiderAtLeaderBase,
     ];
 
     /// The bug's command-line name.
@@ -185,6 +189,7 @@ impl Bug {
             Bug::ClusterDeleteAcksDeleting => "cluster-delete-acks-deleting",
             Bug::ClusterUnavailableAppend => "cluster-unavailable-append",
             Bug::ClusterDescribeCached => "cluster-describe-cached",
+            Bug::ClusterRiderAtLeaderBase => "cluster-rider-at-leader-base",
             Bug::LogSyncCutsSyncedTail => "log-sync-cuts-synced-tail",
             Bug::TailCutUnreported => "tail-cut-unreported",
             Bug::LogSyncReportsJournaledCut => "log-sync-reports-journaled-cut",

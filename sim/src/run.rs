@@ -148,6 +148,8 @@ pub struct RunStats {
     pub node_crashes: u64,
     /// Cluster: conditional creates that found their key taken (journal or segment).
     pub lost_races: u64,
+    /// Cluster: produces whose records rode in another's segment (group commit).
+    pub rides: u64,
     /// Cluster: orphan segments the final reconciliation removed.
     pub orphans_removed: u64,
     /// Cluster: journal keys a delayed create wrote again after compaction deleted them.

@@ -113,7 +113,7 @@ fn a_cluster_seed_replays_with_the_same_trace_hash_and_differs_by_node_count() {
 fn fault_kinds_name_every_counter() {
     let r = run(&RunOptions { seed: 1, ..RunOptions::default() });
     let kinds = fault_kinds(&r);
-    assert_eq!(kinds.len(), 31);
+    assert_eq!(kinds.len(), 32);
     let names: Vec<&str> = kinds.iter().map(|(name, _)| *name).collect();
     for kind in [
         "writes cut short by a full disk",

@@ -362,3 +362,10 @@ fn every_checker_catches_some_planted_bug() {
         fired_by(*bug, checker);
     }
 }
+
+/// A produce that rode in another's segment (group commit) answered with the segment's
+/// base as its first offset: the offsets it was given hold another produce's records.
+#[test]
+fn cluster_rider_at_leader_base_is_caught() {
+    caught_by(Bug::ClusterRiderAtLeaderBase, &[Checker::AckedOffsetsServed]);
+}

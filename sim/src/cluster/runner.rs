@@ -246,6 +246,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
     }
     sim.run_events();
     sim.final_checks();
+    sim.stats.rides += sim.slots.iter().filter_map(|s| s.node.as_ref()).map(Node::rides).sum::<u64>();
     sim.stats.lost_races = sim.store.lost_races;
     sim.stats.stale_landings = sim.store.stale_landings;
     sim.stats.deletions_completed = sim.store.lives.values().filter(|l| l.completions > 0).count() as u64;
@@ -383,9 +384,8 @@ impl Sim {
 
     fn crash(&mut self, n: usize, why: &str) {
         let slot = &mut self.slots[n];
-        if slot.node.take().is_none() {
-            return;
-        }
+        let Some(node) = slot.node.take() else { return };
+        self.stats.rides += node.rides();
         slot.life += 1;
         slot.wakes.clear();
         let requests = std::mem::take(&mut slot.requests);

@@ -27,15 +27,12 @@ impl Node {
         for (p, records) in batches {
             let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
             self.next_nonce += 1;
-            parts.insert(p, Part { records, writer, base: None, written: false });
+            parts.insert(p, Part { records, writer, base: None, written: false, sealed: false, riders: Vec::new() });
         }
         let ps: Vec<u32> = parts.keys().copied().collect();
         self.data.work.insert(request, Work::Produce { name, topic, positions, parts });
         for p in ps {
-            match self.data.ends.get(&(topic, p)) {
-                Some(&end) => self.write_part(request, p, end),
-                None => self.list_segments(request, topic, p, None),
-            }
+            self.enter_lane(request, topic, p);
         }
     }
 
@@ -168,8 +165,7 @@ impl Node {
             }
             Err(e) => {
                 let log = segment_key(topic, partition, base);
-                self.data.work.remove(&request);
-                self.reply(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
+                self.end_request(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
             }
         }
     }
@@ -266,18 +262,32 @@ impl Node {
         self.await_fence(request, After::Fetched(Ok(reply)));
     }
 
+    /// Creates the segment of `request`'s part for `partition` at `base`: on its first
+    /// try, with the records of the produces queued behind it in the partition's lane.
     pub(super) fn write_part(&mut self, request: RequestId, partition: u32, base: u64) {
-        let Some(Work::Produce { name, topic, parts, .. }) = self.data.work.get_mut(&request) else { return };
+        let Some(Work::Produce { topic, parts, .. }) = self.data.work.get(&request) else { return };
         let topic = *topic;
+        if parts.get(&partition).is_some_and(|p| !p.sealed) {
+            self.gather(request, topic, partition);
+        }
+        let Some(Work::Produce { name, parts, .. }) = self.data.work.get_mut(&request) else { return };
         let Some(part) = parts.get_mut(&partition) else { return };
         if base.checked_add(part.records.len() as u64).is_none() {
             // As on one node; only a forged store has a segment ending this far.
             let e = BrokerError::Storage(format!("partition {partition} of {name:?} has run out of offsets"));
-            self.data.work.remove(&request);
-            return self.reply(request, Err(e));
+            return self.end_request(request, Err(e));
         }
         part.base = Some(base);
         let bytes = segment::encode(topic, partition, base, part.writer, &part.records);
+        // The riders' records are in the create: their outcome is its outcome.
+        let riders = part.riders.clone();
+        for (rider, at) in riders {
+            if let Some(Work::Produce { parts, .. }) = self.data.work.get_mut(&rider) {
+                if let Some(p) = parts.get_mut(&partition) {
+                    p.base = Some(base + at);
+                }
+            }
+        }
         let op = StoreOp::Create { key: segment_key(topic, partition, base), bytes: bytes.into() };
         self.issue(op, Purpose::WriteSegment { request, partition });
     }
@@ -303,8 +313,7 @@ impl Node {
             }
             Err(e) => {
                 let log = segment_key(topic, partition, base);
-                self.data.work.remove(&request);
-                self.reply(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
+                self.end_request(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
             }
         }
     }
@@ -316,16 +325,33 @@ impl Node {
         let Some(base) = part.base else { return };
         part.written = true;
         let end = base + part.records.len() as u64;
-        let all = parts.values().all(|p| p.written);
         let known = self.data.ends.entry((topic, partition)).or_insert(end);
         *known = (*known).max(end);
-        if all
-            && (planted!(self.options.config, ClusterProduceUnverified)
-                || planted!(self.options.config, ClusterSkipFence))
-        {
+        self.lane_written(request, topic, partition, base);
+        self.when_written(request);
+    }
+
+    /// Once every part of produce `request` is written: its second fence.
+    pub(super) fn when_written(&mut self, request: RequestId) {
+        let Some(Work::Produce { parts, .. }) = self.data.work.get(&request) else { return };
+        if !parts.values().all(|p| p.written) {
+            return;
+        }
+        if planted!(self.options.config, ClusterProduceUnverified) || planted!(self.options.config, ClusterSkipFence) {
             self.produced(request);
-        } else if all {
+        } else {
             self.await_fence(request, After::Produced);
+        }
+    }
+
+    /// Ends `request`'s work with `reply`; a produce leaves its partitions' lanes, and
+    /// the riders whose records its creates carried end as it does.
+    pub(super) fn end_request(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
+        let Some(work) = self.data.work.remove(&request) else { return };
+        let riders = self.leave_lanes(request, &work);
+        self.reply(request, reply.clone());
+        for rider in riders {
+            self.end_request(rider, reply.clone());
         }
     }
 
@@ -366,18 +392,23 @@ impl Node {
     /// the tombstone, and read: its outcome is unknown.
     pub(super) fn data_not_found(&mut self, request: RequestId) {
         let planted = planted!(self.options.config, ClusterProduceNotFoundAfterWrite);
-        let reply = match self.data.work.remove(&request) {
-            Some(Work::Produce { name, topic, parts, .. }) if parts.values().any(|p| p.base.is_some()) && !planted => {
+        let Some(work) = self.data.work.remove(&request) else { return };
+        let reply = match &work {
+            Work::Produce { name, topic, parts, .. } if parts.values().any(|p| p.base.is_some()) && !planted => {
                 BrokerError::OutcomeUnknown(format!(
                     "topic {name:?} ({topic}) was deleted while the produce was in flight: some of its records may \
                      have been written, and read, before the deletion"
                 ))
             }
-            Some(Work::Produce { name, .. } | Work::Fetch { name, .. } | Work::Describe { name, .. }) => {
-                BrokerError::TopicNotFound { name }
+            Work::Produce { name, .. } | Work::Fetch { name, .. } | Work::Describe { name, .. } => {
+                BrokerError::TopicNotFound { name: name.clone() }
             }
-            None => return,
         };
+        // Riders' records went with this produce's creates: each answers by its own.
+        let riders = self.leave_lanes(request, &work);
         self.reply(request, Err(reply));
+        for rider in riders {
+            self.data_not_found(rider);
+        }
     }
 }

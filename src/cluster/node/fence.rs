@@ -131,6 +131,7 @@ impl Node {
                 After::Fetched(reply) => self.fetched(request, reply),
             }
         }
+        self.start_lanes();
         if !self.fence.waiting.is_empty() {
             self.begin_round();
         }

@@ -88,6 +88,8 @@ impl Node {
         let waiting: Vec<RequestId> = self.fence.waiting.drain(..).map(|(r, _, _)| r).collect();
         let work: Vec<RequestId> =
             std::mem::take(&mut self.data.work).into_keys().filter(|r| !waiting.contains(r)).collect();
+        self.data.lanes.clear();
+        self.data.starting.clear();
         let client = |a: Appendable| match a {
             Appendable::Client(request, _) => Some(request),
             Appendable::Removed(_) => None,

@@ -18,6 +18,8 @@
 //!   end again after a lost race, then waits for a second fence: acknowledged if the
 //!   topic is still live, else answered with an unknown outcome. A fetch lists and reads
 //!   the partition's segments, then waits for a second fence before it answers.
+//!   `lanes.rs` keeps one segment write under way per partition: the produces that
+//!   arrive meanwhile ride in the next one (group commit).
 //! - `removal.rs`, rule R: the segments of an incarnation whose grace delay ended are
 //!   deleted by every node that folded its tombstone, and the removal completed once.
 //! - `reconcile.rs`, rule O: objects under the data prefix that no incarnation owns are
@@ -60,6 +62,7 @@ mod compaction;
 mod data;
 mod fence;
 mod healing;
+mod lanes;
 mod reconcile;
 mod removal;
 
@@ -224,6 +227,11 @@ struct Part {
     /// The base it is being written at, and whether it is written.
     base: Option<u64>,
     written: bool,
+    /// Its records hold the riders' too (`lanes.rs`), as they stay until written.
+    sealed: bool,
+    /// The produces whose records follow its own in its segment, each with where its
+    /// records begin.
+    riders: Vec<(RequestId, u64)>,
 }
 
 /// A fence round in flight.
@@ -398,6 +406,12 @@ struct DataState {
     ends: BTreeMap<(TopicId, u32), u64>,
     /// Per incarnation, where the next keyless record goes (round-robin).
     cursors: BTreeMap<TopicId, u32>,
+    /// Per partition, the segment write under way and the produces waiting for it.
+    lanes: BTreeMap<(TopicId, u32), lanes::Lane>,
+    /// Leaders whose writes start once every command of their fence round is placed.
+    starting: Vec<(RequestId, TopicId, u32)>,
+    /// Produces whose records rode in another's segment, over the node's life.
+    rides: u64,
 }
 
 /// Rule H: the requests not yet answered, and when each is answered at the latest.
@@ -552,6 +566,12 @@ impl Node {
             && self.removal.in_flight.is_none()
     }
 
+    /// How many produces' records rode in another produce's segment (group commit, per
+    /// partition) in this life of the node.
+    pub fn rides(&self) -> u64 {
+        self.data.rides
+    }
+
     /// How many orphan segments the reconciler has deleted in this life of the node.
     pub fn orphans_removed(&self) -> u64 {
         self.reconcile.orphans_removed
@@ -578,6 +598,7 @@ impl Node {
         let unverified = produce && planted!(self.options.config, ClusterProduceUnverified);
         if (unverified || planted!(self.options.config, ClusterSkipFence)) && self.catalog.position() > 0 {
             self.fenced(request, command);
+            self.start_lanes();
             return self.pump_appends();
         }
         self.await_fence(request, After::Command(command));

@@ -101,3 +101,119 @@ fn an_append_with_an_unknown_outcome_is_read_back() {
         assert_eq!(net.store.keys().count(), 1, "lands: {lands}");
     }
 }
+
+/// The bases of the segments in the store, in key order.
+fn segment_bases(net: &Net) -> Vec<u64> {
+    net.store.keys().filter_map(parse_segment_key).map(|(_, _, b)| b).collect()
+}
+
+/// One node with `config`: produces of `a`, `b c`, `d` and `e` to partition 0 of a new
+/// topic, submitted at once and run, each checked acknowledged at its offsets.
+fn four_produces_to_one_partition(config: Config) -> Net {
+    let mut net = Net::new(1);
+    net.nodes[0] = Node::new(NodeOptions { config, ..net.nodes[0].options.clone() });
+    net.submit(0, create("t"));
+    net.run();
+    let batches: [&[&str]; 4] = [&["a"], &["b", "c"], &["d"], &["e"]];
+    let rs: Vec<RequestId> = batches.iter().map(|b| net.submit(0, produce("t", Some(0), b))).collect();
+    net.run();
+    let got: Vec<Vec<u64>> = rs.iter().map(|r| offsets(net.reply(*r))).collect();
+    assert_eq!(got, vec![vec![0], vec![1, 2], vec![3], vec![4]]);
+    net
+}
+
+/// The offsets a produce was acknowledged with.
+fn offsets(reply: &Result<Reply, BrokerError>) -> Vec<u64> {
+    let Ok(Reply::Produced { positions, .. }) = reply else { panic!("not produced: {reply:?}") };
+    positions.iter().map(|p| p.offset).collect()
+}
+
+/// Produces to one partition that reach a node while its write there is under way
+/// cost one segment between them: the first of them leads the next write, the others
+/// ride in its segment, each acknowledged at the offsets where its own records lie.
+/// (The first produce's fence round has begun when the others arrive: they wait for
+/// the next round, and meet its segment write under way.)
+#[test]
+fn produces_to_one_partition_in_flight_together_share_one_segment() {
+    let mut net = four_produces_to_one_partition(Config::default());
+    assert_eq!(segment_bases(&net), vec![0, 1], "[a] then [b c d e]");
+    assert_eq!(net.nodes[0].rides(), 2);
+    // A fetch reads one segment.
+    let f = net.submit(0, fetch("t", 0, 1));
+    net.run();
+    let want: Vec<(u64, String)> = ["b", "c", "d", "e"].iter().zip(1..).map(|(v, i)| (i, v.to_string())).collect();
+    assert_eq!(values(net.reply(f)), want);
+}
+
+/// A segment holds at most one batch: the first produce queued that would take it past
+/// the batch's limits waits for the next write, and those behind it keep their order.
+#[test]
+fn riders_past_a_batchs_limit_wait_for_the_next_segment() {
+    let net = four_produces_to_one_partition(Config { max_batch_records: 3, ..Config::default() });
+    assert_eq!(segment_bases(&net), vec![0, 1, 4], "[a], then [b c d] (3 records), then [e]");
+}
+
+/// The leader's create times out, whether it landed or not: it is read back and, if
+/// missing, issued again with the same bytes. A produce that arrived after the first
+/// create went out is not added to it (it could be acknowledged by a segment that does
+/// not hold it): it writes the next segment.
+#[test]
+fn a_create_of_unknown_outcome_is_issued_again_without_new_riders() {
+    for lands in [true, false] {
+        let mut net = Net::new(1);
+        net.submit(0, create("t"));
+        net.run();
+        let first = net.submit(0, produce("t", Some(0), &["a"]));
+        let rider = net.submit(0, produce("t", Some(0), &["b"]));
+        while !matches!(net.pending.front(), Some((_, _, StoreOp::Create { .. }))) {
+            assert!(net.step_with(|store, op| Ok(store.apply(op))), "no segment create");
+        }
+        let late = net.submit(0, produce("t", Some(0), &["c"]));
+        net.step_with(|store, op| {
+            if lands {
+                store.apply(op);
+            }
+            Err(StoreError::Unknown("timed out".into()))
+        });
+        net.run();
+        let got: Vec<Vec<u64>> = [first, rider, late].iter().map(|r| offsets(net.reply(*r))).collect();
+        assert_eq!(got, vec![vec![0], vec![1], vec![2]], "lands: {lands}");
+        assert_eq!(net.segments(), 2, "lands: {lands}");
+        let f = net.submit(0, fetch("t", 0, 2));
+        net.run();
+        assert_eq!(values(net.reply(f)), vec![(2, "c".to_string())], "lands: {lands}");
+    }
+}
+
+/// A leader whose create meets a corrupt segment under its key ends with an error,
+/// and so do its riders (their records went with its create).
+#[test]
+fn riders_end_as_their_leader_does() {
+    let mut net = Net::new(1);
+    net.submit(0, create("t"));
+    net.run();
+    let p1 = net.submit(0, produce("t", Some(0), &["a"]));
+    net.run();
+    assert_eq!(offsets(net.reply(p1)), vec![0]);
+    // Another node's segment at 1 lands while this node knows the end as 1, then rots.
+    let writer = EntryWriter { node: 9, boot: 9, nonce: 9 };
+    let records = [ProduceRecord { key: None, value: b"x".to_vec().into() }];
+    let mut bytes = segment::encode(TopicId(1), 0, 1, writer, &records);
+    let n = bytes.len();
+    bytes[n - 1] ^= 0xff;
+    net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 0, 1), bytes: bytes.into() });
+    // `b` writes at the end it knows; `c` and `d` arrive while it does.
+    let b = net.submit(0, produce("t", Some(0), &["b"]));
+    while !matches!(net.pending.front(), Some((_, _, StoreOp::Create { .. }))) {
+        assert!(net.step_with(|store, op| Ok(store.apply(op))), "no segment create");
+    }
+    // A list begins a fence round: `c` and `d` both wait for the next one.
+    net.submit(0, Command::ListTopics);
+    let cd: Vec<RequestId> = ["c", "d"].iter().map(|v| net.submit(0, produce("t", Some(0), &[v]))).collect();
+    net.run();
+    for r in [b].into_iter().chain(cd) {
+        assert!(matches!(net.reply(r), Err(BrokerError::CorruptRecord { .. })), "{:?}", net.reply(r));
+    }
+    assert_eq!(net.nodes[0].rides(), 1, "d rode with c");
+    assert_eq!(net.segments(), 2, "nothing written past the corrupt segment");
+}
