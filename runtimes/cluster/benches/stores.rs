@@ -88,10 +88,11 @@ struct Row {
     floor_ms: f64,
     produce_ms: f64,
     ops: [f64; 4],
-    /// Produces per second, 16 in flight to one partition.
-    one: f64,
+    /// Produces per second, 16 in flight to one partition, and store operations per
+    /// produce (create, get, list, delete).
+    one: (f64, [f64; 4]),
     /// The same, each to a partition of its own.
-    spread: f64,
+    spread: (f64, [f64; 4]),
     /// Store operations (create, get, list, delete) of one produce of a record to each
     /// of 1, 10 and 100 partitions.
     fan_out: Vec<(u32, [u64; 4])>,
@@ -126,11 +127,11 @@ async fn measure(name: &str, url: &str, endpoint: Option<String>, n: usize) -> (
     let per = [0, 1, 2, 3].map(|i| (after[i] - before[i]) as f64 / n as f64);
     // 16 in flight, spread over the three nodes: to one partition (every produce
     // races the others for the partition's next offset), then each to its own.
-    let one = in_flight(&nodes, "bench", |_| 0, &value, n).await;
+    let one = in_flight(&nodes, &ops, "bench", |_| 0, &value, n).await;
     let wide =
         Command::CreateTopic { name: "wide".into(), partitions: 16, settings: TopicSettings { deletion_grace_ms: 0 } };
     ok(&nodes[0], wide).await;
-    let spread = in_flight(&nodes, "wide", |w| w as u32, &value, n).await;
+    let spread = in_flight(&nodes, &ops, "wide", |w| w as u32, &value, n).await;
     // Store operations of one produce that writes to each of P partitions.
     let mut fan_out = Vec::new();
     for partitions in [1_u32, 10, 100] {
@@ -172,8 +173,17 @@ async fn measure(name: &str, url: &str, endpoint: Option<String>, n: usize) -> (
 }
 
 /// Produces per second with 16 producers, each sending one produce at a time through
-/// node `w % 3` to partition `partition(w)`, `n / 16 + 1` each.
-async fn in_flight(nodes: &[NodeHandle], topic: &str, partition: fn(usize) -> u32, value: &[u8], n: usize) -> f64 {
+/// node `w % 3` to partition `partition(w)`, `n / 16 + 1` each; and the store
+/// operations per produce, as `ops` counts them.
+async fn in_flight(
+    nodes: &[NodeHandle],
+    ops: &[AtomicU64; 4],
+    topic: &str,
+    partition: fn(usize) -> u32,
+    value: &[u8],
+    n: usize,
+) -> (f64, [f64; 4]) {
+    let before = counts(ops);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for w in 0..16 {
@@ -193,7 +203,10 @@ async fn in_flight(nodes: &[NodeHandle], topic: &str, partition: fn(usize) -> u3
     for t in tasks {
         t.await.expect("a producer");
     }
-    (16 * (n / 16 + 1)) as f64 / started.elapsed().as_secs_f64()
+    let produces = (16 * (n / 16 + 1)) as f64;
+    let rate = produces / started.elapsed().as_secs_f64();
+    let after = counts(ops);
+    (rate, [0, 1, 2, 3].map(|i| (after[i] - before[i]) as f64 / produces))
 }
 
 fn main() {
@@ -228,7 +241,7 @@ fn main() {
         "{:<10} {:>10} {:>12} {:>8} {:>24} {:>16} {:>18}",
         "store", "floor ms", "produce ms", "ratio", "ops/produce c/g/l/d", "16 to 1 part./s", "16 to 16 parts./s"
     );
-    let (mut all_deletes, mut fan_outs) = (Vec::new(), Vec::new());
+    let (mut all_deletes, mut fan_outs, mut in_flights) = (Vec::new(), Vec::new(), Vec::new());
     let mut directory_ms = None;
     for (name, url, endpoint) in stores {
         let (row, deletes) = runtime.block_on(measure(&name, &url, endpoint, n));
@@ -240,12 +253,13 @@ fn main() {
             row.produce_ms,
             row.produce_ms / row.floor_ms,
             format!("{c:.2}/{g:.2}/{l:.2}/{d:.2}"),
-            row.one,
-            row.spread
+            row.one.0,
+            row.spread.0
         );
         if name == "directory" {
             directory_ms = Some(row.produce_ms);
         }
+        in_flights.push((name.clone(), row.one, row.spread));
         fan_outs.push((name.clone(), row.fan_out));
         all_deletes.push((name, deletes));
     }
@@ -254,6 +268,12 @@ fn main() {
             "broker-fs  {fs_ms:>10.2} ms per produce (one broker, journaled); the directory cluster's: {:.2}x",
             cluster / fs_ms
         );
+    }
+    println!("{:<10} {:>16} {:>12} {:>28}", "store", "16 in flight to", "produces/s", "ops per produce c/g/l/d");
+    for (name, one, spread) in in_flights {
+        for (to, (rate, [c, g, l, d])) in [("1 partition", one), ("16 partitions", spread)] {
+            println!("{name:<10} {to:>16} {rate:>12.0} {:>28}", format!("{c:.2}/{g:.2}/{l:.2}/{d:.2}"));
+        }
     }
     println!("{:<10} {:>10} {:>28}", "store", "partitions", "ops of one produce c/g/l/d");
     for (name, rows) in fan_outs {
