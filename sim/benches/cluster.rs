@@ -44,6 +44,7 @@ fn params(seed: u64, nodes: u32, tail_every_ms: u64) -> SwarmParams {
         cluster: Some(ClusterParams {
             tail_every_ms,
             compact_after_entries: 200,
+            gather_ms: 0,
             request_timeout_ms: 30_000,
             ..ClusterParams::fault_free(nodes, (5_000, 20_000))
         }),

@@ -21,7 +21,7 @@
 //!
 //! `BROKER_CLUSTER_BENCH_N` produces per phase (default 300; smoke mode 20).
 
-use broker_cluster::node_loop::{self, Health, LoopOptions, NodeHandle};
+use broker_cluster::node_loop::{self, Health, LoopOptions, NodeHandle, DEFAULT_GATHER_MS};
 use broker_cluster::store::{self, Pending, Store, StoreOptions};
 use broker_core::cluster::node::NodeOptions;
 use broker_core::cluster::store::StoreOp;
@@ -54,18 +54,28 @@ fn counts(ops: &[AtomicU64; 4]) -> [u64; 4] {
 }
 
 fn node(id: u32, store: Arc<dyn Store>) -> NodeHandle {
+    node_with(id, store, Config::default())
+}
+
+fn node_with(id: u32, store: Arc<dyn Store>, config: Config) -> NodeHandle {
     let options = NodeOptions {
         node: id,
         boot: u64::from(id),
-        config: Config::default(),
+        config,
         list_limit: 1_000,
         tail_every_ms: 1_000,
         reconcile_every_ms: 0,
         compact_after_entries: 1_000,
         request_timeout_ms: 30_000,
+        gather_ms: gather_ms(),
     };
     let loop_options = LoopOptions { op_timeout: Duration::from_secs(10) };
     node_loop::start(options, store, loop_options, Arc::new(Mutex::new(Health::default()))).0
+}
+
+/// The nodes' gathering window: `BROKER_CLUSTER_BENCH_GATHER_MS`, else `serve`'s default.
+fn gather_ms() -> u64 {
+    std::env::var("BROKER_CLUSTER_BENCH_GATHER_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_GATHER_MS)
 }
 
 fn produce(topic: &str, value: &[u8]) -> Command {
@@ -96,6 +106,8 @@ struct Row {
     /// Store operations (create, get, list, delete) of one produce of a record to each
     /// of 1, 10 and 100 partitions.
     fan_out: Vec<(u32, [u64; 4])>,
+    /// The same produce as `produce_ms`, one at a time, without its fences.
+    unfenced_ms: Option<f64>,
 }
 
 async fn measure(name: &str, url: &str, endpoint: Option<String>, n: usize) -> (Row, Vec<(usize, f64, f64)>) {
@@ -125,6 +137,7 @@ async fn measure(name: &str, url: &str, endpoint: Option<String>, n: usize) -> (
     let produce_ms = started.elapsed().as_secs_f64() * 1e3 / n as f64;
     let after = counts(&ops);
     let per = [0, 1, 2, 3].map(|i| (after[i] - before[i]) as f64 / n as f64);
+    let unfenced_ms = unfenced_produce_ms(open(), &value, n).await;
     // 16 in flight, spread over the three nodes: to one partition (every produce
     // races the others for the partition's next offset), then each to its own.
     let one = in_flight(&nodes, &ops, "bench", |_| 0, &value, n).await;
@@ -169,7 +182,29 @@ async fn measure(name: &str, url: &str, endpoint: Option<String>, n: usize) -> (
         }
         deletes.push((segments, ack_ms, refused_ms));
     }
-    (Row { store: name.to_string(), floor_ms, produce_ms, ops: per, one, spread, fan_out }, deletes)
+    (Row { store: name.to_string(), floor_ms, produce_ms, ops: per, one, spread, fan_out, unfenced_ms }, deletes)
+}
+
+/// Milliseconds per produce to topic `bench`, one at a time, through a fourth node
+/// that skips every fence after its first (broker-core's planted bug
+/// `cluster-skip-fence`: unsafe, here only to measure what the fences cost).
+#[cfg(feature = "planted-bugs")]
+async fn unfenced_produce_ms(store: Arc<dyn Store>, value: &[u8], n: usize) -> Option<f64> {
+    use broker_core::planted::{Bug, PlantedBugs};
+    let config = Config { bugs: PlantedBugs::only(Bug::ClusterSkipFence), ..Config::default() };
+    let unfenced = node_with(4, store, config);
+    // Its first command fences (it has folded nothing); the rest do not.
+    ok(&unfenced, produce("bench", value)).await;
+    let started = Instant::now();
+    for _ in 0..n {
+        ok(&unfenced, produce("bench", value)).await;
+    }
+    Some(started.elapsed().as_secs_f64() * 1e3 / n as f64)
+}
+
+#[cfg(not(feature = "planted-bugs"))]
+async fn unfenced_produce_ms(_: Arc<dyn Store>, _: &[u8], _: usize) -> Option<f64> {
+    None
 }
 
 /// Produces per second with 16 producers, each sending one produce at a time through
@@ -242,6 +277,7 @@ fn main() {
         "store", "floor ms", "produce ms", "ratio", "ops/produce c/g/l/d", "16 to 1 part./s", "16 to 16 parts./s"
     );
     let (mut all_deletes, mut fan_outs, mut in_flights) = (Vec::new(), Vec::new(), Vec::new());
+    let mut unfenced = Vec::new();
     let mut directory_ms = None;
     for (name, url, endpoint) in stores {
         let (row, deletes) = runtime.block_on(measure(&name, &url, endpoint, n));
@@ -259,6 +295,9 @@ fn main() {
         if name == "directory" {
             directory_ms = Some(row.produce_ms);
         }
+        if let Some(ms) = row.unfenced_ms {
+            unfenced.push((name.clone(), row.produce_ms, ms));
+        }
         in_flights.push((name.clone(), row.one, row.spread));
         fan_outs.push((name.clone(), row.fan_out));
         all_deletes.push((name, deletes));
@@ -268,6 +307,12 @@ fn main() {
             "broker-fs  {fs_ms:>10.2} ms per produce (one broker, journaled); the directory cluster's: {:.2}x",
             cluster / fs_ms
         );
+    }
+    if unfenced.is_empty() {
+        println!("without the fences: not measured (build with --features planted-bugs)");
+    }
+    for (name, fenced, ms) in unfenced {
+        println!("{name:<10} {ms:>10.2} ms per produce without its fences; with them: {:.2}x", fenced / ms);
     }
     println!("{:<10} {:>16} {:>12} {:>28}", "store", "16 in flight to", "produces/s", "ops per produce c/g/l/d");
     for (name, one, spread) in in_flights {

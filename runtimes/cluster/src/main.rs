@@ -8,7 +8,7 @@
 //! `status --store URL [--json]` says what the store holds, as a node reads it, and
 //! writes nothing. Exit status: 0, 1 when the store cannot be read, 2 on bad usage.
 
-use broker_cluster::node_loop::{self, Health, LoopOptions};
+use broker_cluster::node_loop::{self, Health, LoopOptions, DEFAULT_GATHER_MS};
 use broker_cluster::{status, store};
 use broker_core::cluster::node::NodeOptions;
 use broker_core::Config;
@@ -96,6 +96,11 @@ enum Cmd {
         /// (a write's outcome is then unknown, and checked by reading it back).
         #[arg(long, default_value_t = 10_000)]
         store_timeout_ms: u64,
+        /// How long a partition's next segment write waits for more produces to ride in
+        /// it, in milliseconds (0: it starts at once; produces that arrive while a write
+        /// to their partition is under way ride in the next one either way).
+        #[arg(long, default_value_t = DEFAULT_GATHER_MS)]
+        gather_ms: u64,
         /// Write the node's own state here as JSON every second (replaced whole): its
         /// journal position, live topics, pending removals and the store's last read
         /// and write errors; `node-status PATH` shows it.
@@ -136,13 +141,14 @@ fn main() -> ExitCode {
             reconcile_every_ms,
             request_timeout_ms,
             store_timeout_ms,
+            gather_ms,
             status_file,
         } => {
             let (shared, store) = match store.open() {
                 Ok(s) => s,
                 Err(code) => return code,
             };
-            let timing = Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms };
+            let timing = Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms, gather_ms };
             serve(shared, &store, node_id, &kafka, timing, status_file)
         }
         Cmd::NodeStatus { path, json } => node_status(&path, json),
@@ -179,6 +185,7 @@ struct Timing {
     reconcile_every_ms: u64,
     request_timeout_ms: u64,
     store_timeout_ms: u64,
+    gather_ms: u64,
 }
 
 /// `serve`: runs one node until a stop signal.
@@ -190,7 +197,7 @@ fn serve(
     timing: Timing,
     status_file: Option<std::path::PathBuf>,
 ) -> ExitCode {
-    let Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms } = timing;
+    let Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms, gather_ms } = timing;
     let Ok(kafka_id) = i32::try_from(node_id) else {
         eprintln!("error: --node-id {node_id} is past Kafka's broker ids (at most {})", i32::MAX);
         return ExitCode::from(2);
@@ -215,6 +222,7 @@ fn serve(
         reconcile_every_ms,
         compact_after_entries: 1_000,
         request_timeout_ms,
+        gather_ms,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(r) => r,

@@ -65,6 +65,11 @@ pub struct Health {
     pub errors: u64,
 }
 
+/// How long `serve` holds a partition's next segment write for more produces to ride
+/// in it, in milliseconds, unless `--gather-ms` says otherwise (BENCHMARKS.md,
+/// section 8, measures the choice).
+pub const DEFAULT_GATHER_MS: u64 = 0;
+
 /// The loop's tuning.
 #[derive(Clone, Debug)]
 pub struct LoopOptions {

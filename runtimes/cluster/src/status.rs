@@ -33,6 +33,7 @@ pub async fn read(store: Arc<dyn Store>, timeout: Duration) -> Result<Status, St
         tail_every_ms: 0,
         reconcile_every_ms: 0,
         compact_after_entries: 0,
+        gather_ms: 0,
         request_timeout_ms: 0,
     };
     let mut node = Node::new(options);

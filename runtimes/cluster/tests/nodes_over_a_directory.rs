@@ -21,6 +21,7 @@ fn node(id: u32, store: Arc<dyn Store>) -> NodeHandle {
         tail_every_ms: 100,
         reconcile_every_ms: 0,
         compact_after_entries: 20,
+        gather_ms: 0,
         request_timeout_ms: 10_000,
     };
     let loop_options = LoopOptions { op_timeout: Duration::from_secs(5) };

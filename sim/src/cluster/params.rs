@@ -57,6 +57,9 @@ pub struct ClusterParams {
     /// How long a node lets a request wait for the store before it answers anyway, in
     /// milliseconds (0: as long as it takes).
     pub request_timeout_ms: u64,
+    /// How long a node holds a partition's next segment write for more produces to ride
+    /// in it, in milliseconds (0: not at all).
+    pub gather_ms: u64,
 }
 
 impl ClusterParams {
@@ -97,6 +100,8 @@ impl ClusterParams {
             foreign_keys: faults && r.chance(0.5),
             clock_offset_us: if faults && r.chance(0.5) { r.between(1, 10_000_000) } else { 0 },
             clock_drift_ppm: if faults && r.chance(0.5) { r.between(1, 20_000) } else { 0 },
+            // Drawn apart, so that the draws above stay as they were.
+            gather_ms: *SimRng::fork(seed, "gather").pick(&[0, 0, 1, 5]).unwrap_or(&0),
         })
     }
 
@@ -125,6 +130,7 @@ impl ClusterParams {
             foreign_keys: false,
             clock_offset_us: 0,
             clock_drift_ppm: 0,
+            gather_ms: 0,
         }
     }
 

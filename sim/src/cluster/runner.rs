@@ -362,6 +362,7 @@ impl Sim {
             reconcile_every_ms: self.cp.reconcile_every_ms,
             compact_after_entries: self.cp.compact_after_entries,
             request_timeout_ms: self.cp.request_timeout_ms,
+            gather_ms: self.cp.gather_ms,
         }
     }
 

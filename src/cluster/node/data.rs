@@ -27,7 +27,8 @@ impl Node {
         for (p, records) in batches {
             let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
             self.next_nonce += 1;
-            parts.insert(p, Part { records, writer, base: None, written: false, sealed: false, riders: Vec::new() });
+            let riders = Vec::new();
+            parts.insert(p, Part { records, writer, base: None, written: false, sealed: false, waited: false, riders });
         }
         let ps: Vec<u32> = parts.keys().copied().collect();
         self.data.work.insert(request, Work::Produce { name, topic, positions, parts });
@@ -263,11 +264,15 @@ impl Node {
     }
 
     /// Creates the segment of `request`'s part for `partition` at `base`: on its first
-    /// try, with the records of the produces queued behind it in the partition's lane.
+    /// try, once the gathering window is over, with the records of the produces queued
+    /// behind it in the partition's lane.
     pub(super) fn write_part(&mut self, request: RequestId, partition: u32, base: u64) {
         let Some(Work::Produce { topic, parts, .. }) = self.data.work.get(&request) else { return };
         let topic = *topic;
         if parts.get(&partition).is_some_and(|p| !p.sealed) {
+            if self.hold(request, partition, base) {
+                return;
+            }
             self.gather(request, topic, partition);
         }
         let Some(Work::Produce { name, parts, .. }) = self.data.work.get_mut(&request) else { return };

@@ -90,6 +90,7 @@ impl Node {
             std::mem::take(&mut self.data.work).into_keys().filter(|r| !waiting.contains(r)).collect();
         self.data.lanes.clear();
         self.data.starting.clear();
+        self.data.held.clear();
         let client = |a: Appendable| match a {
             Appendable::Client(request, _) => Some(request),
             Appendable::Removed(_) => None,

@@ -54,6 +54,31 @@ impl Node {
         }
     }
 
+    /// Holds the first create of `request`, the lane's leader, for the gathering window,
+    /// if there is one and it has not waited it out yet: whether it did.
+    pub(super) fn hold(&mut self, request: RequestId, partition: u32, base: u64) -> bool {
+        let window = self.options.gather_ms;
+        let at = self.now.plus_millis(window);
+        match self.part_mut(request, partition) {
+            Some(part) if window > 0 && !part.waited => {
+                part.waited = true;
+                self.data.held.insert((at, request, partition, base));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Starts the segment writes whose gathering window ended at or before `now` (those
+    /// whose produce ended meanwhile find nothing to write).
+    pub(super) fn release_held(&mut self, now: Time) {
+        while self.data.held.first().is_some_and(|(at, ..)| *at <= now) {
+            if let Some((_, request, partition, base)) = self.data.held.pop_first() {
+                self.write_part(request, partition, base);
+            }
+        }
+    }
+
     /// Moves into the part of `request`, the lane's leader, the records of the produces
     /// queued behind it, in order, while one batch holds them. Called once, before its
     /// first create: a create whose outcome is unknown is issued again with the same

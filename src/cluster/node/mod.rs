@@ -115,6 +115,10 @@ pub struct NodeOptions {
     /// segments, a create's or delete's entry) is answered with an unknown outcome, and
     /// its write goes on.
     pub request_timeout_ms: u64,
+    /// How long a partition's next segment write waits, once the node knows where it
+    /// goes, for more produces to ride in it (`lanes.rs`), in milliseconds; 0: it starts
+    /// at once (produces still ride in the write after one under way).
+    pub gather_ms: u64,
 }
 
 /// Why an operation was issued.
@@ -229,6 +233,8 @@ struct Part {
     written: bool,
     /// Its records hold the riders' too (`lanes.rs`), as they stay until written.
     sealed: bool,
+    /// Its first create has waited out the gathering window.
+    waited: bool,
     /// The produces whose records follow its own in its segment, each with where its
     /// records begin.
     riders: Vec<(RequestId, u64)>,
@@ -410,6 +416,9 @@ struct DataState {
     lanes: BTreeMap<(TopicId, u32), lanes::Lane>,
     /// Leaders whose writes start once every command of their fence round is placed.
     starting: Vec<(RequestId, TopicId, u32)>,
+    /// Leaders waiting out the gathering window: when their first create goes, and at
+    /// which base.
+    held: BTreeSet<(Time, RequestId, u32, u64)>,
     /// Produces whose records rode in another's segment, over the node's life.
     rides: u64,
 }
@@ -514,17 +523,19 @@ impl Node {
         let removal = self.removal.in_flight.is_none().then(|| self.removal.due.values().min().copied()).flatten();
         let reconcile = self.reconcile.next_pass.filter(|_| self.reconcile.pass.is_none());
         let deadline = self.requests.deadlines.first().map(|(at, _)| *at);
-        [retry, self.fence.next_tail, removal, reconcile, deadline].into_iter().flatten().min()
+        let held = self.data.held.first().map(|(at, ..)| *at);
+        [retry, self.fence.next_tail, removal, reconcile, deadline, held].into_iter().flatten().min()
     }
 
     /// Lets time pass to `now`: answers every request whose deadline passed, issues
-    /// again every failed operation whose backoff has ended, reads the journal's tail if
-    /// it is time, starts a removal whose grace delay has ended, and starts the
-    /// reconciler if its pass is due.
+    /// again every failed operation whose backoff has ended, starts the segment writes
+    /// whose gathering window ended, reads the journal's tail if it is time, starts a
+    /// removal whose grace delay has ended, and starts the reconciler if its pass is due.
     pub fn handle_timeout(&mut self, now: Time) {
         self.clock(now);
         self.answer_overdue(now);
         self.retry_due(now);
+        self.release_held(now);
         if self.fence.next_tail.is_some_and(|at| at <= now) && self.healing.broken.is_none() {
             self.fence.next_tail = Some(now.plus_millis(self.options.tail_every_ms));
             if self.fence.round.is_none() && !planted!(self.options.config, ClusterNoTailing) {

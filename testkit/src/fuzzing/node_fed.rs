@@ -35,6 +35,7 @@ impl OneNode {
             tail_every_ms: 0,
             reconcile_every_ms: 0,
             compact_after_entries: 0,
+            gather_ms: 0,
             request_timeout_ms: 0,
         });
         OneNode { store, node, replies: BTreeMap::new(), next: 0 }

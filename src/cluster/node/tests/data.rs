@@ -217,3 +217,25 @@ fn riders_end_as_their_leader_does() {
     assert_eq!(net.nodes[0].rides(), 1, "d rode with c");
     assert_eq!(net.segments(), 2, "nothing written past the corrupt segment");
 }
+
+/// With a gathering window, a partition's first create waits it out once the node knows
+/// where the segment goes: produces that arrive meanwhile ride in it.
+#[test]
+fn a_gathering_window_holds_the_first_create_for_riders() {
+    let mut net = Net::new(1);
+    net.nodes[0] = Node::new(NodeOptions { gather_ms: 5, ..net.nodes[0].options.clone() });
+    net.submit(0, create("t"));
+    net.run();
+    let a = net.submit(0, produce("t", Some(0), &["a"]));
+    net.run();
+    assert!(!net.replies.contains_key(&a), "held for the window");
+    assert_eq!(net.segments(), 0);
+    assert_eq!(net.nodes[0].poll_timeout(), Some(Time::ZERO.plus_millis(5)));
+    let bc: Vec<RequestId> = ["b", "c"].iter().map(|v| net.submit(0, produce("t", Some(0), &[v]))).collect();
+    net.run();
+    net.advance(5);
+    let got: Vec<Vec<u64>> = [a].iter().chain(&bc).map(|r| offsets(net.reply(*r))).collect();
+    assert_eq!(got, vec![vec![0], vec![1], vec![2]]);
+    assert_eq!(segment_bases(&net), vec![0], "one segment: [a b c]");
+    assert_eq!(net.nodes[0].rides(), 2);
+}

@@ -43,6 +43,7 @@ impl Net {
                     reconcile_every_ms: 0,
                     compact_after_entries: 0,
                     request_timeout_ms: 0,
+                    gather_ms: 0,
                 })
             })
             .collect();
