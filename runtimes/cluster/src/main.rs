@@ -326,6 +326,7 @@ fn node_status(path: &std::path::Path, json: bool) -> ExitCode {
     println!("live topics: {}", state["live_topics"]);
     println!("pending removals: {}", state["pending_removals"]);
     println!("store operations: {} ({} failed or of unknown outcome)", state["store_ops"], state["store_errors"]);
+    println!("produces carried in another's segment: {}", state["produces_carried"]);
     println!("last read error: {}", error("read_error"));
     println!("last write error: {}", error("write_error"));
     ExitCode::SUCCESS

@@ -63,6 +63,8 @@ pub struct Health {
     pub ops: u64,
     /// How many of them failed or had an unknown outcome.
     pub errors: u64,
+    /// Produces whose records rode in another produce's segment (group commit).
+    pub rides: u64,
 }
 
 /// How long `serve` holds a partition's next segment write for more produces to ride
@@ -141,6 +143,7 @@ async fn run(
             h.position = catalog.position();
             h.live_topics = catalog.live_topics().count();
             h.pending_removals = catalog.deleting().count();
+            h.rides = node.rides();
         }
         let deadline = node.poll_timeout().map(|at| {
             let wait = at.as_micros().saturating_sub(now().as_micros());
@@ -209,6 +212,7 @@ impl Health {
             "write_error": self.write_error,
             "store_ops": self.ops,
             "store_errors": self.errors,
+            "produces_carried": self.rides,
         })
     }
 }

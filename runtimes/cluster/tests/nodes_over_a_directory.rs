@@ -13,7 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn node(id: u32, store: Arc<dyn Store>) -> NodeHandle {
-    let options = NodeOptions {
+    let loop_options = LoopOptions { op_timeout: Duration::from_secs(5) };
+    node_loop::start(options(id), store, loop_options, Arc::new(Mutex::new(Health::default()))).0
+}
+
+fn options(id: u32) -> NodeOptions {
+    NodeOptions {
         node: id,
         boot: u64::from(id) + 1,
         config: Config::default(),
@@ -23,9 +28,7 @@ fn node(id: u32, store: Arc<dyn Store>) -> NodeHandle {
         compact_after_entries: 20,
         gather_ms: 0,
         request_timeout_ms: 10_000,
-    };
-    let loop_options = LoopOptions { op_timeout: Duration::from_secs(5) };
-    node_loop::start(options, store, loop_options, Arc::new(Mutex::new(Health::default()))).0
+    }
 }
 
 fn produce(topic: &str, partition: u32, value: &str) -> Command {
@@ -173,4 +176,58 @@ fn status_of_a_store_that_refuses_names_its_answer() {
     assert!(e.contains("within") && e.contains("403 Forbidden"), "{e}");
     let json = broker_cluster::status::to_json("s3://b", &Err(e));
     assert_eq!(json["reachable"], false);
+}
+
+/// 64 produces to one partition sent at once through one node: each gets its own
+/// offset, every value reads back at the offset its produce was given, and they take
+/// fewer segments than produces (they ride in each other's: group commit); the node's
+/// health counts the riders.
+#[test]
+fn produces_in_flight_to_one_partition_share_segments() {
+    let dir = TempDir::named("broker-cluster-lanes");
+    let url = format!("file://{}", dir.0.display());
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let options = NodeOptions { gather_ms: 0, ..options(1) };
+        let health = Arc::new(Mutex::new(Health::default()));
+        let store = store::open(&url, &store::StoreOptions::default()).unwrap();
+        let loop_options = LoopOptions { op_timeout: Duration::from_secs(5) };
+        let n = node_loop::start(options, store, loop_options, health.clone()).0;
+        let create = Command::CreateTopic { name: "t".into(), partitions: 1, settings: TopicSettings::default() };
+        assert!(matches!(n.call(create).await, Ok(Reply::Created { .. })));
+        let calls: Vec<_> = (0..64)
+            .map(|i| {
+                let n = n.clone();
+                tokio::spawn(async move { n.call(produce("t", 0, &format!("v{i}"))).await })
+            })
+            .collect();
+        let mut at = Vec::new();
+        for (i, call) in calls.into_iter().enumerate() {
+            match call.await.unwrap() {
+                Ok(Reply::Produced { positions, .. }) => at.push((positions[0].offset, format!("v{i}"))),
+                other => panic!("produce {i} gave {other:?}"),
+            }
+        }
+        at.sort();
+        let offsets: Vec<u64> = at.iter().map(|(o, _)| *o).collect();
+        assert_eq!(offsets, (0..64).collect::<Vec<u64>>(), "each its own offset");
+        let want: Vec<String> = at.into_iter().map(|(_, v)| v).collect();
+        assert_eq!(values(&n, "t", 0).await, want, "each value at its produce's offset");
+        let mut keys = Vec::new();
+        files(&dir.0, "", &mut keys);
+        let segments = keys.iter().filter(|k| k.starts_with("d/")).count();
+        assert!(segments < 64, "{segments} segments for 64 produces in flight at once");
+        // The health is counted at most every quarter second, as the loop goes on (its
+        // tailing wakes it every 100 ms).
+        let riders = 64 - segments as u64;
+        let mut rides = 0;
+        for _ in 0..50 {
+            rides = health.lock().unwrap().rides;
+            if rides == riders {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(rides, riders, "every produce not leading a segment rode in one");
+    });
 }
