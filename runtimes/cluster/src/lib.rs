@@ -11,5 +11,6 @@
 #![warn(missing_docs)]
 
 pub mod node_loop;
+pub mod peers;
 pub mod status;
 pub mod store;

@@ -9,7 +9,7 @@
 //! writes nothing. Exit status: 0, 1 when the store cannot be read, 2 on bad usage.
 
 use broker_cluster::node_loop::{self, Health, LoopOptions, DEFAULT_GATHER_MS};
-use broker_cluster::{status, store};
+use broker_cluster::{peers, status, store};
 use broker_core::cluster::node::NodeOptions;
 use broker_core::Config;
 use clap::{Args, Parser, Subcommand};
@@ -101,6 +101,12 @@ enum Cmd {
         /// to their partition is under way ride in the next one either way).
         #[arg(long, default_value_t = DEFAULT_GATHER_MS)]
         gather_ms: u64,
+        /// Name every live node in Metadata and spread the partitions' leadership over
+        /// them (the nodes learn of each other through the store), so that each
+        /// partition's produces go to one node; without it each node names only itself.
+        /// Needs --kafka to name an address clients can reach (not 0.0.0.0).
+        #[arg(long)]
+        spread_leadership: bool,
         /// Write the node's own state here as JSON every second (replaced whole): its
         /// journal position, live topics, pending removals and the store's last read
         /// and write errors; `node-status PATH` shows it.
@@ -142,6 +148,7 @@ fn main() -> ExitCode {
             request_timeout_ms,
             store_timeout_ms,
             gather_ms,
+            spread_leadership,
             status_file,
         } => {
             let (shared, store) = match store.open() {
@@ -149,7 +156,7 @@ fn main() -> ExitCode {
                 Err(code) => return code,
             };
             let timing = Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms, gather_ms };
-            serve(shared, &store, node_id, &kafka, timing, status_file)
+            serve(shared, &store, node_id, &kafka, timing, spread_leadership, status_file)
         }
         Cmd::NodeStatus { path, json } => node_status(&path, json),
         Cmd::Status { store, json, timeout_ms } => {
@@ -195,6 +202,7 @@ fn serve(
     node_id: u32,
     kafka: &str,
     timing: Timing,
+    spread_leadership: bool,
     status_file: Option<std::path::PathBuf>,
 ) -> ExitCode {
     let Timing { tail_every_ms, reconcile_every_ms, request_timeout_ms, store_timeout_ms, gather_ms } = timing;
@@ -237,7 +245,6 @@ fn serve(
         let (health, id) = (health.clone(), serde_json::json!({"node": node_id, "boot": boot}));
         runtime.spawn(write_status(path, id, health));
     }
-    let (handle, task) = runtime.block_on(async { node_loop::start(options, shared, loop_options, health) });
     let address = match listener.local_addr() {
         Ok(a) => a,
         Err(e) => {
@@ -245,10 +252,24 @@ fn serve(
             return ExitCode::from(1);
         }
     };
+    if spread_leadership && address.ip().is_unspecified() {
+        eprintln!(
+            "error: --spread-leadership names this node to clients by the address it listens on, and {address} is \
+             none they can reach: give --kafka a specific address (HOST:PORT)"
+        );
+        return ExitCode::from(2);
+    }
+    let registry_store = shared.clone();
+    let (handle, task) = runtime.block_on(async { node_loop::start(options, shared, loop_options, health) });
+    let registry = spread_leadership.then(|| {
+        let _inside = runtime.enter();
+        peers::Registry::start(registry_store, node_id, boot, address.to_string())
+    });
     let (stop_tx, stop_rx) = std::sync::mpsc::channel();
     // Metadata names the node by its own id, so that a client told of several nodes
     // tells them apart (checked below i32::MAX, Kafka's broker ids, at the start).
-    let limits = broker_kafka::Limits { node_id: kafka_id, ..broker_kafka::Limits::from(&config) };
+    let peers = registry.clone().map(|r| r as Arc<dyn broker_kafka::Peers>);
+    let limits = broker_kafka::Limits { node_id: kafka_id, peers, ..broker_kafka::Limits::from(&config) };
     let kafka = match broker_kafka::Kafka::start(listener, handle, limits, move || {
         let _ = stop_tx.send(());
     }) {
@@ -266,6 +287,11 @@ fn serve(
     let _ = stop_rx.recv();
     eprintln!("node {node_id}: stopping");
     kafka.stop();
+    if let Some(registry) = registry {
+        // Its beats go, so that the others stop naming it at once rather than after
+        // their liveness window.
+        let _ = runtime.block_on(async { tokio::time::timeout(Duration::from_secs(2), registry.leave()).await });
+    }
     task.abort();
     ExitCode::SUCCESS
 }

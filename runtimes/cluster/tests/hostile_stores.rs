@@ -24,6 +24,19 @@ fn a_url_that_names_no_store_is_refused_with_the_supported_list() {
     }
 }
 
+/// `--spread-leadership` names the node to clients by the address it listens on: one
+/// that names no host (0.0.0.0) is refused, saying what to give instead.
+#[test]
+fn spread_leadership_on_an_address_clients_cannot_reach_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_broker-cluster"))
+        .args(["serve", "--store", "memory://", "--node-id", "1", "--kafka", "0.0.0.0:0", "--spread-leadership"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--spread-leadership") && err.contains("give --kafka a specific address"), "{err}");
+}
+
 #[test]
 fn a_directory_store_on_a_file_is_refused_at_the_start() {
     let file = std::env::temp_dir().join(format!("broker-cluster-not-a-dir-{}", std::process::id()));

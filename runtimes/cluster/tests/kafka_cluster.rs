@@ -60,9 +60,15 @@ struct NodeProcess {
 
 impl NodeProcess {
     fn start(store: &Store, id: u32) -> NodeProcess {
+        NodeProcess::start_with(store, id, &[])
+    }
+
+    /// [`NodeProcess::start`], with `extra` arguments to `serve`.
+    fn start_with(store: &Store, id: u32, extra: &[&str]) -> NodeProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_broker-cluster"))
             .args(["serve", "--node-id", &id.to_string(), "--kafka", "127.0.0.1:0"])
             .args(&store.args)
+            .args(extra)
             .args(["--tail-every-ms", "200", "--reconcile-every-ms", "2000"])
             .args(["--gather-ms", if id.is_multiple_of(2) { "3" } else { "0" }])
             .stdin(Stdio::null())
@@ -100,6 +106,11 @@ impl Drop for NodeProcess {
 
 /// Runs `steps.py STEP --bootstrap NODE --topic TOPIC ARGS...`; it must exit 0.
 fn step(node: &NodeProcess, name: &str, topic: &str, args: &[&str]) -> Value {
+    try_step(node, name, topic, args).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// [`step`], its failure returned.
+fn try_step(node: &NodeProcess, name: &str, topic: &str, args: &[&str]) -> Result<Value, String> {
     let out = Command::new(python())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .args([STEPS, name, "--bootstrap", &node.address, "--topic", topic])
@@ -107,9 +118,11 @@ fn step(node: &NodeProcess, name: &str, topic: &str, args: &[&str]) -> Value {
         .output()
         .expect("run steps.py");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "step {name} {topic} {args:?} on {} failed:\n{stderr}\n{stdout}", node.address);
-    let last = stdout.lines().last().unwrap_or_else(|| panic!("step {name} printed nothing"));
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("step {name}: {last:?}: {e}"))
+    if !out.status.success() {
+        return Err(format!("step {name} {topic} {args:?} on {} failed:\n{stderr}\n{stdout}", node.address));
+    }
+    let last = stdout.lines().last().ok_or_else(|| format!("step {name} printed nothing"))?;
+    serde_json::from_str(last).map_err(|e| format!("step {name}: {last:?}: {e}"))
 }
 
 /// The store the nodes share: the arguments that name it to `serve`, and the same
@@ -187,6 +200,61 @@ fn each_node_names_itself_by_its_id() {
         assert_eq!(seen["brokers"], serde_json::json!([[id, port]]), "{seen}");
         assert_eq!(seen["controller"], id, "{seen}");
     }
+}
+
+/// Polls step `leaders` of `topic` on `node` until `want` holds of what it printed (a
+/// step that fails, its client sent to a node just killed, is polled again).
+fn leaders_until(node: &NodeProcess, topic: &str, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = try_step(node, "leaders", topic, &[]);
+        match &seen {
+            Ok(seen) if want(seen) => return seen.clone(),
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "{what}: Metadata still says {seen:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// With `--spread-leadership`, Metadata on any node names every live node and spreads
+/// the partitions' leadership over them; kafka-python, bootstrapped at one node, produces
+/// to each partition's leader and reads everything back through another. A node killed
+/// with kill -9 drops out of Metadata within seconds, and the clients carry on with the
+/// other two.
+#[test]
+fn nodes_spread_leadership_over_the_live_nodes() {
+    if !clients() {
+        return;
+    }
+    let dir = TempDir::named("broker-cluster-spread");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = Store::one(format!("file://{}", dir.0.display()), None);
+    let mut nodes: Vec<NodeProcess> =
+        (1..=3).map(|id| NodeProcess::start_with(&store, id, &["--spread-leadership"])).collect();
+    step(&nodes[0], "create-topic", "spread", &["--partitions", "6"]);
+    let all = |ids: &[u64]| {
+        let ids: Vec<u64> = ids.to_vec();
+        move |seen: &Value| {
+            let brokers: Vec<u64> = seen["brokers"].as_array().unwrap().iter().filter_map(Value::as_u64).collect();
+            let leaders: Vec<u64> = seen["leaders"].as_array().unwrap().iter().filter_map(Value::as_u64).collect();
+            brokers == ids && ids.iter().all(|id| leaders.contains(id)) && leaders.iter().all(|l| ids.contains(l))
+        }
+    };
+    for node in &nodes {
+        leaders_until(node, "spread", "three live nodes", all(&[1, 2, 3]));
+    }
+    let produced = step(&nodes[0], "produce", "spread", &["--partitions", "6", "--count", "5"]);
+    assert_eq!(produced["records"], 30, "{produced}");
+    let read = step(&nodes[2], "consume", "spread", &["--partitions", "6"]);
+    assert_eq!(read["records"], 30, "{read}");
+    let said = nodes.pop().unwrap().kill9();
+    assert!(!said.contains("panicked"), "node 3 before its kill:\n{said}");
+    leaders_until(&nodes[0], "spread", "node 3 killed", all(&[1, 2]));
+    let produced = step(&nodes[0], "produce", "spread", &["--partitions", "6", "--count", "5"]);
+    assert_eq!(produced["records"], 30, "{produced}");
+    let read = step(&nodes[1], "consume", "spread", &["--partitions", "6"]);
+    assert_eq!(read["records"], 60, "{read}");
 }
 
 #[test]

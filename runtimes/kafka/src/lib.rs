@@ -62,12 +62,28 @@ pub struct Limits {
     /// and the controller: 0 for one broker; a cluster node's own id, so that a client
     /// that learns of several nodes tells them apart.
     pub node_id: i32,
+    /// The other brokers Metadata names, over which it spreads the partitions'
+    /// leadership; `None`: this listener is the only broker and leads every partition.
+    pub peers: Option<Arc<dyn Peers>>,
 }
 
 impl From<&Config> for Limits {
     fn from(c: &Config) -> Limits {
-        Limits { core: c.clone(), write_timeout: std::time::Duration::from_millis(WRITE_TIMEOUT_MS), node_id: 0 }
+        Limits {
+            core: c.clone(),
+            write_timeout: std::time::Duration::from_millis(WRITE_TIMEOUT_MS),
+            node_id: 0,
+            peers: None,
+        }
     }
+}
+
+/// The brokers a cluster node knows to be live besides itself, for Metadata. Leadership
+/// is a routing hint only where every broker serves every partition, so a stale answer
+/// costs a client a retry, never a wrong reply.
+pub trait Peers: Send + Sync + std::fmt::Debug {
+    /// The other live brokers: node id, host and Kafka port.
+    fn others(&self) -> Vec<(i32, String, u16)>;
 }
 
 /// What the listener needs of a broker: a way to pass it commands, answered in the

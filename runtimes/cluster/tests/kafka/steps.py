@@ -69,6 +69,18 @@ def step_brokers(args):
     s.emit({"brokers": brokers, "controller": cluster["controller_id"]})
 
 
+def step_leaders(args):
+    """The brokers kafka-python's Metadata names, and the leader of each partition of
+    the topic."""
+    kp = s.kp_admin(args.bootstrap)
+    brokers = sorted(b["broker_id"] for b in kp.describe_cluster()["brokers"])
+    topics = kp.describe_topics([args.topic])
+    kp.close()
+    # The response's own field names (kafka-python passes them through).
+    leaders = [p["leader_id"] for p in sorted(topics[0]["partitions"], key=lambda p: p["partition_index"])]
+    s.emit({"brokers": brokers, "leaders": leaders})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
@@ -95,6 +107,7 @@ def main():
     add("consume", step_consume, partitions)
     add("produce-until-gone", step_produce_until_gone)
     add("brokers", step_brokers)
+    add("leaders", step_leaders)
     add("delete", s.step_delete)
     add("absent", s.step_absent)
 

@@ -1,4 +1,6 @@
-//! Metadata: the one broker, and the live topics asked for (never created by asking).
+//! Metadata: this broker (and, on a cluster node that knows them, the other live ones,
+//! with the partitions' leadership spread over all), and the live topics asked for
+//! (never created by asking).
 
 use super::context::{leader_epoch, text, topic_uuid, Context, Outcome, Pending, CLUSTER_ID};
 use crate::apis::Response;
@@ -14,13 +16,25 @@ use std::collections::BTreeSet;
 pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
     let list = ctx.core.submit(Command::ListTopics);
     let (local, node) = (ctx.local, ctx.limits.node_id);
+    let mut brokers = vec![(node, local.ip().to_string(), local.port())];
+    if let Some(peers) = &ctx.limits.peers {
+        brokers.extend(peers.others().into_iter().filter(|(id, _, _)| *id != node));
+    }
+    brokers.sort_by_key(|(id, _, _)| *id);
+    brokers.dedup_by_key(|(id, _, _)| *id);
+    let ids: Vec<i32> = brokers.iter().map(|(id, _, _)| *id).collect();
     Box::pin(async move {
-        let broker = MetadataResponseBroker::default()
-            .with_node_id(BrokerId(node))
-            .with_host(text(local.ip().to_string()))
-            .with_port(i32::from(local.port()));
+        let brokers = brokers
+            .into_iter()
+            .map(|(id, host, port)| {
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(id))
+                    .with_host(text(host))
+                    .with_port(i32::from(port))
+            })
+            .collect();
         let mut response = MetadataResponse::default()
-            .with_brokers(vec![broker])
+            .with_brokers(brokers)
             .with_cluster_id(Some(text(CLUSTER_ID)))
             .with_controller_id(BrokerId(node));
         // A field of versions 8 to 10 only.
@@ -46,7 +60,7 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
             Some(t) => t.is_empty() && v == 0,
         };
         let topics = if every {
-            live.iter().map(|t| describe_topic(t, node, topic_operations)).collect()
+            live.iter().map(|t| describe_topic(t, &ids, topic_operations)).collect()
         } else {
             // A topic asked for twice is answered once, as Kafka answers it.
             let mut asked = r.topics.unwrap_or_default();
@@ -60,7 +74,7 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
                         None => live.iter().find(|t| topic_uuid(t.id) == wanted.topic_id),
                     };
                     match (found, wanted.name) {
-                        (Some(t), _) => describe_topic(t, node, topic_operations),
+                        (Some(t), _) => describe_topic(t, &ids, topic_operations),
                         // Never created by asking: an unknown name is an error.
                         (None, Some(name)) => MetadataResponseTopic::default()
                             .with_name(Some(name))
@@ -91,11 +105,14 @@ fn operations(allowed: &[u8]) -> i32 {
     allowed.iter().fold(0, |bits, op| bits | 1 << op)
 }
 
-/// A live topic's metadata, every partition led by broker `node`; `operations`: its
-/// authorized operations, if asked for.
-fn describe_topic(t: &TopicDescription, node: i32, operations: Option<i32>) -> MetadataResponseTopic {
+/// A live topic's metadata, its partitions led in turn by `brokers` (in id order), from
+/// one that the incarnation picks, so that topics do not all begin on the same broker;
+/// `operations`: its authorized operations, if asked for.
+fn describe_topic(t: &TopicDescription, brokers: &[i32], operations: Option<i32>) -> MetadataResponseTopic {
+    let n = brokers.len().max(1) as u64;
     let partitions = (0..t.partitions as i32)
         .map(|p| {
+            let node = brokers.get((t.id.0.wrapping_add(p as u64) % n) as usize).copied().unwrap_or(0);
             MetadataResponsePartition::default()
                 .with_partition_index(p)
                 .with_leader_id(BrokerId(node))
