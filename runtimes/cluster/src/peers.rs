@@ -61,6 +61,8 @@ pub struct Registry {
     address: String,
     store: Arc<dyn Store>,
     seen: Mutex<BTreeMap<(u32, u64), Seen>>,
+    /// The task that beats and looks, stopped by [`Registry::leave`].
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -73,9 +75,16 @@ impl Registry {
     /// Starts beating and listening on the current tokio runtime, as `node` of this
     /// `boot`, reachable by Kafka clients at `address` (host:port).
     pub fn start(store: Arc<dyn Store>, node: u32, boot: u64, address: String) -> Arc<Registry> {
-        let registry = Arc::new(Registry { node, boot, address, store, seen: Mutex::new(BTreeMap::new()) });
+        let registry = Arc::new(Registry {
+            node,
+            boot,
+            address,
+            store,
+            seen: Mutex::new(BTreeMap::new()),
+            task: Mutex::new(None),
+        });
         let r = registry.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let mut beat = 0u64;
             loop {
                 r.beat(beat).await;
@@ -84,6 +93,7 @@ impl Registry {
                 tokio::time::sleep(BEAT_EVERY).await;
             }
         });
+        *registry.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
         registry
     }
 
@@ -164,8 +174,11 @@ impl Registry {
         }
     }
 
-    /// Deletes this life's beats (a clean stop).
+    /// Stops beating, then deletes this life's beats (a clean stop).
     pub async fn leave(&self) {
+        if let Some(task) = self.task.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            task.abort();
+        }
         let prefix = format!("{PREFIX}{:010}/{:020}/", self.node, self.boot);
         let op = StoreOp::List { prefix, after: None, limit: 1_000 };
         if let Ok(StoreOutput::Listed { keys, .. }) = self.store.run(op).await {

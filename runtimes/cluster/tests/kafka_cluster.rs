@@ -255,6 +255,32 @@ fn nodes_spread_leadership_over_the_live_nodes() {
     assert_eq!(produced["records"], 30, "{produced}");
     let read = step(&nodes[1], "consume", "spread", &["--partitions", "6"]);
     assert_eq!(read["records"], 60, "{read}");
+    // A node stopped cleanly deletes its beats (the killed one's stay, for the others
+    // to delete after a minute).
+    let mut stopped = nodes.pop().unwrap();
+    let term = Command::new("kill").args(["-TERM", &stopped.child.id().to_string()]).status().unwrap();
+    assert!(term.success());
+    assert!(stopped.child.wait().unwrap().success(), "node 2 after SIGTERM");
+    let beats = |node: &str| {
+        let dir = dir.0.join("n").join(node);
+        walk(&dir).len()
+    };
+    assert_eq!(beats("0000000002"), 0, "node 2's beats after a clean stop");
+    assert!(beats("0000000003") > 0, "the killed node's beats are still there");
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&e.path()));
+        } else if !e.file_name().to_string_lossy().starts_with('.') {
+            out.push(e.path());
+        }
+    }
+    out
 }
 
 #[test]
