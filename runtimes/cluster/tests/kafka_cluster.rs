@@ -20,7 +20,7 @@ mod common;
 use broker_cluster::store::{self, StoreOptions};
 use broker_core::cluster::keys::{parse_segment_key, DATA_PREFIX};
 use broker_core::cluster::store::{StoreOp, StoreOutput};
-use common::{server, TempDir};
+use common::{keys_under, server, TempDir};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
@@ -261,26 +261,9 @@ fn nodes_spread_leadership_over_the_live_nodes() {
     let term = Command::new("kill").args(["-TERM", &stopped.child.id().to_string()]).status().unwrap();
     assert!(term.success());
     assert!(stopped.child.wait().unwrap().success(), "node 2 after SIGTERM");
-    let beats = |node: &str| {
-        let dir = dir.0.join("n").join(node);
-        walk(&dir).len()
-    };
+    let beats = |node: &str| keys_under(&dir.0).iter().filter(|k| k.starts_with(&format!("n/{node}/"))).count();
     assert_eq!(beats("0000000002"), 0, "node 2's beats after a clean stop");
     assert!(beats("0000000003") > 0, "the killed node's beats are still there");
-}
-
-/// Every file under `dir`, recursively.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut out = Vec::new();
-    for e in entries.flatten() {
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            out.extend(walk(&e.path()));
-        } else if !e.file_name().to_string_lossy().starts_with('.') {
-            out.push(e.path());
-        }
-    }
-    out
 }
 
 #[test]

@@ -8,7 +8,7 @@ use broker_cluster::node_loop::{self, Health, LoopOptions, NodeHandle};
 use broker_cluster::store::{self, Store};
 use broker_core::cluster::node::NodeOptions;
 use broker_core::{BrokerError, Command, Config, ProduceRecord, Reply, TopicSettings};
-use common::TempDir;
+use common::{keys_under, TempDir};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,22 +62,6 @@ async fn values(node: &NodeHandle, topic: &str, partition: u32) -> Vec<String> {
     }
 }
 
-/// Every file under `dir`, as keys.
-fn files(dir: &std::path::Path, base: &str, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name().into_string().unwrap();
-        if name.starts_with('.') {
-            continue;
-        }
-        if e.file_type().unwrap().is_dir() {
-            files(&e.path(), &format!("{base}{name}/"), out);
-        } else {
-            out.push(format!("{base}{name}"));
-        }
-    }
-}
-
 #[test]
 fn create_produce_delete_and_recreate_through_three_nodes() {
     let dir = TempDir::named("broker-cluster-nodes");
@@ -106,8 +90,7 @@ fn create_produce_delete_and_recreate_through_three_nodes() {
             assert_eq!(values(n, "orders", 1).await, ["a", "b", "c"]);
         }
         let prefix = broker_core::cluster::keys::topic_prefix(first);
-        let mut before = Vec::new();
-        files(&dir.0, "", &mut before);
+        let before = keys_under(&dir.0);
         assert_eq!(before.iter().filter(|k| k.starts_with(&prefix)).count(), 3, "segments: {before:?}");
         let deleted = nodes[2].call(Command::DeleteTopic { name: "orders".into() }).await;
         assert_eq!(deleted, Ok(Reply::DeleteAccepted { topic: first }));
@@ -129,8 +112,7 @@ fn create_produce_delete_and_recreate_through_three_nodes() {
         // The removal of the first incarnation's segments finishes: none is left.
         let mut left = Vec::new();
         for _ in 0..200 {
-            left.clear();
-            files(&dir.0, "", &mut left);
+            left = keys_under(&dir.0);
             left.retain(|k| k.starts_with(&prefix));
             if left.is_empty() {
                 break;
@@ -213,8 +195,7 @@ fn produces_in_flight_to_one_partition_share_segments() {
         assert_eq!(offsets, (0..64).collect::<Vec<u64>>(), "each its own offset");
         let want: Vec<String> = at.into_iter().map(|(_, v)| v).collect();
         assert_eq!(values(&n, "t", 0).await, want, "each value at its produce's offset");
-        let mut keys = Vec::new();
-        files(&dir.0, "", &mut keys);
+        let keys = keys_under(&dir.0);
         let segments = keys.iter().filter(|k| k.starts_with("d/")).count();
         assert!(segments < 64, "{segments} segments for 64 produces in flight at once");
         // The health is counted at most every quarter second, as the loop goes on (its

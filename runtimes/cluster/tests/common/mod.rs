@@ -21,6 +21,28 @@ impl Drop for TempDir {
     }
 }
 
+/// Every file under `dir` as the directory store's key (`d/1/0/5`), dot files (the
+/// store's temporaries) left out.
+pub fn keys_under(dir: &std::path::Path) -> Vec<String> {
+    fn walk(dir: &std::path::Path, base: &str, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&e.path(), &format!("{base}{name}/"), out);
+            } else {
+                out.push(format!("{base}{name}"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, "", &mut out);
+    out
+}
+
 /// The server the environment variable `var` names; `None` (with one `skipped:` line)
 /// when it names none, unless `BROKER_REQUIRE_SERVERS=1` (as in CI), where that fails.
 pub fn server(var: &str, what: &str) -> Option<String> {
