@@ -8,6 +8,7 @@
 //! learned), a write as of unknown outcome (it may land later), as the store contract
 //! says, and the node resolves or retries it by its rules.
 
+use crate::store::adapter::shown;
 use crate::store::Store;
 use broker_core::cluster::node::{Node, NodeEffect, NodeOptions, StoreOpId};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreResult};
@@ -117,12 +118,16 @@ async fn run(
                     let (store, done, timeout) = (store.clone(), done_tx.clone(), options.op_timeout);
                     tokio::spawn(async move {
                         let write = !matches!(op, StoreOp::Get { .. } | StoreOp::List { .. });
+                        // Named before the op goes: a timeout says what did not answer.
+                        let what = shown(&op);
                         let result = match tokio::time::timeout(timeout, store.run(op)).await {
                             Ok(result) => result,
                             Err(_) if write => {
-                                Err(StoreError::Unknown(format!("no answer from the store in {timeout:?}")))
+                                Err(StoreError::Unknown(format!("{what}: no answer from the store in {timeout:?}")))
                             }
-                            Err(_) => Err(StoreError::Failed(format!("no answer from the store in {timeout:?}"))),
+                            Err(_) => {
+                                Err(StoreError::Failed(format!("{what}: no answer from the store in {timeout:?}")))
+                            }
                         };
                         let _ = done.send((id, write, result));
                     });
@@ -214,5 +219,59 @@ impl Health {
             "store_errors": self.errors,
             "produces_carried": self.rides,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Pending;
+    use broker_core::Config;
+
+    /// A store that never answers.
+    struct Silent;
+
+    impl Store for Silent {
+        fn run(&self, _: StoreOp) -> Pending {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// An operation the store does not answer in time fails with what it was (here the
+    /// first fence's listing of the journal), as the log and the status file say.
+    #[test]
+    fn an_operation_without_an_answer_is_named_when_it_times_out() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let health = Arc::new(Mutex::new(Health::default()));
+        let options = NodeOptions {
+            node: 1,
+            boot: 1,
+            config: Config::default(),
+            list_limit: 10,
+            tail_every_ms: 0,
+            reconcile_every_ms: 0,
+            compact_after_entries: 0,
+            request_timeout_ms: 0,
+            gather_ms: 0,
+        };
+        runtime.block_on(async {
+            let loop_options = LoopOptions { op_timeout: Duration::from_millis(20) };
+            let (handle, task) = start(options, Arc::new(Silent), loop_options, health.clone());
+            let call = tokio::spawn(async move { handle.call(Command::ListTopics).await });
+            for _ in 0..200 {
+                if health.lock().unwrap().read_error.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            call.abort();
+            task.abort();
+        });
+        let error = health.lock().unwrap().read_error.clone();
+        assert_eq!(
+            error.as_deref(),
+            Some("store operation failed: listing \"j/\": no answer from the store in 20ms"),
+            "{error:?}"
+        );
     }
 }

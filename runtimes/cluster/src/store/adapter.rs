@@ -15,3 +15,14 @@ pub trait Store: Send + Sync + 'static {
     /// error did nothing and is `StoreError::Failed`.
     fn run(&self, op: StoreOp) -> Pending;
 }
+
+/// An operation as an error names it (without its bytes): what an adapter's error, and
+/// the node loop's when the store does not answer in time, say was under way.
+pub fn shown(op: &StoreOp) -> String {
+    match op {
+        StoreOp::Create { key, bytes } => format!("creating {key:?} ({} bytes)", bytes.len()),
+        StoreOp::Get { key } => format!("reading {key:?}"),
+        StoreOp::List { prefix, .. } => format!("listing {prefix:?}"),
+        StoreOp::Delete { key } => format!("deleting {key:?}"),
+    }
+}

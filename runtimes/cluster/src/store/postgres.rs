@@ -12,7 +12,7 @@
 //!   write whose connection broke before its answer is `Unknown` (it may have
 //!   committed). A broken connection is opened again by the next operation.
 
-use super::adapter::{Pending, Store};
+use super::adapter::{shown, Pending, Store};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use broker_core::Bytes;
 use std::sync::Arc;
@@ -198,16 +198,6 @@ fn said(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
         None => e.to_string(),
-    }
-}
-
-/// An operation as an error names it (without its bytes).
-fn shown(op: &StoreOp) -> String {
-    match op {
-        StoreOp::Create { key, bytes } => format!("creating {key:?} ({} bytes)", bytes.len()),
-        StoreOp::Get { key } => format!("reading {key:?}"),
-        StoreOp::List { prefix, .. } => format!("listing {prefix:?}"),
-        StoreOp::Delete { key } => format!("deleting {key:?}"),
     }
 }
 
