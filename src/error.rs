@@ -105,12 +105,16 @@ pub enum BrokerError {
     #[error("the outcome is unknown: {0}")]
     OutcomeUnknown(String),
     /// A stored record failed its checksum; it is reported, never served.
-    #[error("record at offset {offset} of {log} is corrupt: {detail}")]
+    #[error("{}: {detail}", damaged_records(*.offset, *.end, .log))]
     CorruptRecord {
         /// The file name ([`LogId::file_name`]) of the log holding the record.
         log: String,
         /// The first offset that could not be read.
         offset: u64,
+        /// One past the last offset the same damage makes unreadable (the rest of a
+        /// damaged batch): a reader that skips the damage resumes here. `offset + 1`
+        /// where the extent is unknown.
+        end: u64,
         /// What the codec found.
         detail: String,
     },
@@ -143,6 +147,9 @@ pub enum StorageError {
         position: u64,
         /// The first record offset affected; `None` where no record is known (a log header).
         record_offset: Option<u64>,
+        /// One past the last record offset the damage is known to cover (the end of a
+        /// damaged batch, or of a hole found at open), where known.
+        record_end: Option<u64>,
         /// What was wrong.
         detail: String,
     },
@@ -219,4 +226,13 @@ pub enum DecodeError {
         /// What is wrong there.
         detail: String,
     },
+}
+
+/// "record at offset 7 of LOG is corrupt", or for a damaged batch "records at offsets 7
+/// to 9 of LOG are corrupt".
+fn damaged_records(offset: u64, end: u64, log: &str) -> String {
+    match end.saturating_sub(offset) {
+        0 | 1 => format!("record at offset {offset} of {log} is corrupt"),
+        _ => format!("records at offsets {offset} to {} of {log} are corrupt", end - 1),
+    }
 }

@@ -395,7 +395,13 @@ impl<F: FileSystem> Executor<F> {
             self.fs.truncate(&name, 0)?;
         } else if self.fs.read_at(&name, 0, LOG_HEADER_LEN)? != header {
             let detail = "an existing file under this log's name has another header".to_string();
-            return Err(StorageError::Corrupt { file: name, position: 0, record_offset: None, detail });
+            return Err(StorageError::Corrupt {
+                file: name,
+                position: 0,
+                record_offset: None,
+                record_end: None,
+                detail,
+            });
         }
         // Always write the header, even over an identical one: after a failed fsync the
         // cached header may never reach the disk, and only a new write lets the next
@@ -683,6 +689,7 @@ impl<F: FileSystem> Executor<F> {
                 file: log.file_name(),
                 position: h.position,
                 record_offset: Some(offset),
+                record_end: Some(h.to),
                 detail: h.detail.clone(),
             });
         }
@@ -708,7 +715,20 @@ impl<F: FileSystem> Executor<F> {
         let position = first.position;
         // The records' values share this one buffer.
         let data = bytes::Bytes::from(self.fs.read_at(&log.file_name(), position, span)?);
-        let mut records = logcodec::decode_records(log, &data, position, offset, max_records as usize)?;
+        let mut records =
+            logcodec::decode_records(log, &data, position, offset, max_records as usize).map_err(|e| {
+                match e {
+                    // The index knows the offsets of the frame that failed: all of them are lost.
+                    StorageError::Corrupt { file, position, record_offset, detail, .. } => StorageError::Corrupt {
+                        record_end: run.iter().find(|e| e.position == position).map(IndexEntry::end),
+                        file,
+                        position,
+                        record_offset,
+                        detail,
+                    },
+                    e => e,
+                }
+            })?;
         let mut bytes = 0u64;
         let within = records
             .iter()

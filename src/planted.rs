@@ -111,11 +111,14 @@ pub enum Bug {
     /// Cluster: a produce that rode in another's segment (group commit) is given the
     /// segment's base as its first offset, not where its records begin in it.
     ClusterRiderAtLeaderBase,
+    /// A read that finds damage reports it as reaching the high watermark, whatever
+    /// extent the runtime gave: a reader that skips it skips readable records.
+    CorruptExtentToHighWatermark,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 36] = [
+    pub const ALL: [Bug; 37] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -152,6 +155,7 @@ impl Bug {
         Bug::ClusterUnavailableAppend,
         Bug::ClusterDescribeCached,
         Bug::ClusterRiderAtLeaderBase,
+        Bug::CorruptExtentToHighWatermark,
     ];
 
     /// The bug's command-line name.
@@ -193,6 +197,7 @@ impl Bug {
             Bug::LogSyncCutsSyncedTail => "log-sync-cuts-synced-tail",
             Bug::TailCutUnreported => "tail-cut-unreported",
             Bug::LogSyncReportsJournaledCut => "log-sync-reports-journaled-cut",
+            Bug::CorruptExtentToHighWatermark => "corrupt-extent-to-high-watermark",
         }
     }
 

@@ -272,6 +272,7 @@ fn corrupt(file: &str) -> StorageError {
         file: file.into(),
         position: 4096,
         record_offset: Some(17),
+        record_end: Some(20),
         detail: "checksum mismatch".into(),
     }
 }
@@ -296,7 +297,12 @@ fn error_messages_of_every_variant() {
         BrokerError::Unavailable("the broker is recovering".into()),
         BrokerError::Halted("journal write failed: I/O error: EIO".into()),
         BrokerError::OutcomeUnknown("topic \"orders\" was deleted while the produce was in flight".into()),
-        BrokerError::CorruptRecord { log: log.file_name(), offset: 17, detail: "checksum mismatch (byte 4096)".into() },
+        BrokerError::CorruptRecord {
+            log: log.file_name(),
+            offset: 17,
+            end: 20,
+            detail: "checksum mismatch (byte 4096)".into(),
+        },
         BrokerError::Storage("I/O error: EIO".into()),
     ];
     let storage = [

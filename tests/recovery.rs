@@ -4,8 +4,8 @@
 use broker_core::executor::{JOURNAL_BACKUP_PREFIX, MAX_JOURNAL_BACKUPS};
 use broker_core::{
     decode_journal, encode_header, encode_log_header, BrokerError, Command, Config, FileSystem, HaltReason,
-    JournalRecord, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, Time, TopicId, JOURNAL_COPY_ALIGN, JOURNAL_FILE,
-    JOURNAL_FIRST_FRAME,
+    JournalRecord, LogId, MemFs, Phase, Reply, StorageOp, SyncDriver, Time, TopicId, FRAME_HEADER_LEN,
+    JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME, LOG_HEADER_LEN,
 };
 use broker_testkit::*;
 
@@ -750,6 +750,37 @@ fn rot_in_the_last_acknowledged_frame_is_reported_and_its_offset_never_reused() 
     let (records, _) = fetched(d.request(fetch("t", 0, 2, 10)));
     assert_eq!(values(&records), vec!["third".to_string()]);
     assert!(matches!(d.request(fetch("t", 0, 1, 1)), Err(BrokerError::CorruptRecord { offset: 1, .. })));
+}
+
+/// Damage in a batch of several records makes all of them unreadable: a fetch at any of
+/// them names the whole batch's extent, so a reader skips the damage in one step (not
+/// one record, and one read of the whole batch, at a time), and the next batch reads.
+/// The same whether the damage was found at open (a hole) or by the read itself.
+#[test]
+fn damage_in_a_batch_is_reported_with_the_batch_extent() {
+    let name = LogId { topic: TopicId(0), partition: 0 }.file_name();
+    let rot = |fs: &mut MemFs| {
+        let log = fs.file_mut(&name).unwrap();
+        log[LOG_HEADER_LEN + FRAME_HEADER_LEN + 30] ^= 0x04;
+    };
+    let reads_around_the_damage = |d: &mut SyncDriver<MemFs>| {
+        for at in 0..4 {
+            let reply = d.request(fetch("t", 0, at, 10));
+            let extent = matches!(reply, Err(BrokerError::CorruptRecord { offset, end: 4, .. }) if offset == at);
+            assert!(extent, "{at}: {reply:?}");
+        }
+        let (records, _) = fetched(d.request(fetch("t", 0, 4, 10)));
+        assert_eq!(values(&records), vec!["e", "f"]);
+    };
+    let mut d = start(MemFs::new());
+    created(d.request(create("t", 1)));
+    produced(d.request(produce("t", &["a", "b", "c", "d"])));
+    produced(d.request(produce("t", &["e", "f"])));
+    // Rot under a running broker: the read finds it.
+    rot(d.fs_mut());
+    reads_around_the_damage(&mut d);
+    // Found at open, as a hole before a valid frame.
+    reads_around_the_damage(&mut start(d.crash()));
 }
 
 /// A read-only start writes nothing, whatever it finds (a torn journal tail, a torn log

@@ -329,6 +329,7 @@ fn malformed_read_results_fail_the_fetch_without_halting() {
                 file: "x".into(),
                 position: 40,
                 record_offset: Some(1),
+                record_end: Some(2),
                 detail: "checksum mismatch".into(),
             }),
             "CorruptRecord",
@@ -404,7 +405,13 @@ fn errors() -> Vec<StorageError> {
         StorageError::DiskFull("x".into()),
         StorageError::PermissionDenied("x".into()),
         StorageError::Io("x".into()),
-        StorageError::Corrupt { file: "x".into(), position: 3, record_offset: Some(0), detail: "bad".into() },
+        StorageError::Corrupt {
+            file: "x".into(),
+            position: 3,
+            record_offset: Some(0),
+            record_end: None,
+            detail: "bad".into(),
+        },
         StorageError::DirSyncFailed("x".into()),
     ]
 }
@@ -850,6 +857,7 @@ fn corruption_reported_at_the_last_offset_does_not_overflow() {
         file: "0000000000000000-00000000.log".into(),
         position: 8,
         record_offset: Some(u64::MAX),
+        record_end: Some(u64::MAX),
         detail: "bad checksum".into(),
     };
     h.complete_with(read, Err(corrupt));
@@ -863,4 +871,37 @@ fn corruption_reported_at_the_last_offset_does_not_overflow() {
         h.notices
     );
     assert_eq!(h.broker.phase(), Phase::Serving);
+}
+
+/// The extent of damage a runtime reports is what a reader skips: the fetch's error and
+/// the notice carry it, kept past the offset and within the high watermark, whatever
+/// the runtime says.
+#[test]
+fn a_reported_extent_of_damage_stays_past_the_offset_and_within_the_high_watermark() {
+    // (the runtime's end, the end the fetch reports) for damage at offset 1 of 5 records.
+    let cases = [(None, 2), (Some(0), 2), (Some(1), 2), (Some(4), 4), (Some(5), 5), (Some(u64::MAX), 5)];
+    for (record_end, want) in cases {
+        let mut h = Hand::start(Config::default(), MemFs::new());
+        created(h.request(create("t", 1)));
+        produced(h.request(produce("t", &["a", "b", "c", "d", "e"])));
+        let f = h.submit(fetch("t", 0, 1, 10));
+        let read = h.first_pending(|op| matches!(op, StorageOp::Read { .. }));
+        let corrupt = StorageError::Corrupt {
+            file: "x".into(),
+            position: 8,
+            record_offset: Some(1),
+            record_end,
+            detail: "bad checksum".into(),
+        };
+        h.complete_with(read, Err(corrupt));
+        let reply = h.take_reply(f);
+        assert!(
+            matches!(reply, Some(Err(BrokerError::CorruptRecord { offset: 1, end, .. })) if end == want),
+            "{record_end:?}: {reply:?}"
+        );
+        let noticed =
+            h.notices.iter().any(|n| matches!(n, broker_core::Notice::Corruption { from: 1, to, .. } if *to == want));
+        assert!(noticed, "{record_end:?}: {:?}", h.notices);
+        assert_eq!(h.broker.phase(), Phase::Serving);
+    }
 }

@@ -74,19 +74,18 @@ impl Broker {
                         }
                     }
                     Ok(_) => Err(BrokerError::Storage(format!("read of {log} returned something other than records"))),
-                    Err(StorageError::Corrupt { position, record_offset, detail, .. }) => {
+                    Err(StorageError::Corrupt { position, record_offset, record_end, detail, .. }) => {
                         let at = record_offset.unwrap_or(offset);
-                        self.notice(Notice::Corruption {
-                            log,
-                            from: at,
-                            to: at.saturating_add(1),
-                            detail: format!("{detail} (byte {position})"),
-                        });
-                        Err(BrokerError::CorruptRecord {
-                            log: log.file_name(),
-                            offset: record_offset.unwrap_or(offset),
-                            detail: format!("{detail} (byte {position})"),
-                        })
+                        // The extent the runtime reports, kept past the offset and within
+                        // the high watermark: a reader that skips the damage resumes at `end`.
+                        let least = at.saturating_add(1);
+                        let mut end = record_end.unwrap_or(least).clamp(least, high_watermark.max(least));
+                        if planted!(self.config, CorruptExtentToHighWatermark) {
+                            end = high_watermark.max(least);
+                        }
+                        let detail = format!("{detail} (byte {position})");
+                        self.notice(Notice::Corruption { log, from: at, to: end, detail: detail.clone() });
+                        Err(BrokerError::CorruptRecord { log: log.file_name(), offset: at, end, detail })
                     }
                     Err(e) => Err(BrokerError::Storage(e.to_string())),
                 };

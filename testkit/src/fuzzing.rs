@@ -588,21 +588,30 @@ fn storage_error(u: &mut Unstructured<'_>) -> arbitrary::Result<StorageError> {
         2 => StorageError::DiskFull(what),
         3 => StorageError::PermissionDenied(what),
         4 => StorageError::NotFound(what),
-        _ => StorageError::Corrupt {
-            file: what,
-            position: u.int_in_range(0..=100)?,
+        _ => {
+            let position = u.int_in_range(0..=100)?;
             // The top of the draw stands for the last offset of the range (a hostile
             // runtime's), with the bytes consumed as always, so the corpora decode as before.
-            record_offset: if u.ratio(1, 2)? {
+            let record_offset = if u.ratio(1, 2)? {
                 Some(match u.int_in_range(0..=10)? {
                     10 => u64::MAX,
                     n => n,
                 })
             } else {
                 None
-            },
-            detail: "fuzz".into(),
-        },
+            };
+            // The damage's extent comes from bytes already drawn (so again the corpora
+            // decode as before): none, an empty or backward range, one past the offset,
+            // a few records, or every offset to the top.
+            let record_end = record_offset.map(|o| match position % 6 {
+                0 => o.saturating_sub(1),
+                1 => o,
+                2 => o.saturating_add(1),
+                3 | 4 => o.saturating_add(position),
+                _ => u64::MAX,
+            });
+            StorageError::Corrupt { file: what, position, record_offset, record_end, detail: "fuzz".into() }
+        }
     })
 }
 

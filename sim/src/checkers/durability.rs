@@ -132,7 +132,7 @@ fn read_back(
     }
     let mut read: BTreeMap<u64, RecordBytes> = BTreeMap::new();
     // Offsets reported corrupt, and whether the whole log was (its header rotted).
-    let (mut reported, mut log_reported) = (BTreeSet::new(), false);
+    let (mut reported, mut log_reported) = (Vec::<std::ops::Range<u64>>::new(), false);
     let mut offset = t.log_start;
     while offset < hw {
         let cmd = Command::Fetch {
@@ -149,9 +149,28 @@ fn read_back(
                     read.insert(r.offset, RecordBytes { key: r.key, value: r.value });
                 }
             }
-            Some(Err(BrokerError::CorruptRecord { offset: bad, .. })) if bad >= offset => {
-                reported.insert(bad);
-                offset = bad + 1;
+            Some(Err(BrokerError::CorruptRecord { offset: bad, end, .. })) if bad >= offset && end > bad => {
+                // The damage's extent is skipped in one step; its last offset must read
+                // as damaged too, or the extent hid records that read.
+                if end - 1 > bad {
+                    let last = Command::Fetch {
+                        topic: t.name.clone(),
+                        partition: log.partition,
+                        offset: end - 1,
+                        max_records: 1,
+                        max_bytes: None,
+                    };
+                    match run.fetch(last) {
+                        Some(Err(BrokerError::CorruptRecord { offset: o, end: e, .. })) if o == end - 1 && e == end => {
+                        }
+                        other => found.push(format!(
+                            "{log}: offsets {bad}..{end} were reported damaged, but a fetch of {} got {other:?}",
+                            end - 1
+                        )),
+                    }
+                }
+                reported.push(bad..end);
+                offset = end;
             }
             // A log whose header rotted cannot be opened: reported, not served.
             Some(Err(BrokerError::Storage(e))) if is_rotted && e.contains("corrupt") => {
@@ -167,7 +186,7 @@ fn read_back(
     for (o, want) in acked {
         match read.get(&o) {
             Some(got) if *got == want => {}
-            None if is_rotted && (log_reported || reported.contains(&o)) => {}
+            None if is_rotted && (log_reported || reported.iter().any(|r| r.contains(&o))) => {}
             got => {
                 let detail =
                     format!("{log}@{o}: acknowledged {}, reads {:?}", label(&want.value), got.map(|g| label(&g.value)));

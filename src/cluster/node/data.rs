@@ -166,7 +166,10 @@ impl Node {
             }
             Err(e) => {
                 let log = segment_key(topic, partition, base);
-                self.end_request(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
+                self.end_request(
+                    request,
+                    Err(BrokerError::CorruptRecord { log, offset: base, end: base + 1, detail: e.to_string() }),
+                );
             }
         }
     }
@@ -318,7 +321,10 @@ impl Node {
             }
             Err(e) => {
                 let log = segment_key(topic, partition, base);
-                self.end_request(request, Err(BrokerError::CorruptRecord { log, offset: base, detail: e.to_string() }));
+                self.end_request(
+                    request,
+                    Err(BrokerError::CorruptRecord { log, offset: base, end: base + 1, detail: e.to_string() }),
+                );
             }
         }
     }
