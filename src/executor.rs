@@ -597,6 +597,7 @@ impl<F: FileSystem> Executor<F> {
                     }
                     pos = frame_end;
                 }
+                Err(detail) if opener.damage_ends_log() => return Ok(opener.finish(file_len, Some((pos, detail)))),
                 Err(detail) => match self.next_frame(log, name, &mut win, pos + 1, file_len)? {
                     Some(q) => {
                         opener.damage(pos, detail);

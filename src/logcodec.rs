@@ -297,6 +297,18 @@ impl LogOpener {
         self
     }
 
+    /// Whether damage met now ends the log whatever follows it: every offset the
+    /// journal acknowledged is already in a valid frame, so the damage and everything
+    /// after it are cut (a valid frame after it was never acknowledged, or does not
+    /// continue the offsets whole), and the image is the same as if the damage ran to
+    /// the end of the file. A reader can then skip the search for the next valid frame,
+    /// which costs a checksum of every candidate's announced length: through a torn
+    /// batch whose values hold frame headers (a client chooses them) that search grows
+    /// with the square of the batch's size.
+    pub fn damage_ends_log(&self) -> bool {
+        self.acked.is_some_and(|a| self.img.next_offset >= a)
+    }
+
     /// A damaged range begins at file position `start` (it ends at the next valid frame).
     pub fn damage(&mut self, start: u64, detail: String) {
         self.damage.get_or_insert((start, detail));

@@ -906,3 +906,47 @@ fn a_log_with_nothing_acknowledged_and_a_garbled_header_starts_afresh() {
         &encode_log_header(empty)[..]
     );
 }
+
+/// A crash tore the write of a batch whose values a client filled with frame headers,
+/// each announcing half a megabyte. Opening the log cuts the torn batch at its start
+/// (nothing after the acknowledged end can matter) without searching the torn bytes for
+/// a next valid frame: that search checksums every candidate's announced length, and
+/// here it would checksum about a hundred gigabytes.
+#[test]
+fn a_torn_batch_of_frame_headers_is_cut_without_a_search() {
+    use broker_core::{AppendRecord, Executor, OpOutput, ProduceRecord};
+    let log = LogId { topic: TopicId(3), partition: 0 };
+    let record =
+        |offset: u64, value: Vec<u8>| AppendRecord { offset, record: ProduceRecord { key: None, value: value.into() } };
+    // A frame header (length, kind 2 for a batch, checksum), then a batch header with
+    // offset 0 and one record: what passes every test short of the checksum.
+    let mut fake = (512u32 << 10).to_le_bytes().to_vec();
+    fake.extend([2, 0, 0, 0, 0]);
+    fake.extend(0u64.to_le_bytes());
+    fake.extend(1u32.to_le_bytes());
+    let value: Vec<u8> = fake.iter().copied().cycle().take(1 << 20).collect();
+    let first = broker_core::encode_records(log, &[record(0, b"kept".to_vec())]);
+    let hostile: Vec<AppendRecord> = (1..9).map(|o| record(o, value.clone())).collect();
+    let torn = broker_core::encode_records(log, &hostile);
+    let mut file = encode_log_header(log).to_vec();
+    file.extend(&first);
+    let kept = file.len() as u64;
+    file.extend(&torn[..torn.len() / 2]);
+    for keep_whole_tail in [false, true] {
+        let mut fs = MemFs::new();
+        fs.create(&log.file_name()).unwrap();
+        fs.write_at(&log.file_name(), 0, &file).unwrap();
+        let mut ex = Executor::new(fs);
+        let opened = ex.execute(&StorageOp::OpenLog { log, acked_end: 1, first_offset: 0, keep_whole_tail });
+        let Ok(OpOutput::Opened { next_offset: 1, damaged, tail_cut }) = opened else { panic!("{opened:?}") };
+        assert!(damaged.is_empty(), "{damaged:?}");
+        assert_eq!(
+            tail_cut.map(|t| (t.position, t.bytes)),
+            keep_whole_tail.then_some((kept, file.len() as u64 - kept))
+        );
+        // Journaled, the torn batch is cut away; under log-sync the executor never cuts,
+        // and appends go after the last frame kept.
+        let len = if keep_whole_tail { file.len() as u64 } else { kept };
+        assert_eq!(ex.fs_mut().len(&log.file_name()), Ok(len), "keep_whole_tail {keep_whole_tail}");
+    }
+}
