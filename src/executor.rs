@@ -24,6 +24,7 @@
 //! lack of space, stays an ordinary, retryable error).
 
 use crate::command::StoredRecord;
+use crate::crc_range::Prefixes;
 use crate::effect::{OpOutput, OpResult, StorageOp};
 use crate::error::StorageError;
 use crate::frame::FRAME_HEADER_LEN;
@@ -628,9 +629,20 @@ impl<F: FileSystem> Executor<F> {
             let end = (last + (FRAME_HEADER_LEN + logcodec::MAX_LOG_FRAME) as u64).min(file_len);
             self.cover(name, win, q0, end, file_len)?;
             let buf = win.upto(end);
+            // Built at the first candidate that passes the cheap tests: each one then
+            // costs a checksum of a few hundred bytes, whatever length it announces.
+            let mut prefixes = None;
             for q in q0..last {
                 let rel = (q - win.start) as usize;
-                if logcodec::may_start_batch(buf, rel) && logcodec::batch_frame_ok(log, buf, rel) {
+                if logcodec::may_start_batch(buf, rel)
+                    && logcodec::batch_checksum_matches(
+                        log,
+                        prefixes.get_or_insert_with(|| Prefixes::new(buf)),
+                        buf,
+                        rel,
+                    )
+                    && logcodec::batch_frame_ok(log, buf, rel)
+                {
                     return Ok(Some(q));
                 }
             }

@@ -4,6 +4,8 @@
 //! copied from another file (an older journal epoch, another log) never validates.
 //! The length is trusted only if it fits in what is left of the file.
 
+use crate::crc_range::Prefixes;
+
 /// Bytes before a frame's payload.
 pub const FRAME_HEADER_LEN: usize = 9;
 
@@ -28,11 +30,16 @@ pub(crate) fn seal_frame(frame: &mut [u8], salt: u64, kind: u8) {
 }
 
 fn frame_crc(salt: u64, len: u32, kind: u8, payload: &[u8]) -> u32 {
+    crc32c::crc32c_append(head_crc(salt, len, kind), payload)
+}
+
+/// The checksum of what a frame's checksum covers before its payload.
+fn head_crc(salt: u64, len: u32, kind: u8) -> u32 {
     let mut head = [0u8; 13];
     head[..8].copy_from_slice(&salt.to_le_bytes());
     head[8..12].copy_from_slice(&len.to_le_bytes());
     head[12] = kind;
-    crc32c::crc32c_append(crc32c::crc32c(&head), payload)
+    crc32c::crc32c(&head)
 }
 
 /// One valid frame found in a file image.
@@ -155,6 +162,21 @@ fn check<'a>(
     Ok(Frame { position: pos as u64, kind, payload })
 }
 
+/// Whether a frame at `pos` would pass its length and checksum tests, the checksum
+/// taken from `prefixes` (over `data`): a search tests every byte this way, at a cost
+/// that does not grow with the length the candidate announces, and checks only a match
+/// in full ([`valid_frame_at`]).
+pub fn checksum_matches(prefixes: &Prefixes<'_>, data: &[u8], pos: usize, salt: u64, max_payload: usize) -> bool {
+    let Some(h) = data.get(pos..pos + FRAME_HEADER_LEN) else { return false };
+    let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+    let (kind, crc) = (h[4], u32::from_le_bytes([h[5], h[6], h[7], h[8]]));
+    let start = pos + FRAME_HEADER_LEN;
+    if len as usize > max_payload || len as usize > data.len() - start {
+        return false;
+    }
+    prefixes.append(head_crc(salt, len, kind), start, start + len as usize) == crc
+}
+
 /// Scans `data[start..]` for frames. At an invalid frame it searches the rest of the
 /// image for the next valid one: if there is one, the bad range is corruption; if
 /// not, it is a torn tail.
@@ -168,6 +190,8 @@ pub fn scan(data: &[u8], start: usize, salt: u64, max_payload: usize) -> Scan<'_
 pub fn scan_valid<'a>(data: &'a [u8], start: usize, salt: u64, max_payload: usize, valid: Validate<'_>) -> Scan<'a> {
     let mut out = Scan::default();
     let mut pos = start.min(data.len());
+    // Built at the first damage, for the search past it.
+    let mut prefixes: Option<Prefixes<'_>> = None;
     while pos < data.len() {
         match frame_at(data, pos, salt, max_payload, valid) {
             Ok(frame) => {
@@ -175,7 +199,11 @@ pub fn scan_valid<'a>(data: &'a [u8], start: usize, salt: u64, max_payload: usiz
                 out.frames.push(frame);
             }
             Err(detail) => {
-                let next = (pos + 1..data.len()).find(|&q| valid_frame_at(data, q, salt, max_payload, valid).is_some());
+                let prefixes = prefixes.get_or_insert_with(|| Prefixes::new(data));
+                let next = (pos + 1..data.len()).find(|&q| {
+                    checksum_matches(prefixes, data, q, salt, max_payload)
+                        && valid_frame_at(data, q, salt, max_payload, valid).is_some()
+                });
                 let bad = BadRange { start: pos as u64, end: next.unwrap_or(data.len()) as u64, detail };
                 match next {
                     Some(q) => {

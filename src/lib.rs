@@ -33,6 +33,7 @@ mod bytes;
 pub mod cluster;
 mod command;
 mod config;
+mod crc_range;
 mod driver;
 pub mod effect;
 mod error;

@@ -9,6 +9,7 @@
 
 use crate::bytes::{Reader, Writer};
 use crate::command::{ProduceRecord, StoredRecord};
+use crate::crc_range::Prefixes;
 use crate::effect::AppendRecord;
 use crate::error::StorageError;
 use crate::frame::{encode_frame, frame_at, scan_valid, FRAME_HEADER_LEN};
@@ -417,6 +418,13 @@ pub fn batch_frame_at(log: LogId, buf: &[u8], rel: usize) -> Result<crate::frame
 /// search past damage asks at every byte.
 pub fn batch_frame_ok(log: LogId, buf: &[u8], rel: usize) -> bool {
     crate::frame::valid_frame_at(buf, rel, salt(log), MAX_LOG_FRAME, &well_formed).is_some()
+}
+
+/// Whether the frame at `buf[rel..]` passes its length and checksum tests as a batch
+/// frame of `log`, the checksum taken from `prefixes` (over `buf`): see
+/// [`crate::frame::checksum_matches`].
+pub(crate) fn batch_checksum_matches(log: LogId, prefixes: &Prefixes<'_>, buf: &[u8], rel: usize) -> bool {
+    crate::frame::checksum_matches(prefixes, buf, rel, salt(log), MAX_LOG_FRAME)
 }
 
 /// A cheap test, before any checksum, of whether a batch frame could start at
