@@ -159,12 +159,17 @@ where
                     return Ok(());
                 }
             };
-            let frame = match apis::frame(q.correlation_id, q.version, &response) {
-                Ok(frame) => frame,
+            // A fetch's records go to the socket from the buffers they were served into.
+            let chunks = match &response {
+                Response::Fetch(fetch) => apis::fetch_frame(q.correlation_id, q.version, fetch),
+                _ => apis::frame(q.correlation_id, q.version, &response).map(|frame| vec![frame]),
+            };
+            let chunks = match chunks {
+                Ok(chunks) => chunks,
                 Err(e) => return Err(format!("cannot encode a response: {e}")),
             };
             drop(response);
-            for chunk in frame.chunks(WRITE_CHUNK) {
+            for chunk in chunks.iter().flat_map(|c| c.chunks(WRITE_CHUNK)) {
                 match tokio::time::timeout(write_timeout, writer.write_all(chunk)).await {
                     Ok(Ok(())) => {}
                     // A client that hangs up with a request unanswered (a consumer closing
