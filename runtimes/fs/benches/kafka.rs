@@ -17,8 +17,10 @@
 //! the bytes the partition's log grew by, in as many writes as there were requests, each
 //! followed by `fdatasync`, to a file in the same directory. Each produce request is one
 //! core produce and one log fsync, so the floor is what the disk allows for that pattern.
-//! MiB/s counts record values on both sides. Without the clients, the bench says so in
-//! one line and measures nothing.
+//! MiB/s counts record values on both sides. The fetch is taken twice: by the Python
+//! consumer, whose loop over the messages is the limit on a small machine, and by kcat
+//! (librdkafka's C consumer, when installed), which leaves the broker as the limit.
+//! Without the clients, the bench says so in one line and measures nothing.
 
 mod common;
 
@@ -86,8 +88,10 @@ fn main() {
     let records = produced["records"].as_u64().unwrap();
     settle();
     let cpu_before = cpu_seconds(server.id());
-    let fetched = run(&["fetch".into(), address, "bench".into(), records.to_string()]);
+    let fetched = run(&["fetch".into(), address.clone(), "bench".into(), records.to_string()]);
     let cpu_fetch = cpu_seconds(server.id()) - cpu_before;
+    settle();
+    let kcat_secs = kcat_fetch(&address, records);
     let _ = server.kill();
     let _ = server.wait();
 
@@ -112,12 +116,38 @@ fn main() {
     );
     println!("kafka produce / floor: {:.2}", kafka_rate / floor_rate);
     println!("kafka fetch: {:.0} records/s, {:.1} MiB/s", records as f64 / fetch_secs, mib / fetch_secs);
+    match kcat_secs {
+        Some(secs) => println!(
+            "kafka fetch through kcat: {:.0} records/s, {:.1} MiB/s, {:.2}x produce",
+            records as f64 / secs,
+            mib / secs,
+            produce_secs / secs
+        ),
+        None => println!("kafka fetch through kcat: skipped: kcat is not installed (Debian: apt install kcat)"),
+    }
     println!(
         "CPU seconds, broker / client: produce {cpu_produce:.1} / {:.1} over {produce_secs:.1} s; \
          fetch {cpu_fetch:.1} / {:.1} over {fetch_secs:.1} s",
         produced["client_cpu_seconds"].as_f64().unwrap(),
         fetched["client_cpu_seconds"].as_f64().unwrap(),
     );
+}
+
+/// The seconds kcat (librdkafka's C consumer, with no Python loop between the messages
+/// and the count) takes to consume the partition's `records` from the start, with the
+/// fetch sizes of the Python consumer; `None` without kcat.
+fn kcat_fetch(address: &str, records: u64) -> Option<f64> {
+    Command::new("kcat").arg("-V").output().ok().filter(|o| o.status.success())?;
+    let start = Instant::now();
+    let out = Command::new("kcat")
+        .args(["-b", address, "-C", "-t", "bench", "-p", "0", "-o", "beginning", "-q", "-f", ""])
+        .args(["-c", &records.to_string()])
+        .args(["-X", "fetch.max.bytes=52428800", "-X", "max.partition.fetch.bytes=10485760"])
+        .output()
+        .expect("run kcat");
+    let secs = start.elapsed().as_secs_f64();
+    assert!(out.status.success(), "kcat failed: {}", String::from_utf8_lossy(&out.stderr));
+    Some(secs)
 }
 
 /// The CPU seconds (user and system) process `pid` has used, from `/proc`; 0 where
