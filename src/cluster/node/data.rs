@@ -287,7 +287,11 @@ impl Node {
         }
         part.base = Some(base);
         let bytes = segment::encode(topic, partition, base, part.writer, &part.records);
-        // The riders' records are in the create: their outcome is its outcome.
+        // The riders' records are in the create: their outcome is its outcome. Their
+        // base is set here as well as when the segment is known to have landed
+        // (`lane_written`): a base says a create holding the records was issued, which
+        // makes a produce that then meets its topic's removal answer an unknown outcome,
+        // not not-found (`data_not_found`).
         let riders = part.riders.clone();
         for (rider, at) in riders {
             if let Some(Work::Produce { parts, .. }) = self.data.work.get_mut(&rider) {

@@ -239,3 +239,54 @@ fn a_gathering_window_holds_the_first_create_for_riders() {
     assert_eq!(segment_bases(&net), vec![0], "one segment: [a b c]");
     assert_eq!(net.nodes[0].rides(), 2);
 }
+
+/// A produce to two partitions whose create for one went out carrying a rider's
+/// records, and which then meets its topic's removal on the other, ends with an unknown
+/// outcome, and so does the rider: the create may land, and its records be read, before
+/// the deletion. (The rider's base, set when the create is issued, is what says so.)
+#[test]
+fn a_rider_whose_create_went_out_answers_an_unknown_outcome_at_a_removal() {
+    let mut net = Net::new(1);
+    net.submit(0, create("t"));
+    net.run();
+    for p in 0..2 {
+        let r = net.submit(0, produce("t", Some(p), &["x"]));
+        net.run();
+        assert_eq!(offsets(net.reply(r)), vec![0]);
+    }
+    // Another node wrote partition 1's next two segments.
+    let (p0_next, p1_after) = (segment_key(TopicId(1), 0, 1), segment_key(TopicId(1), 1, 2));
+    let other = EntryWriter { node: 9, boot: 9, nonce: 9 };
+    for base in [1, 2] {
+        let theirs = [ProduceRecord { key: None, value: b"y".to_vec().into() }];
+        let bytes = segment::encode(TopicId(1), 1, base, other, &theirs);
+        net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 1, base), bytes: bytes.into() });
+    }
+    let key_for = |p: u32| (0u8..).map(|k| vec![k]).find(|k| crate::partition_for_key(k, 2) == p).unwrap();
+    let record = |p: u32| ProduceRecord { key: Some(key_for(p)), value: format!("to {p}").into_bytes().into() };
+    let both = Command::Produce { topic: "t".into(), partition: None, records: vec![record(0), record(1)] };
+    // A list begins a fence round: the two produces wait for the next one together.
+    net.submit(0, Command::ListTopics);
+    let leader = net.submit(0, both);
+    let rider = net.submit(0, produce("t", Some(0), &["rides"]));
+    // Partition 0's create stays out. On partition 1 the node finds the other's segment
+    // under its key, lists what follows and reads the last: by then the topic's removal
+    // has taken it.
+    while !net.replies.contains_key(&leader) {
+        let i = net.pending.iter().position(|(_, _, op)| !matches!(op, StoreOp::Create { key, .. } if *key == p0_next));
+        let picked = net.pending.remove(i.expect("an operation besides partition 0's create")).unwrap();
+        let removed = matches!(&picked.2, StoreOp::Get { key } if *key == p1_after);
+        net.pending.push_front(picked);
+        net.step_with(|store, op| if removed { Ok(StoreOutput::Missing) } else { Ok(store.apply(op)) });
+    }
+    let create = net.pending.iter().find_map(|(_, _, op)| match op {
+        StoreOp::Create { key, bytes } if *key == p0_next => Some(bytes.clone()),
+        _ => None,
+    });
+    let seg = segment::decode(TopicId(1), 0, 1, &create.expect("partition 0's create is out")).unwrap();
+    let carried: Vec<&[u8]> = seg.records.iter().map(|r| &r.value[..]).collect();
+    assert_eq!(carried, vec![&b"to 0"[..], b"rides"], "the rider is in the leader's create");
+    for r in [leader, rider] {
+        assert!(matches!(net.reply(r), Err(BrokerError::OutcomeUnknown(_))), "{r:?}: {:?}", net.reply(r));
+    }
+}
