@@ -47,6 +47,8 @@ pub struct SwarmParams {
     /// Chance that a produce is sized against the batch limit instead: from half of it
     /// to past it, with records from a few bytes to past the record limit.
     pub big_batch: f64,
+    /// What values are padded with after their label.
+    pub padding: Padding,
     /// The broker's limit on one produce, in bytes as stored (`Config::max_batch_bytes`):
     /// small, so that seeds reach it cheaply, or the default, one whole log frame.
     pub batch_limit: u64,
@@ -138,6 +140,7 @@ impl SwarmParams {
             removal_concurrency: r.between(1, 4) as usize,
             value_pad: *r.pick(&[48, 48, 2_000]).unwrap_or(&48),
             big_batch: *r.pick(&[0.0, 0.0, 0.02, 0.1]).unwrap_or(&0.0),
+            padding: Padding::draw(seed),
             batch_limit: *r.pick(&[4 << 10, 64 << 10, broker_core::MAX_LOG_FRAME as u64]).unwrap_or(&0),
             record_limit: *r.pick(&[1 << 10, 1 << 20]).unwrap_or(&(1 << 20)),
             disk_capacity: if faults && r.chance(0.3) { r.between(24 << 10, 256 << 10) } else { 0 },
@@ -153,5 +156,81 @@ impl SwarmParams {
         }
         self.io_error + self.disk_full + self.fsync_failure + self.bit_rot + self.slow_op + self.targeted_crash > 0.0
             || self.crash_every_us > 0
+    }
+}
+
+/// What a seed's values are padded with after their unique label. Values are the
+/// client's bytes: a client may send bytes that look like the log's own frames, which a
+/// search for the next valid frame past damage must get through at the cost of the
+/// bytes, not of the lengths they announce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Padding {
+    /// `.` repeated.
+    Dots,
+    /// Batch frame headers repeated, each announcing 64 KiB: every 21 bytes, a candidate
+    /// that passes every test of a frame short of its checksum.
+    FrameHeaders,
+}
+
+impl Padding {
+    /// One seed in four pads with frame headers, drawn from the seed's own stream for
+    /// this, so that every other parameter is drawn as before.
+    pub fn draw(seed: u64) -> Padding {
+        if SimRng::fork(seed, "padding").chance(0.25) {
+            Padding::FrameHeaders
+        } else {
+            Padding::Dots
+        }
+    }
+
+    /// Appends `len` bytes of this padding to `value`.
+    pub fn fill(self, value: &mut Vec<u8>, len: usize) {
+        match self {
+            Padding::Dots => value.resize(value.len() + len, b'.'),
+            Padding::FrameHeaders => {
+                let end = value.len() + len;
+                while value.len() < end {
+                    value.extend_from_slice(&FRAME_HEADERS[..FRAME_HEADERS.len().min(end - value.len())]);
+                }
+            }
+        }
+    }
+}
+
+/// A log's batch frame header (length, kind 2, a checksum that does not match) and a
+/// batch header (first offset 0, one record): 21 bytes.
+const FRAME_HEADER: [u8; 21] = [0, 0, 1, 0, 2, 0xa5, 0xa5, 0xa5, 0xa5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+
+/// [`FRAME_HEADER`] repeated, to pad from with whole copies.
+const FRAME_HEADERS: [u8; 21 * 195] = {
+    let mut out = [0u8; 21 * 195];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = FRAME_HEADER[i % 21];
+        i += 1;
+    }
+    out
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Padding is exactly as long as asked, frame headers back to back from its start,
+    /// and both kinds are drawn.
+    #[test]
+    fn padding_fills_to_the_length_asked() {
+        for len in [0, 1, 20, 21, 22, FRAME_HEADERS.len() + 5, 10_000] {
+            let mut value = b"v1-".to_vec();
+            Padding::FrameHeaders.fill(&mut value, len);
+            assert_eq!(value.len(), 3 + len);
+            assert!(value[3..].iter().enumerate().all(|(i, b)| *b == FRAME_HEADER[i % 21]), "{len}");
+            let mut dots = b"v1-".to_vec();
+            Padding::Dots.fill(&mut dots, len);
+            assert_eq!(dots.len(), 3 + len);
+            assert!(dots[3..].iter().all(|b| *b == b'.'));
+        }
+        let headers = (0..400).filter(|s| Padding::draw(*s) == Padding::FrameHeaders).count();
+        assert!((50..150).contains(&headers), "{headers} of 400 seeds pad with frame headers");
     }
 }

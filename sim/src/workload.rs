@@ -49,9 +49,6 @@ impl Issue {
     }
 }
 
-/// The byte a value is padded with.
-const PAD: u8 = b'.';
-
 impl Workload {
     /// The workload of `seed` under `params`.
     pub fn new(seed: u64, params: &SwarmParams) -> Workload {
@@ -107,7 +104,7 @@ impl Workload {
         let pad = pad as usize;
         let mut value = Vec::with_capacity(label.len() + pad);
         value.extend_from_slice(label.as_bytes());
-        value.resize(label.len() + pad, PAD);
+        self.params.padding.fill(&mut value, pad);
         // Its checksum from its parts' when it is long: the label's, and the padding's,
         // which the batch's other values share.
         let crc = if value.len() < value_crc::DIRECT_BELOW {
