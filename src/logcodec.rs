@@ -302,10 +302,9 @@ impl LogOpener {
     /// journal acknowledged is already in a valid frame, so the damage and everything
     /// after it are cut (a valid frame after it was never acknowledged, or does not
     /// continue the offsets whole), and the image is the same as if the damage ran to
-    /// the end of the file. A reader can then skip the search for the next valid frame,
-    /// which costs a checksum of every candidate's announced length: through a torn
-    /// batch whose values hold frame headers (a client chooses them) that search grows
-    /// with the square of the batch's size.
+    /// the end of the file. A reader can then skip the search for the next valid frame:
+    /// a pass over every byte after the damage, in which a torn batch whose values hold
+    /// frame headers (a client chooses them) puts a candidate every few bytes.
     pub fn damage_ends_log(&self) -> bool {
         self.acked.is_some_and(|a| self.img.next_offset >= a)
     }
@@ -452,9 +451,8 @@ pub fn may_start_batch(buf: &[u8], rel: usize) -> bool {
 /// wanted record is reported as corruption.
 ///
 /// Frames are taken in order and the first invalid one ends the read: nothing after it
-/// could be returned, so there is no search past it for the next valid frame. (Such a
-/// search checksums every candidate's announced length, and through a damaged read of
-/// megabytes that cost grows with the square of the bytes.)
+/// could be returned, so there is no search past it for the next valid frame (a pass
+/// over every byte of the read after the damage).
 pub fn decode_records(
     log: LogId,
     data: &Bytes,
