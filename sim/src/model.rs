@@ -32,7 +32,7 @@ pub struct ValueId {
 }
 
 /// The longest label a [`ValueId`] keeps.
-const LABEL_MAX: usize = 24;
+pub(crate) const LABEL_MAX: usize = 24;
 
 impl ValueId {
     fn label(&self) -> &[u8] {
@@ -140,8 +140,9 @@ pub struct Model {
     pub records: Ledger<RecordBytes>,
     /// Where each acknowledged value landed.
     value_home: BTreeMap<ValueId, (TopicId, u32, u64)>,
-    /// Every value ever sent, with the topic name it was sent to.
-    produced: BTreeMap<ValueId, String>,
+    /// Every value ever sent, with the topic name it was sent to (one name shared by
+    /// every value of a produce).
+    produced: BTreeMap<ValueId, Rc<str>>,
     /// Requests in flight.
     inflight: BTreeMap<RequestId, InFlight>,
     names: BTreeMap<String, NameState>,
@@ -168,8 +169,9 @@ impl Model {
             }
             Command::Produce { topic, records, .. } => {
                 assert_eq!(values.len(), records.len(), "an id for every value of a produce");
+                let topic: Rc<str> = Rc::from(topic.as_str());
                 for id in values.iter() {
-                    self.produced.insert(id.clone(), topic.clone());
+                    self.produced.insert(id.clone(), Rc::clone(&topic));
                 }
             }
             _ => {}
@@ -262,8 +264,8 @@ impl Model {
     }
 
     /// The topic name every record of a run's value was sent to.
-    pub fn produced_to(&self, value: &[u8]) -> Option<&String> {
-        self.produced.get(&ValueId::of(value))
+    pub fn produced_to(&self, value: &[u8]) -> Option<&str> {
+        self.produced.get(&ValueId::of(value)).map(|t| &**t)
     }
 
     /// Where a value was acknowledged, if it was.

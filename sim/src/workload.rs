@@ -1,12 +1,13 @@
 //! The seeded client workload: creates, deletes and re-creates of a few names (so
 //! incarnations collide), keyed and keyless produces (some to a named partition), fetches, lists and describes.
 
-use crate::model::ValueId;
+use crate::model::{ValueId, LABEL_MAX};
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
 use crate::value_crc;
 use broker_core::{Command, ProduceRecord, TopicSettings};
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::rc::Rc;
 
 /// The most records one produce may carry (`Config::max_batch_records`, unchanged).
@@ -100,18 +101,18 @@ impl Workload {
     fn record(&mut self, pad: u64) -> ProduceRecord {
         self.values += 1;
         let key = self.rng.chance(self.params.keyed).then(|| format!("k{}", self.rng.below(16)).into_bytes());
-        let label = format!("v{}-", self.values);
         let pad = pad as usize;
-        let mut value = Vec::with_capacity(label.len() + pad);
-        value.extend_from_slice(label.as_bytes());
+        let mut value = Vec::with_capacity(LABEL_MAX + pad);
+        let _ = write!(value, "v{}-", self.values);
+        let label_len = value.len();
         self.params.padding.fill(&mut value, pad);
         // Its checksum from its parts' when it is long: the label's, and the padding's,
         // which the batch's other values share.
         let crc = if value.len() < value_crc::DIRECT_BELOW {
             crc32c::crc32c(&value)
         } else {
-            let padding = *self.padding_crc.entry(pad).or_insert_with(|| crc32c::crc32c(&value[label.len()..]));
-            value_crc::append_known(crc32c::crc32c(label.as_bytes()), padding, pad)
+            let padding = *self.padding_crc.entry(pad).or_insert_with(|| crc32c::crc32c(&value[label_len..]));
+            value_crc::append_known(crc32c::crc32c(&value[..label_len]), padding, pad)
         };
         if self.padding_crc.len() > 1024 {
             self.padding_crc.clear();
