@@ -70,6 +70,10 @@ pub use notice::{Notice, Operation};
 pub use partitioner::partition_for_key;
 pub use time::Time;
 
+/// A CRC32C carried past `len` appended bytes: `crc(A ‖ B) = crc32c_carry(crc(A), len(B)) ^ crc(B)`
+/// (for whoever knows the checksums of parts, as the simulator's workload does).
+pub use crc_range::carry as crc32c_carry;
+
 // The on-disk formats, as far as the runtimes, the simulator, the testkit, the fuzz
 // targets and the tests read or write them.
 pub use frame::FRAME_HEADER_LEN;

@@ -44,7 +44,7 @@ impl ClientWakes {
     /// for seconds, with clients thinking tens of microseconds, made one draw per skipped
     /// wake the simulator's largest cost. Past that, where the next wake falls no longer
     /// depends on where the wait began, and it is drawn at once from the wait's
-    /// stationary law (see [`residual_wait`]).
+    /// stationary law (`residual_wait`).
     pub fn unpark(&mut self, rng: &mut SimRng, now: Time, c: usize) -> Option<Time> {
         let mut at = self.parked[c].take()?;
         for _ in 0..STEPPED_WAKES {
