@@ -164,6 +164,10 @@ pub fn fetch_frame(correlation_id: i32, version: i16, response: &FetchResponse) 
         match r {
             None => out.small(&null[start..start + field]),
             Some(r) => {
+                // The records field's length prefix, as kafka-protocol writes it (a
+                // compact length plus one from version 12 on, an i32 before): its
+                // encoders are crate-private, so it is written here, and the unit test
+                // below holds it byte for byte to the crate's frame at every version.
                 let mut head = Vec::new();
                 if version >= 12 {
                     let mut n = r.len() as u64 + 1;
