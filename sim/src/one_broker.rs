@@ -414,8 +414,8 @@ impl Sim {
     }
 
     /// Client `c` has a request fewer in flight, or the broker now serves: if it was
-    /// waiting for that, it wakes at the first of its skipped wakes that is not past, so
-    /// that it wakes when it would have, had it woken all along.
+    /// waiting for that, it wakes as it would have, had it woken all along
+    /// ([`ClientWakes::unpark`]).
     fn unpark(&mut self, c: usize) {
         if let Some(at) = self.client_wakes.unpark(&mut self.rng, self.now, c) {
             self.schedule(at, Event::ClientWake(c));
