@@ -91,6 +91,9 @@ pub enum Bug {
     /// Cluster: a node never reads the journal's tail on its own, only when a command
     /// needs a fence.
     ClusterNoTailing,
+    /// Cluster: a node told to stop its work on timers (`Node::stop_background`) goes on
+    /// reading the journal's tail and reconciling.
+    ClusterBackgroundNeverStops,
     /// Cluster: a produce that meets its topic's removal (a segment gone) answers
     /// not-found even after it issued a segment's create, which may have landed before
     /// the tombstone and been read.
@@ -118,7 +121,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 37] = [
+    pub const ALL: [Bug; 38] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -149,6 +152,7 @@ impl Bug {
         Bug::ClusterDoubleCompletion,
         Bug::ClusterUnconditionalAppend,
         Bug::ClusterNoTailing,
+        Bug::ClusterBackgroundNeverStops,
         Bug::ClusterProduceNotFoundAfterWrite,
         Bug::ClusterUnfencedOutOfRange,
         Bug::ClusterDeleteAcksDeleting,
@@ -188,6 +192,7 @@ impl Bug {
             Bug::ClusterDoubleCompletion => "cluster-double-completion",
             Bug::ClusterUnconditionalAppend => "cluster-unconditional-append",
             Bug::ClusterNoTailing => "cluster-no-tailing",
+            Bug::ClusterBackgroundNeverStops => "cluster-background-never-stops",
             Bug::ClusterProduceNotFoundAfterWrite => "cluster-produce-not-found-after-write",
             Bug::ClusterUnfencedOutOfRange => "cluster-unfenced-out-of-range",
             Bug::ClusterDeleteAcksDeleting => "cluster-delete-acks-deleting",

@@ -274,6 +274,13 @@ fn cluster_no_tailing_is_caught() {
     fired_by(Bug::ClusterNoTailing, Checker::HealsInBound);
 }
 
+/// A node that goes on polling once told to stop keeps a settled cluster from ever
+/// quiescing, so its final read-back and reconciliation never run.
+#[test]
+fn cluster_background_never_stops_is_caught() {
+    fired_saying(Bug::ClusterBackgroundNeverStops, Checker::Liveness, "never quiesced");
+}
+
 /// Runs seeds until `checker` fires with `bug` with a violation that says `what`;
 /// replays that seed, and runs it without the bug, which must break nothing.
 fn fired_saying(bug: Bug, checker: Checker, what: &str) {

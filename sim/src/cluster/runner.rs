@@ -404,6 +404,7 @@ impl Sim {
     fn run_events(&mut self) {
         let mut chaos_end_scheduled = false;
         let mut deadline = None;
+        let mut background_stopped = false;
         while let Some((at, ev)) = self.queue.pop() {
             self.now = at;
             if deadline.is_some_and(|d| at > d) {
@@ -421,6 +422,10 @@ impl Sim {
             }
             if !self.chaos {
                 deadline.get_or_insert(self.now.plus_millis(LIVENESS_BOUND_MS));
+                if !background_stopped && self.settled_but_for_polling() {
+                    background_stopped = true;
+                    self.stop_background();
+                }
                 if self.quiescent() {
                     break;
                 }
@@ -460,6 +465,28 @@ impl Sim {
         match &self.script {
             Some(groups) => groups.is_empty(),
             None => self.workload.exhausted(),
+        }
+    }
+
+    /// Faults are over, every request is answered, every deletion complete, and every
+    /// node is up, reaches the store and has read what its heal checks ask: all the nodes
+    /// still do on their own is read the journal's tail and reconcile, on their timers.
+    /// With short timers, small listing pages and several nodes, that polling never
+    /// leaves every node idle at once, and [`Sim::quiescent`] would wait for the
+    /// liveness bound (most of the heaviest seeds' events, with the final read-back and
+    /// reconciliation never run).
+    fn settled_but_for_polling(&self) -> bool {
+        self.heals.all_met(|n| standing(&self.slots, self.now, n))
+            && self.store.truth.deleting().next().is_none()
+            && self.slots.iter().all(|s| s.node.is_some() && s.requests.is_empty() && s.cut_until.is_none())
+    }
+
+    /// The cluster has settled but for its polling: every node starts no more of it
+    /// (what is under way finishes), so that the run quiesces.
+    fn stop_background(&mut self) {
+        self.trace.record(self.now, "settled", format_args!("the nodes stop polling on their timers"));
+        for node in self.slots.iter_mut().filter_map(|s| s.node.as_mut()) {
+            node.stop_background();
         }
     }
 

@@ -563,6 +563,22 @@ impl Node {
         }
     }
 
+    /// Starts no more work of its own on a timer: no more reads of the journal's tail
+    /// while idle (rule H) and no more reconciler passes (rule O). What is under way
+    /// finishes, commands still fence, and failed operations are still retried. The
+    /// simulator calls it once a cluster has settled: with short timers and small
+    /// listing pages its nodes would otherwise poll the store for ever and never all be
+    /// [`Node::idle`] at once.
+    pub fn stop_background(&mut self) {
+        if planted!(self.options.config, ClusterBackgroundNeverStops) {
+            return;
+        }
+        self.options.tail_every_ms = 0;
+        self.options.reconcile_every_ms = 0;
+        self.fence.next_tail = None;
+        self.reconcile.next_pass = None;
+    }
+
     /// Whether the node has nothing under way: no store operation in flight or waiting
     /// for its retry, no fence round, and no command, append or removal unfinished
     /// (timers for tailing and the reconciler aside).

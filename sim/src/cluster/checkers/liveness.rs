@@ -24,8 +24,9 @@ pub fn deletions_pending(flags: &mut Flags, store: &SimStore) {
     }
 }
 
-/// A scripted run never quiesced: what it should have reached cannot be read back.
+/// The run never quiesced within the bound after faults stopped: what it should have
+/// reached cannot be read back.
 pub fn never_quiesced(flags: &mut Flags) {
-    let detail = "the scripted run never quiesced: the final read-back and reconciliation could not run";
+    let detail = "the run never quiesced: the final read-back and reconciliation could not run";
     flags.flag(Checker::Liveness, detail.into());
 }

@@ -56,9 +56,7 @@ impl Sim {
     pub(super) fn final_checks(&mut self) {
         checkers::run_over(&mut self.violations, self.now, &self.history, &self.store);
         if !self.quiescent() {
-            if self.script.is_some() {
-                checkers::liveness::never_quiesced(&mut Flags::new(self.now, &mut self.violations));
-            }
+            checkers::liveness::never_quiesced(&mut Flags::new(self.now, &mut self.violations));
             return;
         }
         checkers::after_settling(self);

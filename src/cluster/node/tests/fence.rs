@@ -116,3 +116,33 @@ fn a_corrupt_entry_makes_the_node_refuse_rather_than_guess() {
     let later = net.submit(0, create("t"));
     assert!(matches!(net.reply(later), Err(BrokerError::Unavailable(_))));
 }
+
+/// A node told to stop its background work finishes the tail read under way, then polls
+/// the store no more on its own; commands still fence, so it still learns the journal.
+#[test]
+fn a_node_whose_background_stopped_polls_no_more_and_still_fences() {
+    let mut net = Net::new(2);
+    net.nodes[1] = Node::new(NodeOptions { tail_every_ms: 50, reconcile_every_ms: 80, ..net.nodes[1].options.clone() });
+    net.submit(1, create("t"));
+    net.run();
+    // Its timers are armed; at 60 ms a tail read goes out.
+    assert!(net.nodes[1].poll_timeout().is_some());
+    net.now = net.now.plus_millis(60);
+    net.nodes[1].handle_timeout(net.now);
+    net.collect();
+    assert!(net.pending.iter().any(|(n, _, op)| *n == 1 && is_list("j/")(op)), "a tail read under way");
+    net.nodes[1].stop_background();
+    net.run();
+    assert!(net.nodes[1].idle(), "the read under way finished");
+    assert_eq!(net.nodes[1].poll_timeout(), None, "nothing left on a timer");
+    net.advance(10_000);
+    assert!(net.pending.is_empty(), "no tail read or reconciler pass in ten seconds");
+    // Another node deletes the topic; a command on the stopped node fences and sees it.
+    net.submit(0, delete("t"));
+    net.run();
+    assert!(net.nodes[1].catalog().live("t").is_some(), "not read on its own");
+    let d = net.submit(1, describe("t"));
+    net.run();
+    assert!(matches!(net.reply(d), Err(BrokerError::TopicNotFound { .. })), "{:?}", net.reply(d));
+    assert!(net.nodes[1].catalog().live("t").is_none());
+}
