@@ -4,7 +4,8 @@
 //!
 //! Phases, as for one broker: *chaos* (the workload runs; faults are on), *settle*
 //! (faults stop, cut nodes reach the store again, crashed nodes restart; every deletion
-//! must complete within a bound), then the *final checks*: the lifecycle judged from
+//! must complete within a bound, and once all else has settled the nodes stop polling
+//! on their timers, so that the run quiesces), then the *final checks*: the lifecycle judged from
 //! the whole history, every node's catalog against the journal, every partition read
 //! back from every node, and one reconciliation that must leave no orphan. The checks
 //! are [`crate::cluster::checkers`]; the runner calls them, and owns only the
@@ -167,6 +168,8 @@ struct Sim {
     chaos: bool,
     /// Store events scheduled and not yet processed.
     store_pending: u64,
+    /// Of those, writes that timed out and have yet to land.
+    landings_pending: u64,
     crash_now: Option<usize>,
     /// Heal checks not yet due.
     heals: HealsInBound,
@@ -215,6 +218,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams, cp: ClusterParams) -> RunRepo
         next_request: 1,
         chaos: true,
         store_pending: 0,
+        landings_pending: 0,
         crash_now: None,
         heals: HealsInBound::default(),
         history: History::default(),
@@ -343,6 +347,9 @@ impl Sim {
         if matches!(ev, Ev::Arrive { .. } | Ev::Land { .. } | Ev::Answer { .. }) {
             self.store_pending += 1;
         }
+        if matches!(ev, Ev::Land { .. }) {
+            self.landings_pending += 1;
+        }
         self.queue.push(at.max(self.now), ev);
     }
 
@@ -468,17 +475,22 @@ impl Sim {
         }
     }
 
-    /// Faults are over, every request is answered, every deletion complete, and every
-    /// node is up, reaches the store and has read what its heal checks ask: all the nodes
-    /// still do on their own is read the journal's tail and reconcile, on their timers.
+    /// Faults are over, every request is answered, every deletion complete, no write
+    /// that timed out is still to land (a late entry may be a tombstone the nodes must
+    /// read), and every node is up, reaches the store, has read what its heal checks ask
+    /// and has nothing under way but its polling ([`Node::only_polling`]): all the nodes
+    /// would still do is read the journal's tail and reconcile, on their timers.
     /// With short timers, small listing pages and several nodes, that polling never
     /// leaves every node idle at once, and [`Sim::quiescent`] would wait for the
     /// liveness bound (most of the heaviest seeds' events, with the final read-back and
     /// reconciliation never run).
     fn settled_but_for_polling(&self) -> bool {
-        self.heals.all_met(|n| standing(&self.slots, self.now, n))
+        self.landings_pending == 0
+            && self.heals.all_met(|n| standing(&self.slots, self.now, n))
             && self.store.truth.deleting().next().is_none()
-            && self.slots.iter().all(|s| s.node.is_some() && s.requests.is_empty() && s.cut_until.is_none())
+            && self.slots.iter().all(|s| {
+                s.node.as_ref().is_some_and(Node::only_polling) && s.requests.is_empty() && s.cut_until.is_none()
+            })
     }
 
     /// The cluster has settled but for its polling: every node starts no more of it
@@ -516,6 +528,7 @@ impl Sim {
             }
             Ev::Land { node, op } => {
                 self.store_pending -= 1;
+                self.landings_pending -= 1;
                 self.trace.record(self.now, "land", format_args!("node {node} {}", StoreOpText(&op)));
                 self.stats.late_landings += 1;
                 self.apply(&op);

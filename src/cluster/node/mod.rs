@@ -579,6 +579,19 @@ impl Node {
         self.reconcile.next_pass = None;
     }
 
+    /// Whether all the node has under way is its own polling: a fence round no command
+    /// waits for, or a reconciler pass (and the compaction folding may start); no
+    /// command, append, segment write or removal unfinished, and no operation waiting for
+    /// its retry.
+    pub fn only_polling(&self) -> bool {
+        self.healing.retries.is_empty()
+            && self.fence.waiting.is_empty()
+            && self.data.work.is_empty()
+            && self.append.queue.is_empty()
+            && self.append.current.is_none()
+            && self.removal.in_flight.is_none()
+    }
+
     /// Whether the node has nothing under way: no store operation in flight or waiting
     /// for its retry, no fence round, and no command, append or removal unfinished
     /// (timers for tailing and the reconciler aside).

@@ -33,6 +33,7 @@ fn a_create_on_one_node_is_seen_by_another() {
     net.run();
     assert_eq!(net.reply(r), &Ok(Reply::Created { topic: TopicId(1) }));
     let d = net.submit(1, describe("t"));
+    assert!(!net.nodes[1].only_polling(), "a command waits for its fence");
     net.run();
     assert!(matches!(net.reply(d), Ok(Reply::Described(t)) if t.id == TopicId(1) && t.partitions == 2));
     assert_eq!(net.nodes[0].catalog(), net.nodes[1].catalog());
@@ -131,6 +132,7 @@ fn a_node_whose_background_stopped_polls_no_more_and_still_fences() {
     net.nodes[1].handle_timeout(net.now);
     net.collect();
     assert!(net.pending.iter().any(|(n, _, op)| *n == 1 && is_list("j/")(op)), "a tail read under way");
+    assert!(net.nodes[1].only_polling() && !net.nodes[1].idle(), "busy with its polling only");
     net.nodes[1].stop_background();
     net.run();
     assert!(net.nodes[1].idle(), "the read under way finished");
