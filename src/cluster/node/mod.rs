@@ -596,14 +596,7 @@ impl Node {
     /// for its retry, no fence round, and no command, append or removal unfinished
     /// (timers for tailing and the reconciler aside).
     pub fn idle(&self) -> bool {
-        self.ops.is_empty()
-            && self.healing.retries.is_empty()
-            && self.fence.round.is_none()
-            && self.fence.waiting.is_empty()
-            && self.data.work.is_empty()
-            && self.append.queue.is_empty()
-            && self.append.current.is_none()
-            && self.removal.in_flight.is_none()
+        self.only_polling() && self.ops.is_empty() && self.fence.round.is_none()
     }
 
     /// How many produces' records rode in another produce's segment (group commit, per
