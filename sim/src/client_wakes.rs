@@ -53,10 +53,7 @@ impl ClientWakes {
             }
             at = at.plus_micros(rng.between(1, 2 * self.think_us));
         }
-        if at >= now {
-            return Some(at);
-        }
-        Some(now.plus_micros(residual_wait(rng, self.think_us)))
+        Some(if at >= now { at } else { now.plus_micros(residual_wait(rng, self.think_us)) })
     }
 }
 
