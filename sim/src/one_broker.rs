@@ -212,6 +212,9 @@ impl Sim {
     /// Whether rot made the journal the broker is about to read lose a commit (both
     /// copies bad) that the same bytes without rot hold.
     fn journal_lost_a_commit_to_rot(disk: &SimDisk) -> bool {
+        if !disk.live_file_rotted(JOURNAL_FILE) {
+            return false;
+        }
         let (Some(seen), Some(clean)) = (disk.live_file(JOURNAL_FILE), disk.live_file_unrotted(JOURNAL_FILE)) else {
             return false;
         };

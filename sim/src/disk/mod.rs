@@ -436,6 +436,16 @@ impl SimDisk {
         Some(self.files.get(&id)?.live.to_vec())
     }
 
+    /// Whether a read of `name` would now return any byte rot changed: a bad sector
+    /// within its live length that no later write made clean.
+    pub fn live_file_rotted(&self, name: &str) -> bool {
+        let Some(f) = self.live_dir.get(name).and_then(|id| self.files.get(id)) else {
+            return false;
+        };
+        let len = f.live.len();
+        len > 0 && f.rot.range(..=(len - 1) / SECTOR_SIZE).any(|s| !f.live_clean.contains(s))
+    }
+
     /// The names (as named when it happened) of every file that has had bit rot
     /// injected, sorted: any file (logs, the journal and its temporary, backup and
     /// reserve files).

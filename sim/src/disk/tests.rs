@@ -700,6 +700,7 @@ fn bit_rot_is_deterministic_and_healed_by_a_durable_rewrite() {
     let bad = *d.files.values().next().unwrap().rot.iter().next().unwrap() as usize;
     let first = d.read_all(name).unwrap();
     assert_ne!(first, data);
+    assert!(d.live_file_rotted(name));
     for s in 0..4 {
         let r = s * SS..(s + 1) * SS;
         assert_eq!(first[r.clone()] == data[r.clone()], s != bad, "sector {s}");
@@ -714,10 +715,12 @@ fn bit_rot_is_deterministic_and_healed_by_a_durable_rewrite() {
     // A partial rewrite of the bad sector does not heal it.
     d.write_at(name, (bad * SS) as u64, &data[bad * SS..bad * SS + 10]).unwrap();
     assert_ne!(d.read_all(name).unwrap(), data);
+    assert!(d.live_file_rotted(name));
     // A whole-sector rewrite heals reads at once, but the medium only once synced.
     let sector = data[bad * SS..(bad + 1) * SS].to_vec();
     d.write_at(name, (bad * SS) as u64, &sector).unwrap();
     assert_eq!(d.read_all(name).unwrap(), data);
+    assert!(!d.live_file_rotted(name), "the rewrite made every byte a read returns clean");
     let mut unsynced = d.clone();
     unsynced.crash_with(CrashMode::DropAll);
     assert_eq!(unsynced.read_all(name).unwrap(), first, "the unsynced rewrite was lost");
