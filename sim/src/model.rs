@@ -7,7 +7,8 @@
 
 use broker_core::{BrokerError, Bytes, Command, LogId, Reply, RequestId, Time, TopicId};
 use broker_testkit::ledger::Ledger;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::rc::Rc;
 
 /// A record as a client produced it.
@@ -57,6 +58,38 @@ impl PartialOrd for ValueId {
         Some(self.cmp(other))
     }
 }
+
+/// Its checksum and length only, which equal ids share.
+impl Hash for ValueId {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(u64::from(self.crc) | (self.len as u64) << 32);
+    }
+}
+
+/// The hasher of a map keyed by [`ValueId`]s: their CRC32C is a hash already, and one
+/// multiplication mixes it with the length. Fixed, with no per-process random state.
+/// Such maps are only looked up, or walked into something whose order is not theirs.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(23) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+/// A map from value ids, hashed by [`IdHasher`].
+pub type ByValueId<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// By label, then length, then checksum.
 impl Ord for ValueId {

@@ -38,7 +38,6 @@ use broker_core::cluster::node::{Node, NodeEffect, NodeOptions, StoreOpId};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use broker_core::{BrokerError, Command, Config, Reply, RequestId, Time, TopicId};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::rc::Rc;
 
 mod final_checks;
 
@@ -905,8 +904,8 @@ impl Sim {
         self.outstanding[c] += 1;
         self.stats.commands += 1;
         self.trace.record(self.now, "command", format_args!("req{} c{c} node {n} {}", request.0, IssueText(&issue)));
+        self.history.invoked(self.now, request, n, &issue);
         let command = issue.command;
-        self.history.invoked(self.now, request, n, Rc::new(command.clone()));
         self.slots[n].requests.insert(request, c);
         let local = self.slots[n].clock.local(self.now);
         if let Some(node) = self.slots[n].node.as_mut() {

@@ -8,8 +8,9 @@
 
 use super::judged::Judged;
 use crate::cluster::store::{Fact, Life};
+use crate::model::ValueId;
 use crate::violation::{Checker, Flags};
-use broker_core::{ProduceRecord, RecordPosition, TopicDescription, TopicId};
+use broker_core::{RecordPosition, TopicDescription, TopicId};
 
 /// The store carried out an operation that did `fact`.
 pub fn store_did(flags: &mut Flags, fact: &Fact) {
@@ -25,10 +26,11 @@ pub fn store_did(flags: &mut Flags, fact: &Fact) {
     }
 }
 
-/// A produce of `records` acknowledged at `positions` of `topic`: each holds its record.
-pub fn produced(j: &mut Judged, topic: TopicId, positions: &[RecordPosition], records: &[ProduceRecord]) {
-    for (p, r) in positions.iter().zip(records) {
-        if j.store.value_at(topic, p.partition, p.offset) != Some(&r.value[..]) {
+/// A produce of values `values` acknowledged at `positions` of `topic`: each holds its
+/// record (a value of the same id: label, length and CRC32C).
+pub fn produced(j: &mut Judged, topic: TopicId, positions: &[RecordPosition], values: &[ValueId]) {
+    for (p, id) in positions.iter().zip(values) {
+        if j.store.value_at(topic, p.partition, p.offset).map(ValueId::of).as_ref() != Some(id) {
             j.flag(
                 Checker::AckedOffsetsServed,
                 format!("acknowledged at {topic}/{}@{}, which holds another record", p.partition, p.offset),

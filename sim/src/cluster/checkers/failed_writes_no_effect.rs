@@ -1,12 +1,14 @@
 //! **failed-writes-no-effect**: a command answered with a definite failure had no
 //! effect. No record of a produce answered with any error but an unknown outcome is in
-//! a segment the store held (judged by value: the seeded workload makes every value
-//! unique, and a value two produces carry is not judged); and no create or delete
+//! a segment the store held (judged by value id, label, length and CRC32C, as the
+//! history keeps them: the seeded workload makes every value unique, and a value two
+//! produces carry is not judged); and no create or delete
 //! entry landed that only calls answered unavailable could have written.
 
 use super::judged::Judged;
 use crate::cluster::history::{Call, History};
 use crate::cluster::store::SimStore;
+use crate::model::{ByValueId, ValueId};
 use crate::violation::{Checker, Violation};
 use broker_core::{BrokerError, Command, Reply, RequestId, Time, TopicId};
 use std::collections::BTreeMap;
@@ -21,73 +23,35 @@ fn definite_failure(reply: &Result<Reply, BrokerError>) -> bool {
     matches!(reply, Err(e) if !matches!(e, BrokerError::OutcomeUnknown(_)))
 }
 
-/// A value as a map key: bytes compared whole, except that the same bytes in memory
-/// (a command's value met again in the history, or kept by a retry) are equal at once.
-/// The refused batches past the limits hold megabytes of values, each met again.
-#[derive(Clone, Copy)]
-struct Value<'a>(&'a [u8]);
-
-impl Ord for Value<'_> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if std::ptr::eq(self.0, other.0) {
-            std::cmp::Ordering::Equal
-        } else {
-            self.0.cmp(other.0)
-        }
-    }
-}
-
-impl PartialOrd for Value<'_> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Value<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for Value<'_> {}
-
 /// For each produce answered with a definite failure, the records of it that a segment
 /// the store held (before its incarnation's tombstone) shows, with where. Only values
 /// that no other produce carries are judged.
 pub fn failed_records_written(history: &History, store: &SimStore) -> Written {
     // The values of definitely failed produces, each with its produce and how many
     // produces carry it: counted for these values alone, as failures are few.
-    let mut candidates: BTreeMap<Value<'_>, (RequestId, u32)> = BTreeMap::new();
+    let mut candidates: ByValueId<&ValueId, (RequestId, u32)> = ByValueId::default();
     for (request, call) in &history.calls {
-        let (Command::Produce { records, .. }, Some((_, reply))) = (&*call.command, &call.answer) else { continue };
+        let (Command::Produce { .. }, Some((_, reply))) = (&*call.command, &call.answer) else { continue };
         if definite_failure(reply) {
-            candidates.extend(records.iter().map(|r| (Value(&r.value[..]), (*request, 0))));
+            candidates.extend(call.values.iter().map(|id| (id, (*request, 0))));
         }
     }
     if !candidates.is_empty() {
-        for call in history.calls.values() {
-            if let Command::Produce { records, .. } = &*call.command {
-                for r in records {
-                    if let Some((_, carried)) = candidates.get_mut(&Value(&r.value[..])) {
-                        *carried += 1;
-                    }
-                }
+        for id in history.calls.values().flat_map(|call| call.values.iter()) {
+            if let Some((_, carried)) = candidates.get_mut(id) {
+                *carried += 1;
             }
         }
     }
-    let failed: BTreeMap<Value<'_>, RequestId> = candidates
-        .into_iter()
-        .filter(|(_, (_, carried))| *carried == 1)
-        .map(|(v, (request, _))| (v, request))
-        .collect();
+    candidates.retain(|_, (_, carried)| *carried == 1);
     let mut written: Written = BTreeMap::new();
-    if failed.is_empty() {
+    if candidates.is_empty() {
         return written;
     }
     for (&(topic, partition), segments) in &store.segments {
         for (base, values) in segments {
             for (offset, value) in (*base..).zip(values) {
-                if let Some(request) = failed.get(&Value(&value[..])) {
+                if let Some((request, _)) = candidates.get(&ValueId::of(value)) {
                     written.entry(*request).or_default().push((topic, partition, offset));
                 }
             }

@@ -38,7 +38,7 @@ impl<'a> Judged<'a> {
             "req{} to node {} ({}), invoked {} and answered {}: {what}",
             self.request.0,
             self.call.node,
-            crate::trace::CommandText(&self.call.command),
+            crate::cluster::history::CallText(self.call),
             self.from,
             self.to
         );

@@ -73,11 +73,12 @@ fn judge_reply(j: &mut Judged, reply: &Result<Reply, BrokerError>, acked: &Acked
             }
             linearizable_lifecycle::lists_all(j, topics);
         }
-        (Command::Produce { topic: name, records, .. }, Ok(Reply::Produced { topic, positions })) => {
+        (Command::Produce { topic: name, .. }, Ok(Reply::Produced { topic, positions })) => {
             if !shows(j, *topic, name) {
                 return;
             }
-            acked_offsets_served::produced(j, *topic, positions, records);
+            let call = j.call;
+            acked_offsets_served::produced(j, *topic, positions, &call.values);
         }
         (
             Command::Fetch { topic: name, partition, offset, .. },
