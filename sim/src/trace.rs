@@ -2,7 +2,6 @@
 //! (FNV-1a 64) so two runs of a seed can be compared bit for bit, and optionally kept.
 
 use crate::model::ValueId;
-use crate::value_crc;
 use crate::workload::Issue;
 use broker_core::{
     batch_bytes, BrokerError, Command, Effect, JournalRecord, OpOutput, OpResult, Reply, StorageOp, Time,
@@ -213,12 +212,15 @@ impl Display for ResultText<'_> {
     }
 }
 
-/// The CRC32C of records' keys and values, so a trace line covers their bytes without
-/// printing them (a produce may carry megabytes).
-fn records_crc<'a>(records: impl IntoIterator<Item = (Option<&'a [u8]>, &'a [u8])>) -> u32 {
-    records.into_iter().fold(0, |c, (key, value)| {
+/// The checksum a trace line gives records: the CRC32C of each record's key (`-` for
+/// none) followed by its value's own CRC32C (4 bytes, little-endian). It names their
+/// bytes without printing them, and without reading a value again where its checksum is
+/// known (a produce may carry megabytes). A fetch of the records a produce carried shows
+/// the produce's.
+fn records_crc<'a>(records: impl IntoIterator<Item = (Option<&'a [u8]>, u32)>) -> u32 {
+    records.into_iter().fold(0, |c, (key, value_crc)| {
         let c = crc32c::crc32c_append(c, key.unwrap_or(b"-"));
-        crc32c::crc32c_append(c, value)
+        crc32c::crc32c_append(c, &value_crc.to_le_bytes())
     })
 }
 
@@ -246,15 +248,9 @@ fn command(f: &mut Formatter<'_>, cmd: &Command, values: &[ValueId]) -> fmt::Res
     match cmd {
         Command::Produce { topic, partition, records } => {
             let c = if values.len() == records.len() {
-                records.iter().zip(values).fold(0, |c, (r, id)| {
-                    let c = crc32c::crc32c_append(c, r.key.as_deref().unwrap_or(b"-"));
-                    match id.len_and_crc() {
-                        (len, crc) if len >= value_crc::DIRECT_BELOW => value_crc::append_known(c, crc, len),
-                        _ => crc32c::crc32c_append(c, &r.value),
-                    }
-                })
+                records_crc(records.iter().zip(values).map(|(r, id)| (r.key.as_deref(), id.len_and_crc().1)))
             } else {
-                records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])))
+                records_crc(records.iter().map(|r| (r.key.as_deref(), crc(&r.value))))
             };
             write!(f, "Produce {topic:?}")?;
             if let Some(p) = partition {
@@ -273,7 +269,7 @@ impl Display for ReplyText<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self.0 {
             Ok(Reply::Fetched { topic, records, high_watermark }) => {
-                let c = records_crc(records.iter().map(|r| (r.key.as_deref(), &r.value[..])));
+                let c = records_crc(records.iter().map(|r| (r.key.as_deref(), crc(&r.value))));
                 let first = records.first().map_or(0, |r| r.offset);
                 write!(f, "Ok(Fetched {topic} {} records from {first} crc={c:08x} hw {high_watermark})", records.len())
             }
@@ -299,6 +295,7 @@ impl Display for EffectText<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use broker_core::Bytes;
 
     /// FNV-1a 64 of `bytes`, written out here as the algorithm's definition.
     fn fnv(bytes: &[u8]) -> u64 {
@@ -324,5 +321,34 @@ mod tests {
         let lines = kept.into_lines();
         assert_eq!(lines[2].detail, "req2 xx");
         assert!(plain.into_lines().is_empty());
+    }
+
+    #[test]
+    fn a_produce_shows_the_checksum_of_its_fetch_with_or_without_value_ids() {
+        let records = vec![
+            broker_core::ProduceRecord { key: Some(b"k1".to_vec()), value: Bytes::from_static(b"v1-abc") },
+            broker_core::ProduceRecord { key: None, value: Bytes::from(vec![b'.'; 20_000]) },
+        ];
+        let produce = Command::Produce { topic: "t".into(), partition: None, records: records.clone() };
+        let with_ids = IssueText(&Issue::new(produce.clone())).to_string();
+        assert_eq!(with_ids, CommandText(&produce).to_string());
+        let fetched = records
+            .into_iter()
+            .zip(7..)
+            .map(|(r, offset)| broker_core::StoredRecord { offset, key: r.key, value: r.value })
+            .collect();
+        let reply = Ok(Reply::Fetched { topic: broker_core::TopicId(1), records: fetched, high_watermark: 9 });
+        let crc_of = |line: &str| line.split("crc=").nth(1).map(|c| c[..8].to_string());
+        assert_eq!(crc_of(&ReplyText(&reply).to_string()), crc_of(&with_ids));
+        // And it changes with any value's bytes.
+        let other = Command::Produce {
+            topic: "t".into(),
+            partition: None,
+            records: vec![
+                broker_core::ProduceRecord { key: Some(b"k1".to_vec()), value: Bytes::from_static(b"v1-abd") },
+                broker_core::ProduceRecord { key: None, value: Bytes::from(vec![b'.'; 20_000]) },
+            ],
+        };
+        assert_ne!(crc_of(&CommandText(&other).to_string()), crc_of(&with_ids));
     }
 }
