@@ -171,11 +171,11 @@ pub struct Model {
     /// watermark, they count as committed, and must read back the same for the rest of
     /// the run).
     pub records: Ledger<RecordBytes>,
-    /// Where each acknowledged value landed.
-    value_home: BTreeMap<ValueId, (TopicId, u32, u64)>,
+    /// Where each acknowledged value landed (looked up only).
+    value_home: ByValueId<ValueId, (TopicId, u32, u64)>,
     /// Every value ever sent, with the topic name it was sent to (one name shared by
-    /// every value of a produce).
-    produced: BTreeMap<ValueId, Rc<str>>,
+    /// every value of a produce; looked up only).
+    produced: ByValueId<ValueId, Rc<str>>,
     /// Requests in flight.
     inflight: BTreeMap<RequestId, InFlight>,
     names: BTreeMap<String, NameState>,

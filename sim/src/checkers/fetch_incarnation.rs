@@ -9,15 +9,15 @@
 //! topic }` cannot have either (the name no longer led to it).
 
 use super::request::Request;
-use crate::model::{label, ValueId};
+use crate::model::{label, ByValueId, ValueId};
 use crate::violation::{Checker, Flags};
 use broker_core::{BrokerError, Command, Reply, RequestId, TopicId};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Default)]
 pub(super) struct FetchIncarnation {
-    /// The produce that sent each value (values are unique in a run).
-    produced_by: BTreeMap<ValueId, RequestId>,
+    /// The produce that sent each value (values are unique in a run; looked up only).
+    produced_by: ByValueId<ValueId, RequestId>,
     /// The create request that answered `Created` for each incarnation.
     created_by: BTreeMap<TopicId, RequestId>,
     /// The earliest-issued delete request that answered `DeleteAccepted` for each incarnation.
