@@ -20,38 +20,96 @@ pub const DATA_PREFIX: &str = "d/";
 
 /// The key of journal entry `seq`.
 pub fn journal_key(seq: u64) -> String {
-    format!("{JOURNAL_PREFIX}{seq:020}")
+    let mut key = String::with_capacity(JOURNAL_PREFIX.len() + 20);
+    key.push_str(JOURNAL_PREFIX);
+    push_decimal(&mut key, seq);
+    key
 }
 
 /// The key of the snapshot as of entry `seq`.
 pub fn snapshot_key(seq: u64) -> String {
-    format!("{SNAPSHOT_PREFIX}{seq:020}")
+    let mut key = String::with_capacity(SNAPSHOT_PREFIX.len() + 20);
+    key.push_str(SNAPSHOT_PREFIX);
+    push_decimal(&mut key, seq);
+    key
 }
 
 /// The prefix of every segment of `topic`.
 pub fn topic_prefix(topic: TopicId) -> String {
-    format!("{DATA_PREFIX}{:016x}/", topic.0)
+    let mut key = String::with_capacity(DATA_PREFIX.len() + 17);
+    push_topic_prefix(&mut key, topic);
+    key
 }
 
 /// The prefix of every segment of one partition.
 pub fn partition_prefix(topic: TopicId, partition: u32) -> String {
-    format!("{}{partition:08x}/", topic_prefix(topic))
+    let mut key = String::with_capacity(DATA_PREFIX.len() + 26);
+    push_partition_prefix(&mut key, topic, partition);
+    key
 }
 
 /// The key of the segment of `topic`/`partition` whose first offset is `base`.
 pub fn segment_key(topic: TopicId, partition: u32, base: u64) -> String {
-    format!("{}{base:020}", partition_prefix(topic, partition))
+    let mut key = String::with_capacity(DATA_PREFIX.len() + 46);
+    push_partition_prefix(&mut key, topic, partition);
+    push_decimal(&mut key, base);
+    key
+}
+
+fn push_topic_prefix(key: &mut String, topic: TopicId) {
+    key.push_str(DATA_PREFIX);
+    push_hex(key, topic.0, 16);
+    key.push('/');
+}
+
+fn push_partition_prefix(key: &mut String, topic: TopicId, partition: u32) {
+    push_topic_prefix(key, topic);
+    push_hex(key, u64::from(partition), 8);
+    key.push('/');
+}
+
+/// Appends `n` in 20 decimal digits, zero-padded (as `{n:020}` writes it, without the
+/// formatting machinery: the nodes build a key for every store operation).
+fn push_decimal(key: &mut String, mut n: u64) {
+    let mut digits = [b'0'; 20];
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    key.extend(digits.iter().map(|d| char::from(*d)));
+}
+
+/// Appends the low `digits` hex digits of `n`, lowercase and zero-padded.
+fn push_hex(key: &mut String, n: u64, digits: u32) {
+    for i in (0..digits).rev() {
+        let nibble = (n >> (4 * i)) & 0xf;
+        key.push(char::from(b"0123456789abcdef"[nibble as usize]));
+    }
 }
 
 /// A 20-digit decimal, exactly as the keys write it.
 fn decimal(s: &str) -> Option<u64> {
-    (s.len() == 20 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    if s.len() != 20 {
+        return None;
+    }
+    s.bytes().try_fold(0u64, |n, b| {
+        b.is_ascii_digit().then(|| n.checked_mul(10)?.checked_add(u64::from(b - b'0'))).flatten()
+    })
 }
 
 /// A lowercase hex number of exactly `digits` digits.
 fn hex(s: &str, digits: usize) -> Option<u64> {
-    let ok = s.len() == digits && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    ok.then(|| u64::from_str_radix(s, 16).ok()).flatten()
+    if s.len() != digits || digits > 16 {
+        return None;
+    }
+    s.bytes().try_fold(0u64, |n, b| {
+        let nibble = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => return None,
+        };
+        Some(n << 4 | u64::from(nibble))
+    })
 }
 
 /// The seq of a journal key; `None` for any other key.
@@ -92,6 +150,23 @@ mod tests {
             assert!(key.starts_with(&topic_prefix(TopicId(t))));
         }
         assert!(segment_key(TopicId(1), 0, 9) < segment_key(TopicId(1), 0, 10));
+    }
+
+    #[test]
+    fn keys_are_written_as_the_format_strings_write_them() {
+        for n in [0, 1, 9, 10, 255, 1 << 32, 12_345_678_901_234_567_890, u64::MAX] {
+            assert_eq!(journal_key(n), format!("j/{n:020}"));
+            assert_eq!(snapshot_key(n), format!("s/{n:020}"));
+            let (t, p) = (TopicId(n), n as u32);
+            assert_eq!(topic_prefix(t), format!("d/{n:016x}/"));
+            assert_eq!(partition_prefix(t, p), format!("d/{n:016x}/{p:08x}/"));
+            assert_eq!(segment_key(t, p, n), format!("d/{n:016x}/{p:08x}/{n:020}"));
+        }
+        assert_eq!(decimal("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(decimal("18446744073709551616"), None, "past u64");
+        assert_eq!(decimal("99999999999999999999"), None);
+        assert_eq!(hex("ffffffffffffffff", 16), Some(u64::MAX));
+        assert_eq!(hex("FFFFFFFFFFFFFFFF", 16), None, "uppercase is not ours");
     }
 
     #[test]
