@@ -127,13 +127,13 @@ impl Clock {
         let narrow = i64::try_from(local.0).ok().and_then(|local| {
             local.checked_sub(self.offset_us)?.checked_mul(1_000_000).map(|d| d / (1_000_000 + self.drift_ppm))
         });
-        let guess = narrow.map_or_else(
-            || {
+        let guess = match narrow {
+            Some(guess) => i128::from(guess),
+            None => {
                 let rate = 1_000_000 + i128::from(self.drift_ppm);
                 (i128::from(local.0) - i128::from(self.offset_us)) * 1_000_000 / rate
-            },
-            i128::from,
-        );
+            }
+        };
         let mut t = Time(guess.clamp(0, i128::from(u64::MAX)) as u64);
         while self.local(t) < local {
             t = t.plus_micros(1);
