@@ -10,7 +10,7 @@
 
 use broker_core::cluster::catalog::Catalog;
 use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
-use broker_core::cluster::{segment, snapshot};
+use broker_core::cluster::{segment, snapshot, topic_object};
 use broker_core::effect::AppendRecord;
 use broker_core::{
     encode_compacted, encode_header, encode_log_header, encode_records, JournalRecord, LogId, MetaState,
@@ -502,6 +502,18 @@ fn cluster_seeds() -> Vec<(&'static str, Vec<u8>)> {
         input(Objects::Snapshot, Some(KIND_SNAPSHOT), catalog.position(), 0, 0, payload(&object)),
     ));
     seeds.push(("empty-snapshot", input(Objects::Snapshot, None, 0, 0, 0, snapshot::encode(&Catalog::default()))));
+    // A topic object holding two partitions of four: decoded as each object, only it parses.
+    let n = 12;
+    let parts: [(u32, &[ProduceRecord]); 2] = [(0, &records[..2]), (2, &records[2..])];
+    let object = topic_object::encode(TopicId(topic), n, writer(3, 4), &[7, 0, 30, 1], &parts).expect("encodes");
+    seeds.push(("each-topic-object", input(Objects::Each, None, topic, 0, n, object.clone())));
+    // Framed: the header's length, its payload, then the records' payload.
+    let (header, records_at) = topic_object::decode_header(TopicId(topic), n, &object).expect("header");
+    let mut framed = ((records_at - OBJECT_PAYLOAD_START) as u32).to_le_bytes().to_vec();
+    framed.extend_from_slice(&object[OBJECT_PAYLOAD_START..records_at]);
+    framed.extend_from_slice(&object[records_at + FRAME_HEADER_LEN..]);
+    assert_eq!(header.ends, vec![9, 0, 31, 1], "the seed's ends");
+    seeds.push(("framed-each-topic-object", input(Objects::Each, Some(1), topic, 0, n, framed)));
     seeds
 }
 
@@ -568,13 +580,15 @@ fn seeds_still_decode_as_intended() {
             decoded(run.entry.as_ref().map(Result::is_ok)),
             decoded(run.segment.as_ref().map(Result::is_ok)),
             decoded(run.snapshot.as_ref().map(Result::is_ok)),
+            decoded(run.topic_object.as_ref().map(Result::is_ok)),
         ];
         let expect = match name {
-            n if n.contains("entry") => ["ok", "-", "-"],
-            "segment" | "framed-segment" => ["-", "ok", "-"],
-            "framed-segment-count-past-its-bytes" => ["-", "error", "-"],
-            n if n.contains("snapshot") => ["-", "-", "ok"],
-            "framed-each" => ["error", "ok", "error"],
+            n if n.contains("topic-object") => ["error", "error", "error", "ok"],
+            n if n.contains("entry") => ["ok", "-", "-", "-"],
+            "segment" | "framed-segment" => ["-", "ok", "-", "-"],
+            "framed-segment-count-past-its-bytes" => ["-", "error", "-", "-"],
+            n if n.contains("snapshot") => ["-", "-", "ok", "-"],
+            "framed-each" => ["error", "ok", "error", "error"],
             other => panic!("no expectation for seed {other}"),
         };
         assert_eq!(got, expect, "{name}: {run:#?}");

@@ -1,6 +1,6 @@
 //! The cluster over shared storage (DESIGN.md, section 10): several nodes share one
 //! store for metadata and data, coordinated only by the store's create-if-absent. The
-//! simulator runs it over a simulated store; no runtime runs it over a real store yet.
+//! simulator runs it over a simulated store, and `runtimes/cluster` over real ones.
 //!
 //! - [`store`]: the store contract, four operations and how each may fail;
 //! - [`keys`]: where the journal, snapshots and segments live in the store;
@@ -11,6 +11,8 @@
 //!   broker: the append and the fence, the data, removal, reconciliation, compaction,
 //!   and healing and deadlines, one file per rule;
 //! - [`segment`]: the objects that hold a partition's records, and their codec;
+//! - [`topic_object`]: objects that hold several partitions' records of one
+//!   incarnation, and their codec (not yet written by the node);
 //! - [`snapshot`]: the catalog as of one journal entry, and its codec (rule C);
 //! - [`memstore`]: a store in memory that keeps the contract and never fails.
 
@@ -22,3 +24,4 @@ pub mod node;
 pub mod segment;
 pub mod snapshot;
 pub mod store;
+pub mod topic_object;

@@ -7,6 +7,7 @@ use broker_core::cluster::catalog::{Catalog, Folded, Incarnation};
 use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use broker_core::cluster::segment::{self, Segment};
 use broker_core::cluster::snapshot;
+use broker_core::cluster::topic_object::{self, TopicObject};
 use broker_core::{Bytes, DecodeError, ProduceRecord, TopicId, TopicSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,16 +22,20 @@ pub struct ObjectsRun {
     pub segment: Option<Result<Segment, DecodeError>>,
     /// The snapshot's catalog, or why not.
     pub snapshot: Option<Result<Catalog, DecodeError>>,
+    /// The topic object, or why not.
+    pub topic_object: Option<Result<TopicObject, DecodeError>>,
 }
 
 /// Target `cluster_objects`: decodes bytes as the cluster's stored objects.
 ///
 /// Input layout ([`ObjectsInput`]): one mode byte, whose bits 0-1 choose what the bytes
-/// are decoded as (0 an entry, 1 a segment, 2 a snapshot, 3 each of the three), bit 2
-/// whether the bytes are a payload to frame (with a right checksum, the frame kind
-/// being bits 3-7) or a whole object; then the key: seq u64 (the entry's and the
-/// snapshot's, the segment's incarnation), partition u32, base u64, little-endian
-/// (missing bytes read as zeros); then the bytes.
+/// are decoded as (0 an entry, 1 a segment, 2 a snapshot, 3 each of the three and a
+/// topic object), bit 2 whether the bytes are a payload to frame (with a right
+/// checksum, the frame kind being bits 3-7; a topic object's two payloads are split as
+/// [`ObjectsInput`] says) or a whole object; then the key: seq u64 (the entry's and the
+/// snapshot's, the segment's and the topic object's incarnation), partition u32, base
+/// u64 (the segment's base, the topic object's number), little-endian (missing bytes
+/// read as zeros); then the bytes.
 ///
 /// Checks:
 /// - decoding gives a value or a typed error naming a byte within the object, never a
@@ -39,7 +44,9 @@ pub struct ObjectsRun {
 ///   libFuzzer's `-malloc_limit_mb` is the check);
 /// - a decoded value re-encodes to exactly the input object (each layout admits one
 ///   encoding of a value) and decodes again to the same value; a segment's records
-///   `[base, base + n)` end at an offset a `u64` holds (the nodes compute that end);
+///   `[base, base + n)` end at an offset a `u64` holds (the nodes compute that end); a
+///   topic object's header reads the same from its first bytes alone, and each part's
+///   records end at its partition's end;
 /// - a snapshot's catalog is one folding could leave: its position is the seq, it
 ///   restores to itself, it keeps the rules of `Catalog::restore` (checked here
 ///   independently: ids within `1..=position`, a tombstone's seq and writer together,
@@ -90,8 +97,42 @@ pub fn run_cluster_objects(data: &[u8]) -> ObjectsRun {
         }
         run.snapshot = Some(decoded);
     }
+    if input.objects == Objects::Each {
+        let bytes = Bytes::from(input.topic_object_bytes());
+        let (topic, n) = (TopicId(input.seq), input.base);
+        let decoded = measured("topic object", &bytes, || topic_object::decode(topic, n, &bytes));
+        if let Ok(o) = &decoded {
+            check_topic_object(topic, n, &bytes, o);
+        }
+        run.topic_object = Some(decoded);
+    }
     super::node_fed::check_node_fed(&input);
     run
+}
+
+/// `o`, decoded from `bytes` as object `n` of `topic`, re-encodes to them from the ends
+/// before it, and its header decodes alone from the bytes before its records.
+fn check_topic_object(topic: TopicId, n: u64, bytes: &Bytes, o: &TopicObject) {
+    let header = &o.header;
+    assert_eq!(header.parts.len(), o.records.len(), "a part's records for each part");
+    let mut ends_before = header.ends.clone();
+    for (part, records) in header.parts.iter().zip(&o.records) {
+        assert_eq!(records.len(), part.count as usize, "a part holds its count of records");
+        let end = header.ends[part.partition as usize];
+        assert_eq!(header.base(part) + u64::from(part.count), end, "a part ends at its partition's end");
+        ends_before[part.partition as usize] = header.base(part);
+    }
+    let parts: Vec<(u32, &[ProduceRecord])> =
+        header.parts.iter().zip(&o.records).map(|(p, r)| (p.partition, r.as_slice())).collect();
+    let again = topic_object::encode(topic, n, header.writer, &ends_before, &parts).expect("a decoded object encodes");
+    assert_eq!(again, bytes.as_ref(), "a topic object re-encodes to its bytes");
+    let (alone, records_at) = topic_object::decode_header(topic, n, bytes).expect("its header decodes");
+    assert_eq!(&alone, header, "the header decodes as the object's");
+    assert_eq!(
+        topic_object::decode_header(topic, n, &bytes[..records_at]),
+        Ok((alone, records_at)),
+        "from its first bytes"
+    );
 }
 
 /// The most one allocation may take while decoding `len` bytes: a segment's record

@@ -1,7 +1,7 @@
 //! What a `cluster_objects` input is: which objects its bytes are decoded as, the key
 //! they are read under, and whether the target frames them first.
 
-use broker_core::cluster::{entry, segment, snapshot};
+use broker_core::cluster::{entry, segment, snapshot, topic_object};
 use broker_core::TopicId;
 
 /// Which objects an input's bytes are decoded as.
@@ -13,7 +13,8 @@ pub enum Objects {
     Segment,
     /// A snapshot, seq [`ObjectsInput::seq`].
     Snapshot,
-    /// The same bytes as each of the three.
+    /// The same bytes as each of the three, and as a topic object: object
+    /// [`ObjectsInput::base`] of incarnation [`ObjectsInput::seq`].
     Each,
 }
 
@@ -30,7 +31,7 @@ pub struct ObjectsInput {
     pub seq: u64,
     /// The segment's partition.
     pub partition: u32,
-    /// The segment's base offset.
+    /// The segment's base offset, and the topic object's number.
     pub base: u64,
     /// The object, or the payload to frame.
     pub bytes: Vec<u8>,
@@ -106,6 +107,21 @@ impl ObjectsInput {
             Some(kind) => segment::frame_object(TopicId(self.seq), self.partition, self.base, kind, &self.bytes),
             None => self.bytes.clone(),
         }
+    }
+
+    /// The topic object's bytes. Framed, the payload is split in two: a u32 (little-endian)
+    /// gives the header's length (cut to what follows), the header's payload follows,
+    /// and the rest is the records'; the frame kind is the layout's own for each.
+    pub(super) fn topic_object_bytes(&self) -> Vec<u8> {
+        if self.frame_kind.is_none() {
+            return self.bytes.clone();
+        }
+        let mut len = [0u8; 4];
+        let n = self.bytes.len().min(4);
+        len[..n].copy_from_slice(&self.bytes[..n]);
+        let rest = &self.bytes[n..];
+        let (header, records) = rest.split_at((u32::from_le_bytes(len) as usize).min(rest.len()));
+        topic_object::frame_object(TopicId(self.seq), self.base, header, records)
     }
 
     pub(super) fn snapshot_bytes(&self) -> Vec<u8> {
