@@ -5,7 +5,11 @@
 //! - `j/{seq}`: journal entry `seq`, from 1;
 //! - `s/{seq}`: a snapshot of the catalog as of entry `seq`;
 //! - `d/{topic}/{partition}/{base}`: a segment, records `[base, base + n)` of one
-//!   partition of one incarnation.
+//!   partition of one incarnation;
+//! - `d/{topic}/{n}`: topic object `n` of an incarnation, records of several of its
+//!   partitions (`super::topic_object`; not yet written by the node). Its 20 decimal
+//!   digits stand where a segment key has a partition's 8 hex digits, so neither key
+//!   parses as the other.
 //!
 //! Any other key is foreign: never read, never deleted.
 
@@ -53,6 +57,14 @@ pub fn segment_key(topic: TopicId, partition: u32, base: u64) -> String {
     let mut key = String::with_capacity(DATA_PREFIX.len() + 46);
     push_partition_prefix(&mut key, topic, partition);
     push_decimal(&mut key, base);
+    key
+}
+
+/// The key of topic object `n` of `topic`.
+pub fn object_key(topic: TopicId, n: u64) -> String {
+    let mut key = String::with_capacity(DATA_PREFIX.len() + 37);
+    push_topic_prefix(&mut key, topic);
+    push_decimal(&mut key, n);
     key
 }
 
@@ -131,6 +143,14 @@ pub fn parse_segment_key(key: &str) -> Option<(TopicId, u32, u64)> {
     parts.next().is_none().then_some((TopicId(topic), partition, base))
 }
 
+/// Incarnation and number of a topic object's key; `None` for any other key.
+pub fn parse_object_key(key: &str) -> Option<(TopicId, u64)> {
+    let mut parts = key.strip_prefix(DATA_PREFIX)?.split('/');
+    let topic = hex(parts.next()?, 16)?;
+    let n = decimal(parts.next()?)?;
+    parts.next().is_none().then_some((TopicId(topic), n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +170,17 @@ mod tests {
             assert!(key.starts_with(&topic_prefix(TopicId(t))));
         }
         assert!(segment_key(TopicId(1), 0, 9) < segment_key(TopicId(1), 0, 10));
+        for (t, n) in [(0, 0), (7, 99), (u64::MAX, u64::MAX)] {
+            let key = object_key(TopicId(t), n);
+            assert_eq!(parse_object_key(&key), Some((TopicId(t), n)));
+            assert!(key.starts_with(&topic_prefix(TopicId(t))));
+            assert_eq!(parse_segment_key(&key), None, "{key} is no segment's");
+        }
+        assert!(object_key(TopicId(1), 9) < object_key(TopicId(1), 10));
+        assert!(object_key(TopicId(1), u64::MAX) < topic_prefix(TopicId(2)));
+        for (t, p, b) in [(0, 0, 0), (7, 3, 99), (1, 0x1234_5678, 12_345_678)] {
+            assert_eq!(parse_object_key(&segment_key(TopicId(t), p, b)), None, "a segment's key is no object's");
+        }
     }
 
     #[test]
@@ -161,6 +192,7 @@ mod tests {
             assert_eq!(topic_prefix(t), format!("d/{n:016x}/"));
             assert_eq!(partition_prefix(t, p), format!("d/{n:016x}/{p:08x}/"));
             assert_eq!(segment_key(t, p, n), format!("d/{n:016x}/{p:08x}/{n:020}"));
+            assert_eq!(object_key(t, n), format!("d/{n:016x}/{n:020}"));
         }
         assert_eq!(decimal("18446744073709551615"), Some(u64::MAX));
         assert_eq!(decimal("18446744073709551616"), None, "past u64");
@@ -186,6 +218,10 @@ mod tests {
         ] {
             assert_eq!(parse_journal_key(key), None, "{key}");
             assert_eq!(parse_segment_key(key), None, "{key}");
+            assert_eq!(parse_object_key(key), None, "{key}");
+        }
+        for key in ["d/0000000000000001/", "d/0000000000000001/0000000000000000001", "d/0000000000000001/1/2"] {
+            assert_eq!(parse_object_key(key), None, "{key}");
         }
     }
 }
