@@ -13,6 +13,8 @@
 //! - [`segment`]: the objects that hold a partition's records, and their codec;
 //! - [`topic_object`]: objects that hold several partitions' records of one
 //!   incarnation, and their codec (not yet written by the node);
+//! - [`object_index`]: the topic objects' headers a node knows, and the search for the
+//!   object that holds an offset (not yet used by the node);
 //! - [`snapshot`]: the catalog as of one journal entry, and its codec (rule C);
 //! - [`memstore`]: a store in memory that keeps the contract and never fails.
 
@@ -21,6 +23,7 @@ pub mod entry;
 pub mod keys;
 pub mod memstore;
 pub mod node;
+pub mod object_index;
 pub mod segment;
 pub mod snapshot;
 pub mod store;
