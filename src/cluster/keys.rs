@@ -151,6 +151,12 @@ pub fn parse_object_key(key: &str) -> Option<(TopicId, u64)> {
     parts.next().is_none().then_some((TopicId(topic), n))
 }
 
+/// The incarnation a key of the data prefix belongs to, in either layout: a segment's
+/// or a topic object's; `None` for any other key.
+pub fn parse_data_key(key: &str) -> Option<TopicId> {
+    parse_segment_key(key).map(|(t, _, _)| t).or_else(|| parse_object_key(key).map(|(t, _)| t))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +186,8 @@ mod tests {
         assert!(object_key(TopicId(1), u64::MAX) < topic_prefix(TopicId(2)));
         for (t, p, b) in [(0, 0, 0), (7, 3, 99), (1, 0x1234_5678, 12_345_678)] {
             assert_eq!(parse_object_key(&segment_key(TopicId(t), p, b)), None, "a segment's key is no object's");
+            assert_eq!(parse_data_key(&segment_key(TopicId(t), p, b)), Some(TopicId(t)));
+            assert_eq!(parse_data_key(&object_key(TopicId(t), b)), Some(TopicId(t)));
         }
     }
 
@@ -219,6 +227,7 @@ mod tests {
             assert_eq!(parse_journal_key(key), None, "{key}");
             assert_eq!(parse_segment_key(key), None, "{key}");
             assert_eq!(parse_object_key(key), None, "{key}");
+            assert_eq!(parse_data_key(key), None, "{key}");
         }
         for key in ["d/0000000000000001/", "d/0000000000000001/0000000000000000001", "d/0000000000000001/1/2"] {
             assert_eq!(parse_object_key(key), None, "{key}");

@@ -32,7 +32,7 @@ use crate::trace::{IssueText, ReplyText, Trace};
 use crate::violation::{Flags, Violation};
 use crate::workload::{Issue, Workload};
 use broker_core::cluster::keys::{
-    journal_key, parse_segment_key, partition_prefix, segment_key, snapshot_key, topic_prefix,
+    journal_key, parse_data_key, partition_prefix, segment_key, snapshot_key, topic_prefix,
 };
 use broker_core::cluster::node::{Node, NodeEffect, NodeOptions, StoreOpId};
 use broker_core::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
@@ -845,7 +845,7 @@ impl Sim {
                     if matches!(&op, StoreOp::List { prefix, .. } if prefix == "j/") {
                         self.metrics.journal_lists += 1;
                     }
-                    let removes_segment = matches!(&op, StoreOp::Delete { key } if parse_segment_key(key).is_some());
+                    let removes_segment = matches!(&op, StoreOp::Delete { key } if parse_data_key(key).is_some());
                     if self.chaos && removes_segment && self.rng.chance(self.cp.targeted_crash) {
                         self.crash_now = Some(n);
                     }

@@ -1,6 +1,7 @@
 //! The simulated shared store: the store contract exactly (a [`MemStore`]), and a record
 //! of everything it has ever held: each journal entry with when it landed, the catalog
-//! those entries fold to (the *truth*), and every segment ever created. It judges
+//! those entries fold to (the *truth*), and every segment ever created (a topic object
+//! counts as one segment for each partition it holds records of). It judges
 //! nothing: what an operation did that a checker may judge, it tells as [`Fact`]s
 //! (`crate::cluster::checkers` judges them).
 //!
@@ -12,10 +13,10 @@
 
 use broker_core::cluster::catalog::{Catalog, Folded};
 use broker_core::cluster::entry::{self, EntryKind};
-use broker_core::cluster::keys::{parse_journal_key, parse_segment_key};
+use broker_core::cluster::keys::{parse_data_key, parse_journal_key, parse_object_key, parse_segment_key};
 use broker_core::cluster::memstore::MemStore;
-use broker_core::cluster::segment;
 use broker_core::cluster::store::{StoreOp, StoreOutput};
+use broker_core::cluster::{segment, topic_object};
 use broker_core::{Bytes, Time, TopicId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -138,7 +139,7 @@ impl SimStore {
             }
         }
         if let StoreOp::Delete { key } = op {
-            if let Some((topic, _, _)) = parse_segment_key(key) {
+            if let Some(topic) = parse_data_key(key) {
                 let tombstoned = self.lives.get(&topic).is_some_and(|l| l.deleted.is_some());
                 if self.objects.get(key).is_some() {
                     facts.push(Fact::SegmentDeleted { key: key.clone(), topic, tombstoned });
@@ -157,23 +158,45 @@ impl SimStore {
             }
         } else if let Some((topic, partition, base)) = parse_segment_key(key) {
             match segment::decode(topic, partition, base, bytes) {
-                // A segment created after its incarnation's tombstone landed is an
-                // orphan, written by a node that had not folded the tombstone yet: no
-                // fence lets it be acknowledged or served, so it is not recorded, and
-                // anything shown from it is flagged. Until the tombstone lands, the
-                // incarnation's segments are all there, so each must start where the
-                // last one ends.
-                Ok(_) if self.lives.get(&topic).is_some_and(|l| l.deleted.is_some()) => {}
-                Ok(seg) => {
-                    let part = self.segments.entry((topic, partition)).or_default();
-                    let end = part.iter().next_back().map_or(0, |(b, r)| b + r.len() as u64);
-                    facts.push(Fact::SegmentCreated { key: key.clone(), base, end });
-                    part.insert(base, seg.records.into_iter().map(|r| r.value).collect());
+                Ok(seg) => self.created(topic, partition, base, key, seg.records, &mut facts),
+                Err(e) => facts.push(Fact::SegmentUndecodable { key: key.clone(), error: e.to_string() }),
+            }
+        } else if let Some((topic, n)) = parse_object_key(key) {
+            match topic_object::decode(topic, n, bytes) {
+                Ok(object) => {
+                    for (part, records) in object.header.parts.iter().zip(object.records) {
+                        let key = format!("{key} (partition {})", part.partition);
+                        self.created(topic, part.partition, object.header.base(part), &key, records, &mut facts);
+                    }
                 }
                 Err(e) => facts.push(Fact::SegmentUndecodable { key: key.clone(), error: e.to_string() }),
             }
         }
         (output, facts)
+    }
+
+    /// Records `records` created at `base` of a partition under `key`. One created after
+    /// its incarnation's tombstone landed is an orphan, written by a node that had not
+    /// folded the tombstone yet: no fence lets it be acknowledged or served, so it is not
+    /// recorded, and anything shown from it is flagged. Until the tombstone lands, the
+    /// incarnation's records are all there, so each segment must start where the last
+    /// one ends.
+    fn created(
+        &mut self,
+        topic: TopicId,
+        partition: u32,
+        base: u64,
+        key: &str,
+        records: Vec<broker_core::ProduceRecord>,
+        facts: &mut Vec<Fact>,
+    ) {
+        if self.lives.get(&topic).is_some_and(|l| l.deleted.is_some()) {
+            return;
+        }
+        let part = self.segments.entry((topic, partition)).or_default();
+        let end = part.iter().next_back().map_or(0, |(b, r)| b + r.len() as u64);
+        facts.push(Fact::SegmentCreated { key: key.to_string(), base, end });
+        part.insert(base, records.into_iter().map(|r| r.value).collect());
     }
 
     /// Journal entry `seq`, `bytes`, landed at `now`: folds it if it is the next, and
@@ -244,5 +267,51 @@ impl SimStore {
     /// The end of a partition: one past the last offset ever written.
     pub fn end(&self, topic: TopicId, partition: u32) -> u64 {
         self.segments.get(&(topic, partition)).and_then(|p| p.iter().next_back()).map_or(0, |(b, r)| b + r.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use broker_core::cluster::entry::{Entry, EntryWriter};
+    use broker_core::cluster::keys::{journal_key, object_key};
+    use broker_core::{ProduceRecord, TopicSettings};
+
+    const WRITER: EntryWriter = EntryWriter { node: 1, boot: 1, nonce: 1 };
+
+    fn create(store: &mut SimStore, key: String, bytes: Vec<u8>) -> Vec<Fact> {
+        store.apply(Time(0), &StoreOp::Create { key, bytes: bytes.into() }).1
+    }
+
+    fn records(values: &[&str]) -> Vec<ProduceRecord> {
+        values.iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec().into() }).collect()
+    }
+
+    /// A topic object is recorded as one segment per partition it holds, each judged by
+    /// where its partition ended; its delete and its undecodable bytes are told as a
+    /// segment's are.
+    #[test]
+    fn a_topic_object_counts_as_a_segment_for_each_partition_it_holds() {
+        let mut store = SimStore::default();
+        let kind = EntryKind::Create { name: "t".into(), partitions: 2, settings: TopicSettings::default() };
+        create(&mut store, journal_key(1), entry::encode(1, &Entry { writer: WRITER, kind }));
+        let topic = TopicId(1);
+        let (a, b) = (records(&["a0", "a1"]), records(&["b0"]));
+        let first = topic_object::encode(topic, 0, WRITER, &[0, 0], &[(0, &a), (1, &b)]).expect("encodes");
+        let key = object_key(topic, 0);
+        let facts = create(&mut store, key.clone(), first);
+        let want = |p: u32, base, end| Fact::SegmentCreated { key: format!("{key} (partition {p})"), base, end };
+        assert_eq!(facts, vec![want(0, 0, 0), want(1, 0, 0)]);
+        assert_eq!(store.value_at(topic, 0, 1), Some(&b"a1"[..]));
+        assert_eq!((store.end(topic, 0), store.end(topic, 1)), (2, 1));
+        // A writer that took partition 0's end for 1: told with where it really ended.
+        let second = topic_object::encode(topic, 1, WRITER, &[1, 1], &[(0, &b)]).expect("encodes");
+        let key = object_key(topic, 1);
+        let facts = create(&mut store, key.clone(), second);
+        assert_eq!(facts, vec![Fact::SegmentCreated { key: format!("{key} (partition 0)"), base: 1, end: 2 }]);
+        let bad = create(&mut store, object_key(topic, 2), b"BRKO nonsense".to_vec());
+        assert!(matches!(&bad[..], [Fact::SegmentUndecodable { .. }]), "{bad:?}");
+        let (_, facts) = store.apply(Time(0), &StoreOp::Delete { key: object_key(topic, 0) });
+        assert_eq!(facts, vec![Fact::SegmentDeleted { key: object_key(topic, 0), topic, tombstoned: false }]);
     }
 }

@@ -43,8 +43,8 @@
 use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
 use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use crate::cluster::keys::{
-    journal_key, parse_journal_key, parse_segment_key, parse_snapshot_key, partition_prefix, segment_key, snapshot_key,
-    topic_prefix, DATA_PREFIX, JOURNAL_PREFIX, SNAPSHOT_PREFIX,
+    journal_key, parse_data_key, parse_journal_key, parse_segment_key, parse_snapshot_key, partition_prefix,
+    segment_key, snapshot_key, topic_prefix, DATA_PREFIX, JOURNAL_PREFIX, SNAPSHOT_PREFIX,
 };
 use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
 use crate::cluster::{segment, snapshot};

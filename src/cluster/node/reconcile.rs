@@ -1,5 +1,5 @@
 //! Rule O, the reconciler: objects of the data prefix that no incarnation owns are
-//! deleted.
+//! deleted, segments and topic objects alike.
 
 use super::*;
 
@@ -20,8 +20,8 @@ impl Node {
         // The next page starts after the last key, or, if that is a segment of an
         // incarnation not removed, after all of that incarnation's keys ('~' sorts after
         // its partitions), so a long live topic is skipped in one step.
-        let next = page.next().map(|last| match parse_segment_key(&last) {
-            Some((topic, _, _)) if !self.catalog.is_removed(topic) => format!("{}~", topic_prefix(topic)),
+        let next = page.next().map(|last| match parse_data_key(&last) {
+            Some(topic) if !self.catalog.is_removed(topic) => format!("{}~", topic_prefix(topic)),
             _ => last,
         });
         let then = if page.more { Then::From(next) } else { Then::Done };
@@ -29,8 +29,7 @@ impl Node {
         let orphan = |t: TopicId| {
             self.catalog.is_removed(t) || (unknown_ids && !self.catalog.live_topics().any(|(_, id, _)| id == t))
         };
-        let orphans: Vec<String> =
-            page.keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| orphan(t))).collect();
+        let orphans: Vec<String> = page.keys.into_iter().filter(|k| parse_data_key(k).is_some_and(orphan)).collect();
         self.reconcile.pass = Some((then.clone(), orphans.len()));
         for key in orphans {
             self.issue(StoreOp::Delete { key }, Purpose::ReconcileDelete);

@@ -33,8 +33,7 @@ impl Node {
             return;
         }
         let next = page.next();
-        let segments: Vec<String> =
-            page.keys.into_iter().filter(|k| parse_segment_key(k).is_some_and(|(t, _, _)| t == topic)).collect();
+        let segments: Vec<String> = page.keys.into_iter().filter(|k| parse_data_key(k) == Some(topic)).collect();
         if segments.is_empty() && page.more {
             return self.list_removal(topic, next);
         }

@@ -5,7 +5,7 @@
 
 use crate::cluster::store::SimStore;
 use crate::violation::{Checker, Flags};
-use broker_core::cluster::keys::{parse_journal_key, parse_segment_key};
+use broker_core::cluster::keys::{parse_data_key, parse_journal_key};
 use broker_core::TopicId;
 use std::collections::BTreeSet;
 
@@ -13,9 +13,9 @@ use std::collections::BTreeSet;
 pub fn after_reconciliation(flags: &mut Flags, store: &SimStore) {
     let live: BTreeSet<TopicId> = store.truth.live_topics().map(|(_, id, _)| id).collect();
     for key in store.objects.keys() {
-        if let Some((topic, _, _)) = parse_segment_key(key) {
+        if let Some(topic) = parse_data_key(key) {
             if !live.contains(&topic) {
-                flags.flag(Checker::NoOrphans, format!("segment {key} of {topic} left after a reconciliation"));
+                flags.flag(Checker::NoOrphans, format!("data {key} of {topic} left after a reconciliation"));
             }
         } else if parse_journal_key(key).is_none() && !key.starts_with("s/") && !store.foreign.contains(key) {
             flags.flag(Checker::NoOrphans, format!("{key} is no key of the layout"));

@@ -2,8 +2,9 @@
 //! file of tests per rule of the node.
 
 use super::*;
+use crate::cluster::keys::object_key;
 use crate::cluster::memstore::MemStore;
-use crate::cluster::snapshot;
+use crate::cluster::{snapshot, topic_object};
 use crate::command::TopicSettings;
 
 mod compaction;

@@ -91,15 +91,45 @@ fn the_reconciler_deletes_orphans_and_nothing_else() {
     put(&mut net, segment_key(TopicId(1), 0, 0), segment::encode(TopicId(1), 0, 0, writer, &rec));
     put(&mut net, segment_key(TopicId(1), 1, 5), segment::encode(TopicId(1), 1, 5, writer, &rec));
     put(&mut net, segment_key(TopicId(99), 0, 0), segment::encode(TopicId(99), 0, 0, writer, &rec));
+    // Topic objects, the layout that holds several partitions' records, alike.
+    let object = |topic: TopicId| topic_object::encode(topic, 3, writer, &[0, 0], &[(1, &rec[..])]).expect("encodes");
+    put(&mut net, object_key(TopicId(1), 3), object(TopicId(1)));
+    put(&mut net, object_key(TopicId(2), 3), object(TopicId(2)));
+    put(&mut net, object_key(TopicId(99), 3), object(TopicId(99)));
     put(&mut net, "d/not-ours".into(), b"x".to_vec());
     put(&mut net, "z/other".into(), b"y".to_vec());
     let before: Vec<String> = net.store.keys().map(String::from).collect();
     net.advance(100);
     let after: Vec<String> = net.store.keys().map(String::from).collect();
     let gone: Vec<&String> = before.iter().filter(|k| !after.contains(k)).collect();
-    assert_eq!(gone, vec![&segment_key(TopicId(1), 0, 0), &segment_key(TopicId(1), 1, 5)]);
-    assert_eq!(net.nodes[0].orphans_removed(), 2);
-    assert_eq!(after.iter().filter(|k| k.starts_with(&topic_prefix(TopicId(2)))).count(), 4, "live segments kept");
+    // In key order: a partition's 8 hex digits, then `/`, sort before 20 decimal digits.
+    let want = [segment_key(TopicId(1), 0, 0), object_key(TopicId(1), 3), segment_key(TopicId(1), 1, 5)];
+    assert_eq!(gone, want.iter().collect::<Vec<_>>());
+    assert_eq!(net.nodes[0].orphans_removed(), 3);
+    assert_eq!(after.iter().filter(|k| k.starts_with(&topic_prefix(TopicId(2)))).count(), 5, "live objects kept");
+}
+
+/// A removal deletes an incarnation's topic objects as it deletes its segments.
+#[test]
+fn a_removal_deletes_topic_objects_too() {
+    let mut net = Net::new(1);
+    let grace = TopicSettings { deletion_grace_ms: 100 };
+    net.submit(0, Command::CreateTopic { name: "t".into(), partitions: 2, settings: grace });
+    net.run();
+    net.submit(0, produce("t", Some(0), &["v"]));
+    net.run();
+    net.submit(0, delete("t"));
+    net.run();
+    let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
+    let rec = [ProduceRecord { key: None, value: b"w".to_vec().into() }];
+    for n in 0..3 {
+        let bytes = topic_object::encode(TopicId(1), n, writer, &[n, 0], &[(0, &rec[..])]).expect("encodes");
+        net.store.apply(&StoreOp::Create { key: object_key(TopicId(1), n), bytes: bytes.into() });
+    }
+    assert_eq!(net.store.keys().filter(|k| k.starts_with(&topic_prefix(TopicId(1)))).count(), 4);
+    net.advance(110);
+    assert_eq!(net.store.keys().filter(|k| k.starts_with(&topic_prefix(TopicId(1)))).count(), 0);
+    assert!(net.journal().iter().any(|k| matches!(k, EntryKind::Removed { topic: TopicId(1) })));
 }
 
 /// With background tailing, a node folds a tombstone without being asked anything.
