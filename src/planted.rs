@@ -94,9 +94,9 @@ pub enum Bug {
     /// Cluster: a node told to stop its work on timers (`Node::stop_background`) goes on
     /// reading the journal's tail and reconciling.
     ClusterBackgroundNeverStops,
-    /// Cluster: a produce that meets its topic's removal (a segment gone) answers
-    /// not-found even after it issued a segment's create, which may have landed before
-    /// the tombstone and been read.
+    /// Cluster: a produce whose object exists, and whose second fence finds its topic
+    /// deleted, answers not-found, though the object may have landed before the
+    /// tombstone and been read.
     ClusterProduceNotFoundAfterWrite,
     /// Cluster: a fetch whose listing finds its offset past the partition's end answers
     /// out of range at once, without the second fence (the listing may have met a

@@ -149,7 +149,7 @@ pub fn fault_kinds(r: &RunReport) -> Vec<(&'static str, u64)> {
         ("node crashes", r.stats.node_crashes),
         ("lost races (create found the key)", r.stats.lost_races),
         ("orphans reconciled at the end", r.stats.orphans_removed),
-        ("produces carried in another's segment", r.stats.rides),
+        ("produces carried in another's object", r.stats.rides),
         ("journal keys landing after compaction", r.stats.stale_landings),
         ("replies unavailable or of unknown outcome", r.stats.uncertain_replies),
     ]

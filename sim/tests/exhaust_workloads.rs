@@ -170,14 +170,15 @@ fn cluster_store_faults_catch_an_unconditional_append() {
 
 /// Every planted cluster bug breaks some state of the cluster workloads (some only
 /// with a fault injected: the unconditional append, skipping the fence, the reconciler
-/// that deletes unknown ids, no tailing; the produce answered "not found" after it
-/// wrote, and the out-of-range answer without its fence, only with an operation held
-/// back so that others overtake it), but those whose failure needs what the two fixed
-/// workloads lack, which the seeded runs bring about (`sim/tests/planted.rs`): a delete
-/// while one incarnation of the name is being deleted and another live, a request
-/// deadline passing during an append, a describe, two produces to one partition in
-/// flight on one node at once (one rides in the other's segment), nodes that poll so
-/// often, in pages so small, that they are never idle together unless told to stop.
+/// that deletes unknown ids, no tailing), but those whose failure needs what the two
+/// fixed workloads lack, which the seeded runs bring about (`sim/tests/planted.rs`): a
+/// delete while one incarnation of the name is being deleted and another live, a
+/// request deadline passing during an append, a describe, two produces to one topic in
+/// flight on one node at once (one rides in the other's object), nodes that poll so
+/// often, in pages so small, that they are never idle together unless told to stop, and
+/// a fetch on a node that has not read the topic's newest object (the workloads' fetch
+/// runs where the topic was written, so its listing of a half-removed topic cannot
+/// show an end below its offset).
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn cluster_store_faults_catch_every_cluster_bug() {
@@ -188,6 +189,7 @@ fn cluster_store_faults_catch_every_cluster_bug() {
         Bug::ClusterDescribeCached,
         Bug::ClusterRiderAtLeaderBase,
         Bug::ClusterBackgroundNeverStops,
+        Bug::ClusterUnfencedOutOfRange,
     ];
     for bug in Bug::ALL.into_iter().filter(|b| b.name().starts_with("cluster-") && !seeded_only.contains(b)) {
         let report = explore_cluster(Some(bug), &mut |_| {});

@@ -297,8 +297,9 @@ fn fired_saying(bug: Bug, checker: Checker, what: &str) {
     assert!(without.violations.is_empty(), "seed {seed} breaks invariants without {bug}: {:?}", without.violations);
 }
 
-/// A produce that issued a segment's create, then met its topic's removal, and answers
-/// not-found: the segment landed before the tombstone, so the failed produce wrote.
+/// A produce whose object exists, and whose second fence finds its topic deleted,
+/// answers not-found: the object landed before the tombstone, so the failed produce
+/// wrote.
 #[test]
 fn cluster_produce_not_found_after_write_is_caught() {
     fired_saying(Bug::ClusterProduceNotFoundAfterWrite, Checker::FailedWritesNoEffect, "failed (topic");

@@ -4,12 +4,12 @@
 //!
 //! - `j/{seq}`: journal entry `seq`, from 1;
 //! - `s/{seq}`: a snapshot of the catalog as of entry `seq`;
+//! - `d/{topic}/{n}`: topic object `n` of an incarnation, one flush's records of any of
+//!   its partitions (`super::topic_object`);
 //! - `d/{topic}/{partition}/{base}`: a segment, records `[base, base + n)` of one
-//!   partition of one incarnation;
-//! - `d/{topic}/{n}`: topic object `n` of an incarnation, records of several of its
-//!   partitions (`super::topic_object`; not yet written by the node). Its 20 decimal
-//!   digits stand where a segment key has a partition's 8 hex digits, so neither key
-//!   parses as the other.
+//!   partition, the layout before topic objects (no longer written). A partition's 8
+//!   hex digits stand where an object key has 20 decimal digits, so neither key parses
+//!   as the other.
 //!
 //! Any other key is foreign: never read, never deleted.
 

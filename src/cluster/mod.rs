@@ -3,18 +3,19 @@
 //! simulator runs it over a simulated store, and `runtimes/cluster` over real ones.
 //!
 //! - [`store`]: the store contract, four operations and how each may fail;
-//! - [`keys`]: where the journal, snapshots and segments live in the store;
+//! - [`keys`]: where the journal, snapshots and topic objects live in the store;
 //! - [`entry`]: the journal entries and their codec;
 //! - [`catalog`]: the state every node folds from the journal, and the validation of
 //!   creates and deletes against it;
 //! - [`node`]: one node, as a state machine with the same effects-out shape as the
 //!   broker: the append and the fence, the data, removal, reconciliation, compaction,
 //!   and healing and deadlines, one file per rule;
-//! - [`segment`]: the objects that hold a partition's records, and their codec;
-//! - [`topic_object`]: objects that hold several partitions' records of one
-//!   incarnation, and their codec (not yet written by the node);
+//! - [`topic_object`]: the objects that hold one flush's records of any partitions of
+//!   one incarnation, with every partition's end, and their codec (rule D);
 //! - [`object_index`]: the topic objects' headers a node knows, and the search for the
-//!   object that holds an offset (not yet used by the node);
+//!   object that holds an offset;
+//! - [`segment`]: the layout before topic objects, one object per partition's records,
+//!   and its codec: no longer written; a node refuses a topic that has them;
 //! - [`snapshot`]: the catalog as of one journal entry, and its codec (rule C);
 //! - [`memstore`]: a store in memory that keeps the contract and never fails.
 

@@ -2,8 +2,7 @@
 //! object per topic"): the headers it has read, the newest of them giving every
 //! partition's end and the next object's number, so that a fetch finds the object that
 //! holds an offset by a binary search over object numbers which reads only the headers
-//! the node lacks. Not yet used by the node, which still writes one segment per
-//! partition.
+//! the node lacks.
 //!
 //! The search rests on each partition's end never falling from one object to the next,
 //! which [`super::topic_object::encode`] keeps. Headers that break it (a forged store)

@@ -1,5 +1,7 @@
 //! Segments: the records `[base, base + n)` of one partition of one incarnation, one
-//! object each under `d/{topic}/{partition}/{base}` (rule D of DESIGN.md, section 10).
+//! object each under `d/{topic}/{partition}/{base}`: the layout before topic objects
+//! (`super::topic_object`). Nodes no longer write them; the codec stays for the
+//! simulator's store and the fuzz harness, which judge stores of either layout.
 //!
 //! Object layout: `BRKS`, format version u16, then one frame (`src/frame.rs`) whose
 //! checksum is salted with the incarnation, the partition and the base offset, so a

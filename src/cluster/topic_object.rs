@@ -1,7 +1,6 @@
 //! Topic objects: the records of one or more partitions of one incarnation, written by
 //! one flush, one object each under `d/{topic}/{n}` (DESIGN.md, section 10, "one object
-//! per topic"). Not yet written by the node, which still writes one [`super::segment`]
-//! per partition.
+//! per topic"), as rule D writes them.
 //!
 //! Object layout: `BRKO`, format version u16, then two frames (`src/frame.rs`), both
 //! checksums salted with the incarnation and `n`, so an object copied under another key

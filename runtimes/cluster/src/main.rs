@@ -35,10 +35,10 @@ struct StoreArgs {
     #[arg(long, required_unless_present_all = ["meta_store", "data_store"], conflicts_with_all = ["meta_store", "data_store"])]
     store: Option<String>,
     /// The store of the metadata (the journal and snapshots), with --data-store
-    /// instead of --store: as postgres://..., with the segments in s3://...
+    /// instead of --store: as postgres://..., with the data objects in s3://...
     #[arg(long, requires = "data_store")]
     meta_store: Option<String>,
-    /// The store of the data (the segments), with --meta-store.
+    /// The store of the data (the topic objects), with --meta-store.
     #[arg(long, requires = "meta_store")]
     data_store: Option<String>,
     /// The endpoint of an s3:// store that is not AWS's own (http:// allowed), as
@@ -96,9 +96,9 @@ enum Cmd {
         /// (a write's outcome is then unknown, and checked by reading it back).
         #[arg(long, default_value_t = 10_000)]
         store_timeout_ms: u64,
-        /// How long a partition's next segment write waits for more produces to ride in
+        /// How long a topic's next object write waits for more produces to ride in
         /// it, in milliseconds (0: it starts at once; produces that arrive while a write
-        /// to their partition is under way ride in the next one either way).
+        /// to their topic is under way ride in the next one either way).
         #[arg(long, default_value_t = DEFAULT_GATHER_MS)]
         gather_ms: u64,
         /// Name every live node in Metadata and spread the partitions' leadership over
@@ -114,7 +114,7 @@ enum Cmd {
         status_file: Option<std::path::PathBuf>,
     },
     /// Say what the store holds: whether it answers, the journal's position, the live
-    /// topics and the deletions whose segments are being removed. Writes nothing.
+    /// topics and the deletions whose objects are being removed. Writes nothing.
     Status {
         #[command(flatten)]
         store: StoreArgs,
@@ -352,7 +352,7 @@ fn node_status(path: &std::path::Path, json: bool) -> ExitCode {
     println!("live topics: {}", state["live_topics"]);
     println!("pending removals: {}", state["pending_removals"]);
     println!("store operations: {} ({} failed or of unknown outcome)", state["store_ops"], state["store_errors"]);
-    println!("produces carried in another's segment: {}", state["produces_carried"]);
+    println!("produces carried in another's object: {}", state["produces_carried"]);
     println!("last read error: {}", error("read_error"));
     println!("last write error: {}", error("write_error"));
     ExitCode::SUCCESS

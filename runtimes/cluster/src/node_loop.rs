@@ -54,7 +54,7 @@ pub struct Health {
     pub position: u64,
     /// The live topics in its catalog.
     pub live_topics: usize,
-    /// The deleted incarnations whose segments are not all removed yet, in its catalog.
+    /// The deleted incarnations whose objects are not all removed yet, in its catalog.
     pub pending_removals: usize,
     /// The last error of a read (get, list), if no read has succeeded since.
     pub read_error: Option<String>,
@@ -64,11 +64,11 @@ pub struct Health {
     pub ops: u64,
     /// How many of them failed or had an unknown outcome.
     pub errors: u64,
-    /// Produces whose records rode in another produce's segment (group commit).
+    /// Produces whose records rode in another produce's object (group commit).
     pub rides: u64,
 }
 
-/// How long `serve` holds a partition's next segment write for more produces to ride
+/// How long `serve` holds a topic's next object write for more produces to ride
 /// in it, in milliseconds, unless `--gather-ms` says otherwise (BENCHMARKS.md,
 /// section 8, measures the choice).
 pub const DEFAULT_GATHER_MS: u64 = 0;

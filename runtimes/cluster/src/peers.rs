@@ -1,7 +1,7 @@
 //! The nodes' registry in the shared store, for `serve --spread-leadership`: Metadata
 //! then names every live node and spreads the partitions' leadership over them, so that
-//! clients send each partition's produces to one node, where they ride in each other's
-//! segments instead of racing other nodes for the partition's next offset.
+//! clients send each partition's produces to one node. (Nodes leading partitions of
+//! one topic still race each other for the topic's next object: DESIGN.md, section 10.)
 //!
 //! Each such node creates `n/{node}/{boot}/{beat}` every second, holding its Kafka
 //! address, and deletes its beats before the last; it lists `n/` as often, and takes a

@@ -18,7 +18,7 @@ pub struct Status {
     pub position: u64,
     /// Live topics: name, incarnation id, partitions.
     pub live: Vec<(String, u64, u32)>,
-    /// Incarnations deleted whose segments are not all removed yet: name, id.
+    /// Incarnations deleted whose objects are not all removed yet: name, id.
     pub deleting: Vec<(String, u64)>,
 }
 
@@ -103,7 +103,7 @@ pub fn to_text(store: &str, status: &Result<Status, String>) -> String {
             for (name, id, partitions) in &s.live {
                 out += &format!("  {name} (incarnation {id}, {partitions} partitions)\n");
             }
-            out += &format!("deletions whose segments are being removed: {}\n", s.deleting.len());
+            out += &format!("deletions whose objects are being removed: {}\n", s.deleting.len());
             for (name, id) in &s.deleting {
                 out += &format!("  {name} (incarnation {id})\n");
             }

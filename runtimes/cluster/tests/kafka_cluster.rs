@@ -5,7 +5,7 @@
 //! the third, delete through one; from the delete's acknowledgement every node's
 //! Metadata refuses the topic; the name re-created is empty on every node; a node
 //! killed with SIGKILL right after the delete is acknowledged leaves the removal to the
-//! others, and no segment of the deleted incarnation remains in the store.
+//! others, and no object of the deleted incarnation remains in the store.
 //!
 //! `BROKER_CLUSTER_CYCLES` sets the number of cycles (default 3; every third kills a
 //! node). The Python comes from `BROKER_KAFKA_PYTHON` (else `python3`); without the
@@ -18,7 +18,7 @@
 mod common;
 
 use broker_cluster::store::{self, StoreOptions};
-use broker_core::cluster::keys::{parse_segment_key, DATA_PREFIX};
+use broker_core::cluster::keys::{parse_data_key, DATA_PREFIX};
 use broker_core::cluster::store::{StoreOp, StoreOutput};
 use common::{keys_under, server, TempDir};
 use serde_json::Value;
@@ -151,8 +151,8 @@ impl Store {
         Store { args, store }
     }
 
-    /// The incarnations that have segments in the store, listed as a node lists them.
-    fn incarnations_with_segments(&self) -> BTreeSet<u64> {
+    /// The incarnations that have objects in the store, listed as a node lists them.
+    fn incarnations_with_objects(&self) -> BTreeSet<u64> {
         let store = &self.store;
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let mut found = BTreeSet::new();
@@ -161,13 +161,13 @@ impl Store {
             let op = StoreOp::List { prefix: DATA_PREFIX.into(), after: after.clone(), limit: 1000 };
             match runtime.block_on(store.run(op)) {
                 Ok(StoreOutput::Listed { keys, more }) => {
-                    found.extend(keys.iter().filter_map(|k| parse_segment_key(k)).map(|(t, _, _)| t.0));
+                    found.extend(keys.iter().filter_map(|k| parse_data_key(k)).map(|t| t.0));
                     after = keys.last().cloned().or(after);
                     if !more {
                         return found;
                     }
                 }
-                other => panic!("listing the store's segments: {other:?}"),
+                other => panic!("listing the store's objects: {other:?}"),
             }
         }
     }
@@ -318,8 +318,8 @@ fn lifecycle(store: &Store) {
         assert_eq!(produced["records"], 10, "{produced}");
         let read = step(&nodes[c], "consume", topic, &["--partitions", "2"]);
         assert_eq!(read["records"], 10, "cycle {cycle}: {read}");
-        let segments = store.incarnations_with_segments();
-        assert_eq!(segments.len(), 1, "cycle {cycle}: incarnations with segments before the delete: {segments:?}");
+        let holding = store.incarnations_with_objects();
+        assert_eq!(holding.len(), 1, "cycle {cycle}: incarnations with objects before the delete: {holding:?}");
         step(&nodes[c], "delete", topic, &[]);
         if cycle % 3 == 2 {
             // The deleting node dies at once; the others finish the removal.
@@ -336,7 +336,7 @@ fn lifecycle(store: &Store) {
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let left = store.incarnations_with_segments();
+            let left = store.incarnations_with_objects();
             if left.is_empty() {
                 break;
             }

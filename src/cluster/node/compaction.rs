@@ -105,7 +105,7 @@ impl Node {
             self.removal.due.entry(id).or_insert(self.now.plus_millis(grace));
         }
         let catalog = &self.catalog;
-        self.data.ends.retain(|(t, _), _| !catalog.is_removed(*t));
+        self.data.objects.retain(|t, _| !catalog.is_removed(*t));
         self.data.cursors.retain(|t, _| !catalog.is_removed(*t));
         if self.removal.in_flight.is_some_and(|(t, _)| catalog.is_removed(t)) {
             self.removal.in_flight = None;

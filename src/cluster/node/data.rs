@@ -1,9 +1,15 @@
-//! Rule D, the data: a produce writes one segment per partition with a conditional
-//! create at the end it knows; a fetch lists and reads a partition's segments; a
-//! describe learns every partition's end as a fetch learns its high watermark; all
-//! wait for a second fence before they answer.
+//! Rule D, the data: a produce writes one topic object, for every partition it (and
+//! the produces riding with it) writes to, with a conditional create of the
+//! incarnation's next object number; a fetch or describe lists the incarnation's
+//! objects past the newest it knows and reads the newest header, which gives every
+//! partition's end, then a fetch finds the object holding its offset by the headers
+//! (`object_index.rs`); all wait for a second fence before they answer.
 
 use super::*;
+
+/// The headers a node keeps per incarnation (each 8 bytes per partition, and a few per
+/// part): past them, a fetch of an old offset reads headers again.
+const HEADERS_KEPT: usize = 64;
 
 impl Node {
     pub(super) fn produce(
@@ -23,18 +29,21 @@ impl Node {
         let cursor = self.data.cursors.get(&topic).copied().unwrap_or(0);
         let Placement { batches, positions, cursor } = place(partitions, cursor, partition, records);
         self.data.cursors.insert(topic, cursor);
-        let mut parts = BTreeMap::new();
-        for (p, records) in batches {
-            let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
-            self.next_nonce += 1;
-            let riders = Vec::new();
-            parts.insert(p, Part { records, writer, base: None, written: false, sealed: false, waited: false, riders });
-        }
-        let ps: Vec<u32> = parts.keys().copied().collect();
-        self.data.work.insert(request, Work::Produce { name, topic, positions, parts });
-        for p in ps {
-            self.enter_lane(request, topic, p);
-        }
+        let writer = EntryWriter { node: self.options.node, boot: self.options.boot, nonce: self.next_nonce };
+        self.next_nonce += 1;
+        let write = Write {
+            writer,
+            n: None,
+            bytes: None,
+            bases: BTreeMap::new(),
+            written: false,
+            sealed: false,
+            waited: false,
+            riders: Vec::new(),
+        };
+        let parts = batches.into_iter().collect();
+        self.data.work.insert(request, Work::Produce { name, topic, partitions, positions, parts, write });
+        self.enter_lane(request, topic);
     }
 
     pub(super) fn fetch(
@@ -60,155 +69,144 @@ impl Node {
         }
         let limit = self.options.config.max_fetch_bytes;
         let max_bytes = max_bytes.map_or(limit, |b| b.min(limit));
-        let work = Work::Fetch { name, topic, offset, max_records, max_bytes, bases: Vec::new(), high_watermark: None };
+        let partitions = t.partitions;
+        let work =
+            Work::Fetch { name, topic, partitions, partition, offset, max_records, max_bytes, high_watermark: None };
         self.data.work.insert(request, work);
-        self.list_segments(request, topic, partition, None);
+        self.list_objects(request, topic);
     }
 
-    /// A describe of a live incarnation after its fence: `shown`, once every
-    /// partition's end is read from its last segment.
+    /// A describe of a live incarnation after its fence: `shown`, once every partition's
+    /// end is read from the newest object's header.
     pub(super) fn describe_ends(&mut self, request: RequestId, name: String, shown: TopicDescription) {
-        let (topic, partitions) = (shown.id, shown.partitions);
-        self.data.work.insert(request, Work::Describe { name, topic, shown, learned: BTreeSet::new() });
-        for p in 0..partitions {
-            self.list_segments(request, topic, p, None);
+        let topic = shown.id;
+        self.data.work.insert(request, Work::Describe { name, topic, shown });
+        self.list_objects(request, topic);
+    }
+
+    /// The incarnation's ends as this node knows them (0 for every partition before its
+    /// first object).
+    pub(super) fn known_ends(&self, topic: TopicId, partitions: u32) -> Vec<u64> {
+        match self.data.objects.get(&topic).and_then(ObjectIndex::ends) {
+            Some(ends) => ends.to_vec(),
+            None => vec![0; partitions as usize],
         }
     }
 
-    pub(super) fn part(&self, request: RequestId, partition: u32) -> Option<&Part> {
-        match self.data.work.get(&request) {
-            Some(Work::Produce { parts, .. }) => parts.get(&partition),
-            _ => None,
+    /// Lists the incarnation's objects past the newest this node knows, to learn the
+    /// newest there is.
+    pub(super) fn list_objects(&mut self, request: RequestId, topic: TopicId) {
+        let newest = self.data.objects.get(&topic).and_then(ObjectIndex::newest).map(|(n, _)| n);
+        self.list_objects_after(request, topic, newest.map(|n| object_key(topic, n)), newest);
+    }
+
+    fn list_objects_after(&mut self, request: RequestId, topic: TopicId, key: Option<String>, newest: Option<u64>) {
+        let op = StoreOp::List { prefix: topic_prefix(topic), after: key, limit: self.options.list_limit.max(1) };
+        self.issue(op, Purpose::Objects { request, newest });
+    }
+
+    /// A page of the incarnation's keys past the newest object known (`newest`, or the
+    /// last listed so far).
+    pub(super) fn objects_listed(&mut self, request: RequestId, newest: Option<u64>, page: Page) {
+        let Some(topic) = self.data.work.get(&request).map(Work::topic) else { return };
+        if let Some(key) = page.keys.iter().find(|k| parse_segment_key(k).is_some_and(|(t, _, _)| t == topic)) {
+            // Records in the layout before topic objects, which this node does not read:
+            // serving the topic without them would lose them silently.
+            let e = BrokerError::Storage(format!(
+                "{key} holds records of {topic} in the per-partition segment layout of an earlier version, which \
+                 this version does not read; serve this store with the earlier version, or delete and re-create \
+                 the topic"
+            ));
+            return self.end_request(request, Err(e));
         }
-    }
-
-    pub(super) fn list_segments(&mut self, request: RequestId, topic: TopicId, partition: u32, after: Option<u64>) {
-        self.list_segments_after(request, topic, partition, after, None);
-    }
-
-    /// Lists the partition past `after`'s segment, or past `key` (the last key of the page
-    /// before, a foreign key maybe).
-    pub(super) fn list_segments_after(
-        &mut self,
-        request: RequestId,
-        topic: TopicId,
-        partition: u32,
-        after: Option<u64>,
-        key: Option<String>,
-    ) {
-        let op = StoreOp::List {
-            prefix: partition_prefix(topic, partition),
-            after: key.or_else(|| after.map(|base| segment_key(topic, partition, base))),
-            limit: self.options.list_limit.max(1),
-        };
-        self.issue(op, Purpose::Segments { request, partition, after });
-    }
-
-    pub(super) fn segments_listed(&mut self, request: RequestId, partition: u32, after: Option<u64>, page: Page) {
-        let Some(work) = self.data.work.get_mut(&request) else { return };
-        let topic = match work {
-            Work::Produce { topic, .. } | Work::Fetch { topic, .. } | Work::Describe { topic, .. } => *topic,
-        };
-        let listed: Vec<u64> = page
-            .keys
-            .iter()
-            .filter_map(|k| parse_segment_key(k))
-            .filter(|(t, p, _)| *t == topic && *p == partition)
-            .map(|(_, _, base)| base)
-            .collect();
-        let is_produce = matches!(work, Work::Produce { .. });
-        if let Work::Fetch { bases, .. } = work {
-            bases.extend(&listed);
-        }
-        let last = listed.last().copied().or(after);
+        let listed = page.keys.iter().filter_map(|k| parse_object_key(k)).filter(|(t, _)| *t == topic);
+        let newest = listed.map(|(_, n)| n).max().max(newest);
         if page.more {
-            return self.list_segments_after(request, topic, partition, last, page.next());
+            return self.list_objects_after(request, topic, page.next(), newest);
         }
-        let cached = self.data.ends.get(&(topic, partition)).copied();
-        match (last, after, cached) {
-            // A produce that lost a race learned the end past the winner's segment; with
-            // nothing after it, that end is the partition's.
-            (Some(b), Some(a), Some(end)) if b == a && is_produce => self.end_known(request, partition, end, None),
-            (Some(base), _, _) => {
-                let key = segment_key(topic, partition, base);
-                self.issue(StoreOp::Get { key }, Purpose::ReadSegment { request, partition, base });
+        match newest {
+            Some(n) if self.data.objects.get(&topic).and_then(|i| i.header(n)).is_none() => {
+                self.issue(StoreOp::Get { key: object_key(topic, n) }, Purpose::ReadObject { request, n });
             }
-            (None, _, _) => self.end_known(request, partition, 0, None),
+            _ => self.objects_known(request),
         }
     }
 
-    pub(super) fn segment_read(&mut self, request: RequestId, partition: u32, base: u64, bytes: &Bytes) {
+    /// Object `n` of `request`'s incarnation, read: a produce or describe learns its
+    /// header; a fetch serves from it if it holds the offset, else learns its header.
+    pub(super) fn object_read(&mut self, request: RequestId, n: u64, bytes: &Bytes) {
         let Some(work) = self.data.work.get(&request) else { return };
-        let topic = match work {
-            Work::Produce { topic, .. } | Work::Fetch { topic, .. } | Work::Describe { topic, .. } => *topic,
-        };
-        match segment::decode(topic, partition, base, bytes) {
-            Ok(seg) => {
-                let waiting_for_end = match work {
-                    Work::Produce { .. } | Work::Describe { .. } => true,
-                    Work::Fetch { high_watermark, .. } => high_watermark.is_none(),
-                };
-                if waiting_for_end {
-                    let end = base + seg.records.len() as u64;
-                    self.end_known(request, partition, end, Some((base, seg.records)));
-                } else if let Some(Work::Fetch { offset, bases, high_watermark, .. }) = self.data.work.get_mut(&request)
-                {
-                    if base + (seg.records.len() as u64) <= *offset {
-                        // The segment ends before the offset, below the end the walk
-                        // found: segments landed behind the walk (keys outside the layout
-                        // led it past their keys). The walk goes again from this one.
-                        *high_watermark = None;
-                        bases.retain(|b| *b <= base);
-                        return self.list_segments(request, topic, partition, Some(base));
-                    }
-                    self.serve_fetch(request, base, seg.records);
+        let (topic, partitions) = (work.topic(), work.partitions());
+        let (partition, offset) = match work {
+            Work::Fetch { partition, offset, .. } => (*partition, *offset),
+            _ => match fitting_header(topic, partitions, n, bytes) {
+                Ok((header, _)) => {
+                    self.learn_object(topic, n, header);
+                    return self.objects_known(request);
                 }
+                Err(e) => return self.corrupt_object(request, topic, n, &e),
+            },
+        };
+        let mut object = match topic_object::decode(topic, n, bytes) {
+            Ok(object) if object.header.ends.len() == partitions as usize => object,
+            Ok(object) => return self.corrupt_object(request, topic, n, &misfit(partitions, &object.header)),
+            Err(e) => return self.corrupt_object(request, topic, n, &e.to_string()),
+        };
+        let header = &object.header;
+        let holding = header.parts.iter().position(|p| {
+            let base = header.base(p);
+            p.partition == partition && base <= offset && offset < base + u64::from(p.count)
+        });
+        let base = holding.map(|i| header.base(&header.parts[i]));
+        self.learn_object(topic, n, object.header.clone());
+        match (holding, base) {
+            (Some(i), Some(base)) => {
+                // The newest object, read by a fetch's listing, gives its high watermark.
+                let end = self.known_ends(topic, 0).get(partition as usize).copied().unwrap_or(0);
+                if let Some(Work::Fetch { high_watermark, .. }) = self.data.work.get_mut(&request) {
+                    *high_watermark = high_watermark.or(Some(end));
+                }
+                self.serve_fetch(request, base, object.records.swap_remove(i));
             }
-            Err(e) => {
-                let log = segment_key(topic, partition, base);
-                self.end_request(
-                    request,
-                    Err(BrokerError::CorruptRecord { log, offset: base, end: base + 1, detail: e.to_string() }),
-                );
-            }
+            _ => self.objects_known(request),
         }
     }
 
-    /// The partition's end is `end`; `last` is its last segment, if read.
-    pub(super) fn end_known(
-        &mut self,
-        request: RequestId,
-        partition: u32,
-        end: u64,
-        last: Option<(u64, Vec<ProduceRecord>)>,
-    ) {
+    fn learn_object(&mut self, topic: TopicId, n: u64, header: topic_object::ObjectHeader) {
+        self.data.objects.entry(topic).or_insert_with(|| ObjectIndex::new(HEADERS_KEPT)).learn(n, header);
+    }
+
+    fn corrupt_object(&mut self, request: RequestId, topic: TopicId, n: u64, detail: &str) {
+        let log = object_key(topic, n);
+        let detail = detail.to_string();
+        self.end_request(request, Err(BrokerError::CorruptRecord { log, offset: 0, end: 1, detail }));
+    }
+
+    /// The node knows the newest object there was when `request` listed: a produce
+    /// writes past it, a describe answers with its ends, a fetch learns its high
+    /// watermark and looks for its offset.
+    pub(super) fn objects_known(&mut self, request: RequestId) {
         let Some(work) = self.data.work.get_mut(&request) else { return };
         match work {
-            Work::Produce { topic, .. } => {
-                let topic = *topic;
-                self.data.ends.insert((topic, partition), end);
-                self.write_part(request, partition, end);
-            }
-            Work::Describe { topic, shown, learned, .. } => {
-                let topic = *topic;
-                if let Some(hw) = shown.high_watermarks.get_mut(partition as usize) {
-                    *hw = end;
-                }
-                learned.insert(partition);
-                let done = learned.len() == shown.high_watermarks.len();
-                let reply = done.then(|| Ok(Reply::Described(shown.clone())));
-                let known = self.data.ends.entry((topic, partition)).or_insert(end);
-                *known = (*known).max(end);
+            Work::Produce { .. } => self.write_object(request),
+            Work::Describe { topic, shown, .. } => {
+                let (topic, partitions) = (*topic, shown.partitions);
+                let ends = self.known_ends(topic, partitions);
+                let Some(Work::Describe { shown, .. }) = self.data.work.get_mut(&request) else { return };
+                shown.high_watermarks = ends;
                 // Answered only if a second fence shows the incarnation still live.
-                if let Some(reply) = reply {
-                    self.await_fence(request, After::Fetched(reply));
-                }
+                let reply = Ok(Reply::Described(shown.clone()));
+                self.await_fence(request, After::Fetched(reply));
             }
-            Work::Fetch { topic, offset, bases, high_watermark, .. } => {
-                let (topic, offset) = (*topic, *offset);
-                *high_watermark = Some(end);
-                if offset > end {
-                    // The listing may have met a removal under way (segments past `end`
+            Work::Fetch { topic, partition, offset, high_watermark, .. } => {
+                let (topic, partition, offset) = (*topic, *partition, *offset);
+                let index = self.data.objects.get(&topic);
+                let end =
+                    index.and_then(ObjectIndex::ends).map_or(0, |e| e.get(partition as usize).copied().unwrap_or(0));
+                let first = high_watermark.is_none();
+                *high_watermark = high_watermark.or(Some(end));
+                if first && offset > end {
+                    // The listing may have met a removal under way (objects past `end`
                     // already deleted): answered only if a second fence shows it live.
                     let reply = Err(BrokerError::OffsetOutOfRange { offset, high_watermark: end });
                     if planted!(self.options.config, ClusterUnfencedOutOfRange) {
@@ -220,16 +218,22 @@ impl Node {
                     }
                     return self.await_fence(request, After::Fetched(reply));
                 }
-                if offset == end {
+                if first && offset == end {
                     return self.serve_fetch(request, end, Vec::new());
                 }
-                // The segment that holds `offset`: the last one whose base is at most it.
-                let base = bases.iter().copied().filter(|b| *b <= offset).max().unwrap_or(0);
-                match last {
-                    Some((last_base, records)) if last_base == base => self.serve_fetch(request, base, records),
-                    _ => {
-                        let key = segment_key(topic, partition, base);
-                        self.issue(StoreOp::Get { key }, Purpose::ReadSegment { request, partition, base });
+                match index.map_or(Locate::Unknown, |i| i.locate(partition, offset)) {
+                    Locate::In { n, .. } | Locate::Read(n) => {
+                        self.issue(StoreOp::Get { key: object_key(topic, n) }, Purpose::ReadObject { request, n });
+                    }
+                    Locate::Inconsistent { n } => {
+                        let detail = format!("the headers of the objects around {n} contradict each other");
+                        self.corrupt_object(request, topic, n, &detail);
+                    }
+                    // Below the high watermark the newest header gives, neither can be:
+                    // only a forged store has an end the index cannot find.
+                    Locate::Unknown | Locate::AtOrPastEnd { .. } => {
+                        let n = index.and_then(ObjectIndex::newest).map_or(0, |(n, _)| n);
+                        self.corrupt_object(request, topic, n, "no object holds an offset below the end");
                     }
                 }
             }
@@ -266,90 +270,111 @@ impl Node {
         self.await_fence(request, After::Fetched(Ok(reply)));
     }
 
-    /// Creates the segment of `request`'s part for `partition` at `base`: on its first
-    /// try, once the gathering window is over, with the records of the produces queued
-    /// behind it in the partition's lane.
-    pub(super) fn write_part(&mut self, request: RequestId, partition: u32, base: u64) {
-        let Some(Work::Produce { topic, parts, .. }) = self.data.work.get(&request) else { return };
+    /// Creates the object of `request` (a lane's leader) as the incarnation's next: on
+    /// its first try, once the gathering window is over, with the records of the
+    /// produces queued behind it in the lane.
+    pub(super) fn write_object(&mut self, request: RequestId) {
+        let Some(Work::Produce { topic, write, .. }) = self.data.work.get(&request) else { return };
         let topic = *topic;
-        if parts.get(&partition).is_some_and(|p| !p.sealed) {
-            if self.hold(request, partition, base) {
+        if !write.sealed {
+            if self.hold(request) {
                 return;
             }
-            self.gather(request, topic, partition);
+            self.gather(request, topic);
         }
-        let Some(Work::Produce { name, parts, .. }) = self.data.work.get_mut(&request) else { return };
-        let Some(part) = parts.get_mut(&partition) else { return };
-        if base.checked_add(part.records.len() as u64).is_none() {
-            // As on one node; only a forged store has a segment ending this far.
-            let e = BrokerError::Storage(format!("partition {partition} of {name:?} has run out of offsets"));
-            return self.end_request(request, Err(e));
-        }
-        part.base = Some(base);
-        let bytes = segment::encode(topic, partition, base, part.writer, &part.records);
+        let Some(Work::Produce { partitions, .. }) = self.data.work.get(&request) else { return };
+        let ends = self.known_ends(topic, *partitions);
+        let n = self.data.objects.get(&topic).map_or(0, ObjectIndex::next_object);
+        let Some(Work::Produce { name, parts, write, .. }) = self.data.work.get_mut(&request) else { return };
+        let split: Vec<(u32, &[ProduceRecord])> = parts.iter().map(|(p, r)| (*p, r.as_slice())).collect();
+        let bytes = match topic_object::encode(topic, n, write.writer, &ends, &split) {
+            Ok(bytes) => Bytes::from(bytes),
+            Err(topic_object::ObjectError::OffsetsRunOut(p)) => {
+                // As on one node; only a forged store has an end this far.
+                let e = BrokerError::Storage(format!("partition {p} of {name:?} has run out of offsets"));
+                return self.end_request(request, Err(e));
+            }
+            Err(e) => {
+                // One batch's limits keep what a produce gathers within an object's.
+                let e = BrokerError::Storage(format!("topic {name:?} cannot take the records: {e}"));
+                return self.end_request(request, Err(e));
+            }
+        };
+        write.bases = parts.keys().map(|p| (*p, ends.get(*p as usize).copied().unwrap_or(0))).collect();
+        write.n = Some(n);
+        write.bytes = Some(bytes.clone());
         // The riders' records are in the create: their outcome is its outcome. Their
-        // base is set here as well as when the segment is known to have landed
+        // bases are set here as well as when the object is known to have landed
         // (`lane_written`): a base says a create holding the records was issued, which
         // makes a produce that then meets its topic's removal answer an unknown outcome,
         // not not-found (`data_not_found`).
-        let riders = part.riders.clone();
+        let (bases, riders) = (write.bases.clone(), write.riders.clone());
         for (rider, at) in riders {
-            if let Some(Work::Produce { parts, .. }) = self.data.work.get_mut(&rider) {
-                if let Some(p) = parts.get_mut(&partition) {
-                    p.base = Some(base + at);
+            if let Some(w) = self.write_mut(rider) {
+                w.bases = lanes::rider_bases(&bases, &at, false);
+                w.n = Some(n);
+            }
+        }
+        self.issue(StoreOp::Create { key: object_key(topic, n), bytes }, Purpose::WriteObject { request });
+    }
+
+    /// Issues again the create of `request`'s object, with the same bytes (its outcome
+    /// was unknown, and it is not there).
+    pub(super) fn write_again(&mut self, request: RequestId) {
+        let Some(Work::Produce { topic, write, .. }) = self.data.work.get(&request) else { return };
+        if let (Some(n), Some(bytes)) = (write.n, write.bytes.clone()) {
+            let key = object_key(*topic, n);
+            self.issue(StoreOp::Create { key, bytes }, Purpose::WriteObject { request });
+        }
+    }
+
+    pub(super) fn check_object(&mut self, request: RequestId) {
+        let Some(Work::Produce { topic, write, .. }) = self.data.work.get(&request) else { return };
+        let Some(n) = write.n else { return };
+        let key = object_key(*topic, n);
+        self.issue(StoreOp::Get { key }, Purpose::CheckObject { request });
+    }
+
+    pub(super) fn object_checked(&mut self, request: RequestId, bytes: &Bytes) {
+        let Some(Work::Produce { topic, partitions, write, .. }) = self.data.work.get(&request) else { return };
+        let (topic, partitions, writer) = (*topic, *partitions, write.writer);
+        let Some(n) = write.n else { return };
+        match fitting_header(topic, partitions, n, bytes) {
+            Ok((header, _)) if header.writer == writer => self.object_written(request),
+            Ok((header, _)) => {
+                // Another node wrote object `n` first, so this produce's records (and its
+                // riders') are in no object: it has written nothing. Learn the newest
+                // object past it, and retry past that.
+                self.learn_object(topic, n, header);
+                for r in self.lane_of(request) {
+                    if let Some(w) = self.write_mut(r) {
+                        (w.n, w.bytes) = (None, None);
+                        w.bases.clear();
+                    }
                 }
+                self.list_objects(request, topic);
             }
-        }
-        let op = StoreOp::Create { key: segment_key(topic, partition, base), bytes: bytes.into() };
-        self.issue(op, Purpose::WriteSegment { request, partition });
-    }
-
-    pub(super) fn check_segment(&mut self, request: RequestId, partition: u32) {
-        let Some(Work::Produce { topic, parts, .. }) = self.data.work.get(&request) else { return };
-        let Some(base) = parts.get(&partition).and_then(|p| p.base) else { return };
-        let key = segment_key(*topic, partition, base);
-        self.issue(StoreOp::Get { key }, Purpose::CheckSegment { request, partition });
-    }
-
-    pub(super) fn segment_checked(&mut self, request: RequestId, partition: u32, bytes: &Bytes) {
-        let Some(Work::Produce { topic, parts, .. }) = self.data.work.get(&request) else { return };
-        let topic = *topic;
-        let Some(part) = parts.get(&partition) else { return };
-        let Some(base) = part.base else { return };
-        match segment::decode(topic, partition, base, bytes) {
-            Ok(seg) if seg.writer == part.writer => self.part_written(request, partition),
-            Ok(seg) => {
-                // Another node appended first: learn the end past its segment, retry.
-                self.data.ends.insert((topic, partition), base + seg.records.len() as u64);
-                self.list_segments(request, topic, partition, Some(base));
-            }
-            Err(e) => {
-                let log = segment_key(topic, partition, base);
-                self.end_request(
-                    request,
-                    Err(BrokerError::CorruptRecord { log, offset: base, end: base + 1, detail: e.to_string() }),
-                );
-            }
+            Err(e) => self.corrupt_object(request, topic, n, &e),
         }
     }
 
-    pub(super) fn part_written(&mut self, request: RequestId, partition: u32) {
-        let Some(Work::Produce { topic, parts, .. }) = self.data.work.get_mut(&request) else { return };
+    /// The object of `request`, a lane's leader, is in the store.
+    pub(super) fn object_written(&mut self, request: RequestId) {
+        let Some(Work::Produce { topic, write, .. }) = self.data.work.get_mut(&request) else { return };
         let topic = *topic;
-        let Some(part) = parts.get_mut(&partition) else { return };
-        let Some(base) = part.base else { return };
-        part.written = true;
-        let end = base + part.records.len() as u64;
-        let known = self.data.ends.entry((topic, partition)).or_insert(end);
-        *known = (*known).max(end);
-        self.lane_written(request, topic, partition, base);
+        let (Some(n), Some(bytes)) = (write.n, write.bytes.take()) else { return };
+        write.written = true;
+        let bases = write.bases.clone();
+        if let Ok((header, _)) = topic_object::decode_header(topic, n, &bytes) {
+            self.learn_object(topic, n, header);
+        }
+        self.lane_written(request, topic, &bases);
         self.when_written(request);
     }
 
-    /// Once every part of produce `request` is written: its second fence.
+    /// Once produce `request`'s object is written: its second fence.
     pub(super) fn when_written(&mut self, request: RequestId) {
-        let Some(Work::Produce { parts, .. }) = self.data.work.get(&request) else { return };
-        if !parts.values().all(|p| p.written) {
+        if !self.write(request).is_some_and(|w| w.written) {
             return;
         }
         if planted!(self.options.config, ClusterProduceUnverified) || planted!(self.options.config, ClusterSkipFence) {
@@ -359,8 +384,8 @@ impl Node {
         }
     }
 
-    /// Ends `request`'s work with `reply`; a produce leaves its partitions' lanes, and
-    /// the riders whose records its creates carried end as it does.
+    /// Ends `request`'s work with `reply`; a produce leaves its lane, and the riders
+    /// whose records its creates carried end as it does.
     pub(super) fn end_request(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
         let Some(work) = self.data.work.remove(&request) else { return };
         let riders = self.leave_lanes(request, &work);
@@ -370,10 +395,17 @@ impl Node {
         }
     }
 
-    /// A produce whose segments all exist, after its second fence.
+    /// A produce whose object exists, after its second fence.
     pub(super) fn produced(&mut self, request: RequestId) {
-        let Some(Work::Produce { name, topic, mut positions, parts }) = self.data.work.remove(&request) else { return };
+        let Some(Work::Produce { name, topic, mut positions, write, .. }) = self.data.work.remove(&request) else {
+            return;
+        };
         if self.catalog.live(&name).map(|(id, _)| id) != Some(topic) {
+            // Its object may have landed before the tombstone, and been read: the produce
+            // may have taken effect, so "not found" (nothing written) would be untrue.
+            if planted!(self.options.config, ClusterProduceNotFoundAfterWrite) {
+                return self.reply(request, Err(BrokerError::TopicNotFound { name }));
+            }
             let why = format!(
                 "topic {name:?} ({topic}) was deleted while the produce was in flight: its records may have been \
                  written, and read, before the deletion"
@@ -381,7 +413,7 @@ impl Node {
             return self.reply(request, Err(BrokerError::OutcomeUnknown(why)));
         }
         for position in &mut positions {
-            position.offset += parts.get(&position.partition).and_then(|p| p.base).unwrap_or(0);
+            position.offset += write.bases.get(&position.partition).copied().unwrap_or(0);
         }
         self.reply(request, Ok(Reply::Produced { topic, positions }));
     }
@@ -402,19 +434,17 @@ impl Node {
         }
     }
 
-    /// A segment vanished while a request read it: its topic is being removed.
-    /// A produce that has issued a segment's create already may have had it land before
-    /// the tombstone, and read: its outcome is unknown.
+    /// An object vanished while a request read it: its topic is being removed. A produce
+    /// with a create of its records issued and not known to have lost may have had it
+    /// land before the tombstone, and read: its outcome is unknown. (A produce reads only
+    /// before its first create and after one lost, so this is a safeguard.)
     pub(super) fn data_not_found(&mut self, request: RequestId) {
-        let planted = planted!(self.options.config, ClusterProduceNotFoundAfterWrite);
         let Some(work) = self.data.work.remove(&request) else { return };
         let reply = match &work {
-            Work::Produce { name, topic, parts, .. } if parts.values().any(|p| p.base.is_some()) && !planted => {
-                BrokerError::OutcomeUnknown(format!(
-                    "topic {name:?} ({topic}) was deleted while the produce was in flight: some of its records may \
+            Work::Produce { name, topic, write, .. } if write.n.is_some() => BrokerError::OutcomeUnknown(format!(
+                "topic {name:?} ({topic}) was deleted while the produce was in flight: some of its records may \
                      have been written, and read, before the deletion"
-                ))
-            }
+            )),
             Work::Produce { name, .. } | Work::Fetch { name, .. } | Work::Describe { name, .. } => {
                 BrokerError::TopicNotFound { name: name.clone() }
             }
@@ -426,4 +456,39 @@ impl Node {
             self.data_not_found(rider);
         }
     }
+}
+
+impl Work {
+    pub(super) fn topic(&self) -> TopicId {
+        match self {
+            Work::Produce { topic, .. } | Work::Fetch { topic, .. } | Work::Describe { topic, .. } => *topic,
+        }
+    }
+
+    /// The partition count of its incarnation.
+    fn partitions(&self) -> u32 {
+        match self {
+            Work::Produce { partitions, .. } | Work::Fetch { partitions, .. } => *partitions,
+            Work::Describe { shown, .. } => shown.partitions,
+        }
+    }
+}
+
+/// The header of object `n` of `topic`, which has `partitions` partitions: one that
+/// gives the ends of another count is as corrupt as one that does not decode.
+fn fitting_header(
+    topic: TopicId,
+    partitions: u32,
+    n: u64,
+    bytes: &[u8],
+) -> Result<(topic_object::ObjectHeader, usize), String> {
+    match topic_object::decode_header(topic, n, bytes) {
+        Ok((header, at)) if header.ends.len() == partitions as usize => Ok((header, at)),
+        Ok((header, _)) => Err(misfit(partitions, &header)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn misfit(partitions: u32, header: &topic_object::ObjectHeader) -> String {
+    format!("its header gives the ends of {} partitions; the topic has {partitions}", header.ends.len())
 }

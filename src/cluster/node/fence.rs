@@ -107,7 +107,7 @@ impl Node {
             }
             EntryKind::Removed { topic } => {
                 self.removal.due.remove(topic);
-                self.data.ends.retain(|(t, _), _| t != topic);
+                self.data.objects.remove(topic);
                 self.data.cursors.remove(topic);
                 if self.removal.in_flight.is_some_and(|(t, _)| t == *topic) {
                     self.removal.in_flight = None;
@@ -142,12 +142,16 @@ impl Node {
     pub(super) fn fenced(&mut self, request: RequestId, command: Command) {
         match command {
             Command::ListTopics => {
-                let topics = self.catalog.live_topics().map(|(n, id, t)| describe(n, id, t, &self.data.ends)).collect();
+                let topics = self
+                    .catalog
+                    .live_topics()
+                    .map(|(n, id, t)| describe(n, id, t, self.known_ends(id, t.partitions)))
+                    .collect();
                 self.reply(request, Ok(Reply::Topics(topics)));
             }
             Command::DescribeTopic { name } => match self.catalog.live(&name) {
                 Some((id, t)) => {
-                    let shown = describe(&name, id, t, &self.data.ends);
+                    let shown = describe(&name, id, t, self.known_ends(id, t.partitions));
                     if planted!(self.options.config, ClusterDescribeCached) {
                         return self.reply(request, Ok(Reply::Described(shown)));
                     }

@@ -14,13 +14,15 @@
 //!   folds it and runs again, and one whose outcome is unknown reads the key back and
 //!   knows its own entry by its writer.
 //! - `data.rs`, rule D: a produce places its records as one node does and writes one
-//!   segment per partition with a conditional create at the end it knows, learning the
-//!   end again after a lost race, then waits for a second fence: acknowledged if the
-//!   topic is still live, else answered with an unknown outcome. A fetch lists and reads
-//!   the partition's segments, then waits for a second fence before it answers.
-//!   `lanes.rs` keeps one segment write under way per partition: the produces that
-//!   arrive meanwhile ride in the next one (group commit).
-//! - `removal.rs`, rule R: the segments of an incarnation whose grace delay ended are
+//!   topic object holding every partition it writes, with a conditional create of the
+//!   incarnation's next object number, learning the newest object again after a lost
+//!   race, then waits for a second fence: acknowledged if the topic is still live, else
+//!   answered with an unknown outcome. A fetch lists the incarnation's objects past the
+//!   newest it knows, reads the newest header (every partition's end) and the object
+//!   holding its offset, then waits for a second fence before it answers. `lanes.rs`
+//!   keeps one object write under way per incarnation: the produces that arrive
+//!   meanwhile ride in the next one (group commit).
+//! - `removal.rs`, rule R: the objects of an incarnation whose grace delay ended are
 //!   deleted by every node that folded its tombstone, and the removal completed once.
 //! - `reconcile.rs`, rule O: objects under the data prefix that no incarnation owns are
 //!   deleted.
@@ -43,11 +45,12 @@
 use crate::cluster::catalog::{Catalog, DeleteOf, Folded};
 use crate::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use crate::cluster::keys::{
-    journal_key, parse_data_key, parse_journal_key, parse_segment_key, parse_snapshot_key, partition_prefix,
-    segment_key, snapshot_key, topic_prefix, DATA_PREFIX, JOURNAL_PREFIX, SNAPSHOT_PREFIX,
+    journal_key, object_key, parse_data_key, parse_journal_key, parse_object_key, parse_segment_key,
+    parse_snapshot_key, snapshot_key, topic_prefix, DATA_PREFIX, JOURNAL_PREFIX, SNAPSHOT_PREFIX,
 };
+use crate::cluster::object_index::{Locate, ObjectIndex};
 use crate::cluster::store::{StoreError, StoreOp, StoreOutput, StoreResult};
-use crate::cluster::{segment, snapshot};
+use crate::cluster::{snapshot, topic_object};
 use crate::command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription};
 use crate::config::Config;
 use crate::error::BrokerError;
@@ -132,17 +135,17 @@ enum Purpose {
     Append,
     /// Reading the append's key back after an unknown outcome or a lost race.
     AppendCheck,
-    /// Listing a partition's segments after `after` (from the first if `None`).
-    Segments { request: RequestId, partition: u32, after: Option<u64> },
-    /// Reading the segment at `base`.
-    ReadSegment { request: RequestId, partition: u32, base: u64 },
-    /// Creating a produce's segment.
-    WriteSegment { request: RequestId, partition: u32 },
-    /// Reading a produce's segment key back after a lost race or an unknown outcome.
-    CheckSegment { request: RequestId, partition: u32 },
+    /// Listing an incarnation's objects past the newest known so far (`newest`).
+    Objects { request: RequestId, newest: Option<u64> },
+    /// Reading object `n`.
+    ReadObject { request: RequestId, n: u64 },
+    /// Creating a produce's object.
+    WriteObject { request: RequestId },
+    /// Reading a produce's object key back after a lost race or an unknown outcome.
+    CheckObject { request: RequestId },
     /// Listing what is left of an incarnation being removed.
     RemoveList(TopicId),
-    /// Deleting one of its segments.
+    /// Deleting one of its objects.
     RemoveSegment(TopicId),
     /// The reconciler's listing of `d/`.
     ReconcileList,
@@ -180,7 +183,7 @@ enum Appendable {
 enum After {
     /// The command itself: its first fence.
     Command(Command),
-    /// A produce whose segments exist: acknowledged if its topic is still live.
+    /// A produce whose object exists: acknowledged if its topic is still live.
     Produced,
     /// A fetch that has read its records, or found its offset past the end, or a
     /// describe that has learned every partition's end: answered so if its topic is
@@ -194,50 +197,56 @@ enum Work {
     Produce {
         name: String,
         topic: TopicId,
+        partitions: u32,
         /// Where each record goes; offsets count from 0 in each partition until its
-        /// segment's base is known.
+        /// object's bases are known.
         positions: Vec<RecordPosition>,
-        parts: BTreeMap<u32, Part>,
+        /// Its records by partition (and, once it leads a write, its riders' after them).
+        parts: BTreeMap<u32, Vec<ProduceRecord>>,
+        write: Write,
     },
     Fetch {
         name: String,
         topic: TopicId,
+        partitions: u32,
+        partition: u32,
         offset: u64,
         max_records: u32,
         /// The most bytes of keys and values to return (the first record whatever its size).
         max_bytes: u64,
-        /// The partition's segments, as listed.
-        bases: Vec<u64>,
-        /// The high watermark, once the last segment is read.
+        /// The high watermark, once the newest object's header is known.
         high_watermark: Option<u64>,
     },
-    /// A describe learning every partition's end, each from its last segment, as a
+    /// A describe learning every partition's end from the newest object's header, as a
     /// fetch learns its high watermark.
     Describe {
         name: String,
         topic: TopicId,
-        /// The answer, its high watermarks filled in as they are learned.
+        /// The answer, its high watermarks filled in once learned.
         shown: TopicDescription,
-        /// The partitions whose end is known.
-        learned: BTreeSet<u32>,
     },
 }
 
-/// One partition's share of a produce.
+/// A produce's object write.
 #[derive(Debug)]
-struct Part {
-    records: Vec<ProduceRecord>,
+struct Write {
     writer: EntryWriter,
-    /// The base it is being written at, and whether it is written.
-    base: Option<u64>,
+    /// The object number its create was issued at (its leader's, for a rider).
+    n: Option<u64>,
+    /// The bytes of that create, until it is known to have landed: an unknown outcome is
+    /// issued again with the same bytes.
+    bytes: Option<Bytes>,
+    /// Its first offset in each partition it writes, once a create holding its records
+    /// was issued.
+    bases: BTreeMap<u32, u64>,
     written: bool,
-    /// Its records hold the riders' too (`lanes.rs`), as they stay until written.
+    /// Its parts hold the riders' records too (`lanes.rs`), as they stay until written.
     sealed: bool,
     /// Its first create has waited out the gathering window.
     waited: bool,
-    /// The produces whose records follow its own in its segment, each with where its
-    /// records begin.
-    riders: Vec<(RequestId, u64)>,
+    /// The produces whose records follow its own in its object, each with where its
+    /// records begin in each partition's part.
+    riders: Vec<(RequestId, BTreeMap<u32, u64>)>,
 }
 
 /// A fence round in flight.
@@ -408,18 +417,17 @@ struct AppendState {
 struct DataState {
     /// Produces and fetches between their two fences.
     work: BTreeMap<RequestId, Work>,
-    /// Per partition, the end of its last segment as this node last learned it.
-    ends: BTreeMap<(TopicId, u32), u64>,
+    /// Per incarnation, the headers of its objects this node last read or wrote.
+    objects: BTreeMap<TopicId, ObjectIndex>,
     /// Per incarnation, where the next keyless record goes (round-robin).
     cursors: BTreeMap<TopicId, u32>,
-    /// Per partition, the segment write under way and the produces waiting for it.
-    lanes: BTreeMap<(TopicId, u32), lanes::Lane>,
+    /// Per incarnation, the object write under way and the produces waiting for it.
+    lanes: BTreeMap<TopicId, lanes::Lane>,
     /// Leaders whose writes start once every command of their fence round is placed.
-    starting: Vec<(RequestId, TopicId, u32)>,
-    /// Leaders waiting out the gathering window: when their first create goes, and at
-    /// which base.
-    held: BTreeSet<(Time, RequestId, u32, u64)>,
-    /// Produces whose records rode in another's segment, over the node's life.
+    starting: Vec<(RequestId, TopicId)>,
+    /// Leaders waiting out the gathering window: when their first create goes.
+    held: BTreeSet<(Time, RequestId)>,
+    /// Produces whose records rode in another's object, over the node's life.
     rides: u64,
 }
 
@@ -658,9 +666,9 @@ impl Node {
             Err(StoreError::Unknown(_)) if matches!(purpose, Purpose::Append) => {
                 return self.check_append();
             }
-            Err(StoreError::Unknown(_)) if matches!(purpose, Purpose::WriteSegment { .. }) => {
-                let Purpose::WriteSegment { request, partition } = purpose else { return };
-                return self.check_segment(request, partition);
+            Err(StoreError::Unknown(_)) if matches!(purpose, Purpose::WriteObject { .. }) => {
+                let Purpose::WriteObject { request } = purpose else { return };
+                return self.check_object(request);
             }
             // Nothing happened (or, for a read, nothing was learned): try again.
             Err(_) => return self.retry_later(now, id, op, purpose),
@@ -682,31 +690,19 @@ impl Node {
             }
             (Purpose::Append, StoreOutput::Exists) => self.check_append(),
             (Purpose::AppendCheck, StoreOutput::Found(bytes)) => self.append_checked(&bytes),
-            (Purpose::Segments { request, partition, after }, StoreOutput::Listed { keys, more }) => {
-                self.segments_listed(request, partition, after, Page::of(keys, more, &op));
+            (Purpose::Objects { request, newest }, StoreOutput::Listed { keys, more }) => {
+                self.objects_listed(request, newest, Page::of(keys, more, &op));
             }
-            (Purpose::ReadSegment { request, partition, base }, StoreOutput::Found(bytes)) => {
-                self.segment_read(request, partition, base, &bytes);
-            }
-            (Purpose::ReadSegment { request, .. }, StoreOutput::Missing) => {
+            (Purpose::ReadObject { request, n }, StoreOutput::Found(bytes)) => self.object_read(request, n, &bytes),
+            (Purpose::ReadObject { request, .. }, StoreOutput::Missing) => {
                 // Removed: its topic's tombstone is in the journal, so the request is
                 // answered as after the delete (a produce has written nothing yet).
                 self.data_not_found(request);
             }
-            (Purpose::WriteSegment { request, partition }, StoreOutput::Created) => {
-                self.part_written(request, partition)
-            }
-            (Purpose::WriteSegment { request, partition }, StoreOutput::Exists) => {
-                self.check_segment(request, partition)
-            }
-            (Purpose::CheckSegment { request, partition }, StoreOutput::Found(bytes)) => {
-                self.segment_checked(request, partition, &bytes);
-            }
-            (Purpose::CheckSegment { request, partition }, StoreOutput::Missing) => {
-                if let Some(base) = self.part(request, partition).and_then(|p| p.base) {
-                    self.write_part(request, partition, base);
-                }
-            }
+            (Purpose::WriteObject { request }, StoreOutput::Created) => self.object_written(request),
+            (Purpose::WriteObject { request }, StoreOutput::Exists) => self.check_object(request),
+            (Purpose::CheckObject { request }, StoreOutput::Found(bytes)) => self.object_checked(request, &bytes),
+            (Purpose::CheckObject { request }, StoreOutput::Missing) => self.write_again(request),
             (Purpose::RemoveList(topic), StoreOutput::Listed { keys, more }) => {
                 self.removal_listed(topic, Page::of(keys, more, &op))
             }
@@ -772,18 +768,13 @@ impl Node {
 /// learned by its own produces, fetches and describes, which may lag behind what other
 /// nodes appended since; a describe reads every partition's end before it answers
 /// (`data.rs`).
-fn describe(
-    name: &str,
-    id: TopicId,
-    t: &crate::cluster::catalog::Incarnation,
-    ends: &BTreeMap<(TopicId, u32), u64>,
-) -> TopicDescription {
+fn describe(name: &str, id: TopicId, t: &crate::cluster::catalog::Incarnation, ends: Vec<u64>) -> TopicDescription {
     TopicDescription {
         name: name.to_string(),
         id,
         partitions: t.partitions,
         settings: t.settings.clone(),
-        high_watermarks: (0..t.partitions).map(|p| ends.get(&(id, p)).copied().unwrap_or(0)).collect(),
+        high_watermarks: ends,
         // The cluster's partitions begin at 0 (DESIGN.md section 10: not yet offset bases).
         log_start: 0,
     }

@@ -4,12 +4,12 @@
 use super::objects_input::{Objects, ObjectsInput};
 use broker_core::cluster::catalog::Catalog;
 use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
-use broker_core::cluster::keys::{journal_key, segment_key, snapshot_key};
+use broker_core::cluster::keys::{journal_key, object_key, snapshot_key};
 use broker_core::cluster::memstore::MemStore;
 use broker_core::cluster::node::{Node, NodeEffect, NodeOptions};
-use broker_core::cluster::segment;
 use broker_core::cluster::snapshot;
 use broker_core::cluster::store::StoreOp;
+use broker_core::cluster::topic_object;
 use broker_core::{BrokerError, Bytes, Command, Config, ProduceRecord, Reply, RequestId, Time, TopicId, TopicSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -89,14 +89,15 @@ fn listed(reply: &Result<Reply, BrokerError>) -> Option<BTreeSet<String>> {
 /// Plants the input's object where a node reaches it first, framed (when the input's
 /// bytes are a payload) for that key, and checks the node: an object that does not
 /// decode is reported as corrupt, and neither served nor built on (no create is
-/// acknowledged after a damaged entry or snapshot, no append after a damaged segment);
-/// one that decodes is served as decoded.
+/// acknowledged after a damaged entry or snapshot, no append after a damaged topic
+/// object); one that decodes is served as decoded. (Segments, the layout before topic
+/// objects, are no longer read by the node.)
 pub(super) fn check_node_fed(input: &ObjectsInput) {
     if input.decodes(Objects::Entry) {
         entry_fed(input);
     }
-    if input.decodes(Objects::Segment) {
-        segment_fed(input);
+    if input.objects == Objects::Each {
+        object_fed(input);
     }
     if input.decodes(Objects::Snapshot) {
         snapshot_fed(input);
@@ -128,45 +129,64 @@ fn entry_fed(input: &ObjectsInput) {
     }
 }
 
-/// The object as the first segment of a topic's partition 0.
-fn segment_fed(input: &ObjectsInput) {
-    let mut n = OneNode::new(MemStore::default());
-    let Ok(Reply::Created { topic }) = n.call(create("t", 1)) else { panic!("a create over an empty store failed") };
+/// The object as a new topic's first object, the topic having as many partitions as
+/// the object's header gives ends for (one if it does not decode). A header that does
+/// not decode is refused by fetches and produces alike; records that do not decode
+/// behind a sound header are refused by the fetch that reads them, while a produce,
+/// which needs only the ends, appends past them.
+fn object_fed(input: &ObjectsInput) {
+    let topic = TopicId(1);
     let bytes = Bytes::from(match input.frame_kind {
-        Some(kind) => segment::frame_object(topic, 0, 0, kind, &input.bytes),
+        Some(_) => {
+            let mut framed = input.clone();
+            (framed.seq, framed.base) = (topic.0, 0);
+            framed.topic_object_bytes()
+        }
         None => input.bytes.clone(),
     });
-    let decoded = segment::decode(topic, 0, 0, &bytes);
-    n.store.apply(&StoreOp::Create { key: segment_key(topic, 0, 0), bytes });
-    let fetch = Command::Fetch { topic: "t".into(), partition: 0, offset: 0, max_records: 1, max_bytes: None };
+    let header = topic_object::decode_header(topic, 0, &bytes).map(|(h, _)| h);
+    let decoded = topic_object::decode(topic, 0, &bytes);
+    let partitions = header.as_ref().map_or(1, |h| h.ends.len() as u32);
+    if partitions > Config::default().max_partitions {
+        return;
+    }
+    let mut n = OneNode::new(MemStore::default());
+    let Ok(Reply::Created { topic: t }) = n.call(create("t", partitions)) else {
+        panic!("a create over an empty store failed")
+    };
+    assert_eq!(t, topic, "the first entry's incarnation");
+    n.store.apply(&StoreOp::Create { key: object_key(topic, 0), bytes });
+    // The first part's first record, or offset 0 of partition 0.
+    let first = header.as_ref().ok().map(|h| (h.parts[0].partition, h.base(&h.parts[0])));
+    let (partition, offset) = first.unwrap_or((0, 0));
+    let fetch = Command::Fetch { topic: "t".into(), partition, offset, max_records: 1, max_bytes: None };
     let fetched = n.call(fetch);
     let produce = Command::Produce {
         topic: "t".into(),
-        partition: Some(0),
+        partition: Some(partition),
         records: vec![ProduceRecord { key: None, value: b"after".to_vec().into() }],
     };
     let produced = n.call(produce);
+    let Ok(header) = header else {
+        refused_as_corrupt("object 0", &fetched);
+        return refused_as_corrupt("an append after object 0", &produced);
+    };
     match decoded {
-        Err(_) => {
-            refused_as_corrupt("segment 0", &fetched);
-            refused_as_corrupt("an append after segment 0", &produced);
-        }
-        Ok(s) => {
+        Err(_) => refused_as_corrupt("object 0's records", &fetched),
+        Ok(o) => {
             let Ok(Reply::Fetched { records, .. }) = &fetched else {
-                panic!("segment {s:?} decodes; fetched {fetched:?}")
+                panic!("object {header:?} decodes; fetched {fetched:?}")
             };
-            let first = &s.records[0];
+            let first = &o.records[0][0];
             assert!(
-                records.len() == 1 && records[0].offset == 0 && records[0].value == first.value,
-                "segment 0's first record is {first:?}; fetched {records:?}"
+                records.len() == 1 && records[0].offset == offset && records[0].value == first.value,
+                "object 0's first record is {first:?} at {offset}; fetched {records:?}"
             );
-            let end = s.records.len() as u64;
-            let Ok(Reply::Produced { positions, .. }) = &produced else {
-                panic!("an append after {s:?}: {produced:?}")
-            };
-            assert_eq!(positions[0].offset, end, "an append after a segment of {end} records");
         }
     }
+    let end = header.ends[partition as usize];
+    let Ok(Reply::Produced { positions, .. }) = &produced else { panic!("an append after {header:?}: {produced:?}") };
+    assert_eq!(positions[0].offset, end, "an append after an object ending partition {partition} at {end}");
 }
 
 /// The object as the newest snapshot, with the journal's entries before it compacted
@@ -205,7 +225,7 @@ mod tests {
     use super::*;
 
     fn whole(objects: Objects, bytes: Vec<u8>) -> ObjectsInput {
-        ObjectsInput { objects, frame_kind: None, seq: 0, partition: 0, base: 0, bytes }
+        ObjectsInput { objects, frame_kind: None, seq: 1, partition: 0, base: 0, bytes }
     }
 
     fn writer() -> EntryWriter {
@@ -237,7 +257,7 @@ mod tests {
         }
         let objects = [
             (Objects::Entry, entry::encode(1, &e)),
-            (Objects::Segment, segment::encode(TopicId(1), 0, 0, writer(), &records)),
+            (Objects::Each, topic_object::encode(TopicId(1), 0, writer(), &[4, 0, 7], &[(2, &records[..])]).unwrap()),
             (Objects::Snapshot, snapshot::encode(&catalog)),
         ];
         for (kind, bytes) in objects {

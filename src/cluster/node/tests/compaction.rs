@@ -18,9 +18,7 @@ fn a_node_far_behind_catches_up_over_a_compacted_journal() {
     net.submit(1, produce("gone", None, &["y"]));
     net.run();
     assert_eq!(net.nodes[1].catalog().position(), 2);
-    assert!(
-        net.nodes[1].data.ends.contains_key(&(TopicId(2), 0)) && net.nodes[1].data.cursors.contains_key(&TopicId(2))
-    );
+    assert!(net.nodes[1].data.objects.contains_key(&TopicId(2)) && net.nodes[1].data.cursors.contains_key(&TopicId(2)));
     // Node 0 deletes and removes "gone" (no grace), deletes "doomed", creates more.
     net.submit(0, delete("gone"));
     net.run();
@@ -47,13 +45,13 @@ fn a_node_far_behind_catches_up_over_a_compacted_journal() {
     assert_eq!(topics.len(), 8);
     assert_eq!(net.nodes[1].catalog(), &expected);
     let node = &net.nodes[1];
-    assert!(!node.data.ends.contains_key(&(TopicId(2), 0)) && !node.data.cursors.contains_key(&TopicId(2)), "removed");
-    assert!(node.data.ends.contains_key(&(TopicId(1), 0)), "being deleted: still known");
-    assert_eq!(net.segments(), 1);
+    assert!(!node.data.objects.contains_key(&TopicId(2)) && !node.data.cursors.contains_key(&TopicId(2)), "removed");
+    assert!(node.data.objects.contains_key(&TopicId(1)), "being deleted: still known");
+    assert_eq!(net.objects(), 1);
     net.advance(50);
-    assert_eq!(net.segments(), 1, "its grace delay runs from when node 1 loaded the snapshot");
+    assert_eq!(net.objects(), 1, "its grace delay runs from when node 1 loaded the snapshot");
     net.advance(60);
-    assert_eq!(net.segments(), 0);
+    assert_eq!(net.objects(), 0);
     let removed: Vec<EntryKind> = net
         .history
         .iter()

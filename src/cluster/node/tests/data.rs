@@ -2,9 +2,8 @@
 
 use super::*;
 
-/// A partition whose last segment ends at offset u64::MAX (only a forged store
-/// holds one) has run out of offsets: a produce to it is refused, as on one node.
-/// Computing the end of the segment it would write once overflowed.
+/// A partition whose end is u64::MAX (only a forged store holds an object ending
+/// there) has run out of offsets: a produce to it is refused, as on one node.
 #[test]
 fn a_produce_to_a_partition_out_of_offsets_is_refused() {
     let mut net = Net::new(1);
@@ -13,13 +12,13 @@ fn a_produce_to_a_partition_out_of_offsets_is_refused() {
     let last = u64::MAX - 1;
     let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
     let records = [ProduceRecord { key: None, value: b"last".to_vec().into() }];
-    let bytes = segment::encode(TopicId(1), 0, last, writer, &records);
-    net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 0, last), bytes: bytes.into() });
+    let bytes = topic_object::encode(TopicId(1), 0, writer, &[last, 0], &[(0, &records[..])]).unwrap();
+    net.store.apply(&StoreOp::Create { key: object_key(TopicId(1), 0), bytes: bytes.into() });
     let r = net.submit(0, produce("t", Some(0), &["v"]));
     net.run();
     let refused = matches!(net.reply(r), Err(BrokerError::Storage(w)) if w.contains("run out of offsets"));
     assert!(refused, "{:?}", net.reply(r));
-    assert_eq!(net.segments(), 1, "nothing written");
+    assert_eq!(net.objects(), 1, "nothing written");
 }
 
 #[test]
@@ -102,9 +101,14 @@ fn an_append_with_an_unknown_outcome_is_read_back() {
     }
 }
 
-/// The bases of the segments in the store, in key order.
+/// Partition 0's first offset in each object of incarnation 1 that holds records of
+/// it, in object order.
 fn segment_bases(net: &Net) -> Vec<u64> {
-    net.store.keys().filter_map(parse_segment_key).map(|(_, _, b)| b).collect()
+    let headers = net.store.keys().filter_map(|k| {
+        let (topic, n) = parse_object_key(k)?;
+        Some(topic_object::decode_header(topic, n, net.store.get(k)?).expect("decodes").0)
+    });
+    headers.filter_map(|h| h.parts.iter().find(|p| p.partition == 0).map(|p| h.base(p))).collect()
 }
 
 /// One node with `config`: produces of `a`, `b c`, `d` and `e` to partition 0 of a new
@@ -178,14 +182,14 @@ fn a_create_of_unknown_outcome_is_issued_again_without_new_riders() {
         net.run();
         let got: Vec<Vec<u64>> = [first, rider, late].iter().map(|r| offsets(net.reply(*r))).collect();
         assert_eq!(got, vec![vec![0], vec![1], vec![2]], "lands: {lands}");
-        assert_eq!(net.segments(), 2, "lands: {lands}");
+        assert_eq!(net.objects(), 2, "lands: {lands}");
         let f = net.submit(0, fetch("t", 0, 2));
         net.run();
         assert_eq!(values(net.reply(f)), vec![(2, "c".to_string())], "lands: {lands}");
     }
 }
 
-/// A leader whose create meets a corrupt segment under its key ends with an error,
+/// A leader whose create meets a corrupt object under its key ends with an error,
 /// and so do its riders (their records went with its create).
 #[test]
 fn riders_end_as_their_leader_does() {
@@ -195,13 +199,13 @@ fn riders_end_as_their_leader_does() {
     let p1 = net.submit(0, produce("t", Some(0), &["a"]));
     net.run();
     assert_eq!(offsets(net.reply(p1)), vec![0]);
-    // Another node's segment at 1 lands while this node knows the end as 1, then rots.
+    // Another node's object 1 lands while this node knows object 0 as the newest, then
+    // its header rots.
     let writer = EntryWriter { node: 9, boot: 9, nonce: 9 };
     let records = [ProduceRecord { key: None, value: b"x".to_vec().into() }];
-    let mut bytes = segment::encode(TopicId(1), 0, 1, writer, &records);
-    let n = bytes.len();
-    bytes[n - 1] ^= 0xff;
-    net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 0, 1), bytes: bytes.into() });
+    let mut bytes = topic_object::encode(TopicId(1), 1, writer, &[1, 0], &[(0, &records[..])]).unwrap();
+    bytes[20] ^= 0xff;
+    net.store.apply(&StoreOp::Create { key: object_key(TopicId(1), 1), bytes: bytes.into() });
     // `b` writes at the end it knows; `c` and `d` arrive while it does.
     let b = net.submit(0, produce("t", Some(0), &["b"]));
     while !matches!(net.pending.front(), Some((_, _, StoreOp::Create { .. }))) {
@@ -215,7 +219,7 @@ fn riders_end_as_their_leader_does() {
         assert!(matches!(net.reply(r), Err(BrokerError::CorruptRecord { .. })), "{:?}", net.reply(r));
     }
     assert_eq!(net.nodes[0].rides(), 1, "d rode with c");
-    assert_eq!(net.segments(), 2, "nothing written past the corrupt segment");
+    assert_eq!(net.objects(), 2, "nothing written past the corrupt segment");
 }
 
 /// With a gathering window, a partition's first create waits it out once the node knows
@@ -229,7 +233,7 @@ fn a_gathering_window_holds_the_first_create_for_riders() {
     let a = net.submit(0, produce("t", Some(0), &["a"]));
     net.run();
     assert!(!net.replies.contains_key(&a), "held for the window");
-    assert_eq!(net.segments(), 0);
+    assert_eq!(net.objects(), 0);
     assert_eq!(net.nodes[0].poll_timeout(), Some(Time::ZERO.plus_millis(5)));
     let bc: Vec<RequestId> = ["b", "c"].iter().map(|v| net.submit(0, produce("t", Some(0), &[v]))).collect();
     net.run();
@@ -240,12 +244,13 @@ fn a_gathering_window_holds_the_first_create_for_riders() {
     assert_eq!(net.nodes[0].rides(), 2);
 }
 
-/// A produce to two partitions whose create for one went out carrying a rider's
-/// records, and which then meets its topic's removal on the other, ends with an unknown
-/// outcome, and so does the rider: the create may land, and its records be read, before
-/// the deletion. (The rider's base, set when the create is issued, is what says so.)
+/// A produce whose create went out carrying a rider's records, lost the race for its
+/// object number (the object there is another node's), and then met its topic's
+/// removal while it looked for the newest object, has written nothing, and neither has
+/// its rider: both are answered "not found". Had the create's outcome been unknown
+/// instead, reading the object back would have said whose it is first.
 #[test]
-fn a_rider_whose_create_went_out_answers_an_unknown_outcome_at_a_removal() {
+fn a_produce_that_lost_its_race_has_written_nothing_at_a_removal() {
     let mut net = Net::new(1);
     net.submit(0, create("t"));
     net.run();
@@ -254,13 +259,12 @@ fn a_rider_whose_create_went_out_answers_an_unknown_outcome_at_a_removal() {
         net.run();
         assert_eq!(offsets(net.reply(r)), vec![0]);
     }
-    // Another node wrote partition 1's next two segments.
-    let (p0_next, p1_after) = (segment_key(TopicId(1), 0, 1), segment_key(TopicId(1), 1, 2));
+    // Another node wrote objects 2 and 3.
     let other = EntryWriter { node: 9, boot: 9, nonce: 9 };
-    for base in [1, 2] {
+    for n in [2, 3] {
         let theirs = [ProduceRecord { key: None, value: b"y".to_vec().into() }];
-        let bytes = segment::encode(TopicId(1), 1, base, other, &theirs);
-        net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 1, base), bytes: bytes.into() });
+        let bytes = topic_object::encode(TopicId(1), n, other, &[1, n - 1], &[(1, &theirs[..])]).unwrap();
+        net.store.apply(&StoreOp::Create { key: object_key(TopicId(1), n), bytes: bytes.into() });
     }
     let key_for = |p: u32| (0u8..).map(|k| vec![k]).find(|k| crate::partition_for_key(k, 2) == p).unwrap();
     let record = |p: u32| ProduceRecord { key: Some(key_for(p)), value: format!("to {p}").into_bytes().into() };
@@ -269,24 +273,76 @@ fn a_rider_whose_create_went_out_answers_an_unknown_outcome_at_a_removal() {
     net.submit(0, Command::ListTopics);
     let leader = net.submit(0, both);
     let rider = net.submit(0, produce("t", Some(0), &["rides"]));
-    // Partition 0's create stays out. On partition 1 the node finds the other's segment
-    // under its key, lists what follows and reads the last: by then the topic's removal
-    // has taken it.
+    // The create of object 2 meets the other's; the node reads it, lists past it, and
+    // reads the newest, 3: by then the topic's removal has taken it.
+    let mut created = None;
     while !net.replies.contains_key(&leader) {
-        let i = net.pending.iter().position(|(_, _, op)| !matches!(op, StoreOp::Create { key, .. } if *key == p0_next));
-        let picked = net.pending.remove(i.expect("an operation besides partition 0's create")).unwrap();
-        let removed = matches!(&picked.2, StoreOp::Get { key } if *key == p1_after);
-        net.pending.push_front(picked);
-        net.step_with(|store, op| if removed { Ok(StoreOutput::Missing) } else { Ok(store.apply(op)) });
+        net.step_with(|store, op| match op {
+            StoreOp::Get { key } if *key == object_key(TopicId(1), 3) => Ok(StoreOutput::Missing),
+            StoreOp::Create { key, bytes } if *key == object_key(TopicId(1), 2) => {
+                created = Some(bytes.clone());
+                Ok(store.apply(op))
+            }
+            _ => Ok(store.apply(op)),
+        });
     }
-    let create = net.pending.iter().find_map(|(_, _, op)| match op {
-        StoreOp::Create { key, bytes } if *key == p0_next => Some(bytes.clone()),
-        _ => None,
-    });
-    let seg = segment::decode(TopicId(1), 0, 1, &create.expect("partition 0's create is out")).unwrap();
-    let carried: Vec<&[u8]> = seg.records.iter().map(|r| &r.value[..]).collect();
+    let object = topic_object::decode(TopicId(1), 2, &created.expect("object 2's create went out")).unwrap();
+    let carried: Vec<&[u8]> = object.records[0].iter().map(|r| &r.value[..]).collect();
     assert_eq!(carried, vec![&b"to 0"[..], b"rides"], "the rider is in the leader's create");
     for r in [leader, rider] {
-        assert!(matches!(net.reply(r), Err(BrokerError::OutcomeUnknown(_))), "{r:?}: {:?}", net.reply(r));
+        assert!(matches!(net.reply(r), Err(BrokerError::TopicNotFound { .. })), "{r:?}: {:?}", net.reply(r));
     }
+    let object_2 = net.store.get(&object_key(TopicId(1), 2)).unwrap();
+    let header = topic_object::decode_header(TopicId(1), 2, object_2).unwrap().0;
+    assert_eq!(header.writer, other, "object 2 is the other node's");
+}
+
+/// An object whose header gives the ends of another number of partitions than its
+/// topic has is corrupt: fetches and produces are refused naming it, never served
+/// from it or written past it.
+#[test]
+fn an_object_for_another_partition_count_is_refused_as_corrupt() {
+    let mut net = Net::new(1);
+    net.submit(0, create("t")); // two partitions
+    net.run();
+    let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
+    let records = [ProduceRecord { key: None, value: b"v".to_vec().into() }];
+    let bytes = topic_object::encode(TopicId(1), 0, writer, &[0, 0, 0], &[(0, &records[..])]).unwrap();
+    net.store.apply(&StoreOp::Create { key: object_key(TopicId(1), 0), bytes: bytes.into() });
+    let f = net.submit(0, fetch("t", 0, 0));
+    let p = net.submit(0, produce("t", Some(0), &["w"]));
+    net.run();
+    for r in [f, p] {
+        let refused =
+            matches!(net.reply(r), Err(BrokerError::CorruptRecord { detail, .. }) if detail.contains("3 partitions"));
+        assert!(refused, "{:?}", net.reply(r));
+    }
+    assert_eq!(net.objects(), 1, "nothing written past it");
+}
+
+/// A topic whose records are segments of the layout before topic objects is refused,
+/// naming the layout and what to do, never served as if it were empty; a removal
+/// deletes the segments as it deletes objects.
+#[test]
+fn records_in_the_segment_layout_are_refused_by_name_and_removed_with_their_topic() {
+    let mut net = Net::new(1);
+    net.submit(0, create("t"));
+    net.run();
+    let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
+    let records = [ProduceRecord { key: None, value: b"old".to_vec().into() }];
+    let bytes = segment::encode(TopicId(1), 0, 0, writer, &records);
+    net.store.apply(&StoreOp::Create { key: segment_key(TopicId(1), 0, 0), bytes: bytes.into() });
+    let f = net.submit(0, fetch("t", 0, 0));
+    let p = net.submit(0, produce("t", Some(0), &["new"]));
+    let d = net.submit(0, describe("t"));
+    net.run();
+    for r in [f, p, d] {
+        let named =
+            matches!(net.reply(r), Err(BrokerError::Storage(w)) if w.contains("segment layout of an earlier version"));
+        assert!(named, "{:?}", net.reply(r));
+    }
+    net.submit(0, delete("t"));
+    net.run();
+    net.advance(10);
+    assert_eq!(net.objects(), 0, "the removal deleted the segment");
 }

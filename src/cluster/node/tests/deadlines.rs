@@ -56,7 +56,7 @@ fn a_request_the_store_does_not_answer_in_time_is_answered_at_its_deadline() {
     );
     // The write lands; its late answer is dropped (`collect` fails on a second reply).
     net.run();
-    assert_eq!(net.segments(), 1);
+    assert_eq!(net.objects(), 1);
     // A request the store answers in time is answered as usual.
     let f = net.submit(0, fetch("a", 0, 0));
     net.run();

@@ -2,24 +2,20 @@
 
 use super::*;
 
-/// A produce over two partitions creates its segment in one, then finds the other's
-/// last segment removed while reading it (the topic was deleted with no grace): its
-/// first record may have landed before the tombstone, and was indeed served, so it
-/// is answered with an unknown outcome, never "not found" (which says nothing was
-/// written).
+/// A produce whose object landed, and was served, before its topic's deletion (with no
+/// grace) reached its second fence is answered with an unknown outcome, never "not
+/// found" (which says nothing was written).
 #[test]
 fn a_produce_that_wrote_before_meeting_a_removal_has_an_unknown_outcome() {
     let mut net = Net::new(3);
     let no_grace = TopicSettings { deletion_grace_ms: 0 };
     net.submit(0, Command::CreateTopic { name: "t".into(), partitions: 2, settings: no_grace });
     net.run();
-    net.submit(1, produce("t", Some(0), &["a"])); // node 1 knows partition 0's end
-    net.submit(2, produce("t", Some(1), &["b"]));
+    net.submit(1, produce("t", Some(0), &["a"])); // node 1 knows the newest object
     net.run();
     let p = net.submit(1, produce("t", None, &["x", "y"])); // keyless: x to 0, y to 1
     net.step_picked(1, is_list("j/"));
-    net.step_picked(1, |op| matches!(op, StoreOp::Create { .. })); // x's segment
-    net.step_picked(1, is_list("d/")); // partition 1 listed; its read is pending
+    net.step_picked(1, |op| matches!(op, StoreOp::Create { .. })); // its object lands
     let f = net.submit(2, fetch("t", 0, 1));
     net.run_node(2);
     assert_eq!(values(net.reply(f)), [(1, "x".to_string())], "x is served before any delete");
@@ -29,7 +25,7 @@ fn a_produce_that_wrote_before_meeting_a_removal_has_an_unknown_outcome() {
     net.nodes[0].handle_timeout(net.now);
     net.collect();
     net.run_node(0);
-    assert_eq!(net.segments(), 0, "removed");
+    assert_eq!(net.objects(), 0, "removed");
     net.run();
     assert!(matches!(net.reply(p), Err(BrokerError::OutcomeUnknown(_))), "{:?}", net.reply(p));
 }
@@ -61,7 +57,7 @@ fn out_of_range_from_a_half_removed_partition_passes_the_second_fence() {
     for last in ["2", "1"] {
         net.step_picked(0, |op| matches!(op, StoreOp::Delete { key } if key.ends_with(last)));
     }
-    net.run_node(2); // lists segment 0 alone: an end of 1, below the fetch's offset 2
+    net.run_node(2); // lists object 0 alone: an end of 1, below the fetch's offset 2
     net.run();
     assert!(matches!(net.reply(f), Err(BrokerError::TopicNotFound { .. })), "{:?}", net.reply(f));
 }
@@ -121,11 +117,12 @@ fn an_entry_that_lands_behind_the_walk_is_no_gap() {
     assert!(matches!(net.reply(later), Ok(Reply::Described(_))), "the node reads on: {:?}", net.reply(later));
 }
 
-/// Segments that land behind a fetch's walk of the partition (a key outside the
-/// layout led it past their keys) are found again: the fetch never answers with an
-/// end past its offset and nothing at it (seen in the simulator, 1 seed in 20,000).
+/// Objects that land while a fetch walks the incarnation's keys (a key outside the
+/// layout, which sorts before them, on a page of its own) are found: the fetch never
+/// answers with an end past its offset and nothing at it (seen in the simulator with
+/// segments, 1 seed in 20,000).
 #[test]
-fn segments_that_land_behind_a_fetchs_walk_are_found() {
+fn objects_that_land_during_a_fetchs_walk_are_found() {
     let mut net = Net::new(2);
     net.submit(0, create("t"));
     net.run();
@@ -134,7 +131,7 @@ fn segments_that_land_behind_a_fetchs_walk_are_found() {
     net.plant_foreign(format!("{}.part", segment_key(TopicId(1), 0, 3)));
     let f = net.submit(1, fetch("t", 0, 4));
     net.step_picked(1, is_list("j/"));
-    // The partition's first page: only the foreign key, more said to follow.
+    // The incarnation's first page: only the foreign key, more said to follow.
     assert!(net.pending.iter().any(|(n, _, op)| *n == 1 && is_list("d/")(op)));
     let i = net.pending.iter().position(|(n, _, op)| *n == 1 && is_list("d/")(op)).unwrap();
     let op = net.pending.remove(i).unwrap();
@@ -143,7 +140,7 @@ fn segments_that_land_behind_a_fetchs_walk_are_found() {
         StoreOutput::Listed { keys, .. } => Ok(StoreOutput::Listed { keys, more: true }),
         other => Ok(other),
     });
-    // Segments 0 and 3 land behind the walk, 5 ahead of it.
+    // Three objects land: offsets 0..3, 3..5 and 5..7.
     for values in [&["a", "b", "c"][..], &["d", "e"], &["f", "g"]] {
         let r = net.submit(0, produce("t", Some(0), values));
         net.run_node(0);
@@ -153,8 +150,8 @@ fn segments_that_land_behind_a_fetchs_walk_are_found() {
     assert_eq!(values(net.reply(f)), [(4, "e".to_string())]);
 }
 
-/// Keys outside the layout that fill a page of a partition's listing are walked
-/// past: each fetch is answered (from one segment, as always), with the partition's
+/// Keys outside the layout that fill a page of an incarnation's listing are walked
+/// past: each fetch is answered (from one object, as always), with the partition's
 /// whole end.
 #[test]
 fn foreign_keys_under_a_partition_never_stall_a_fetch() {
@@ -182,7 +179,7 @@ fn foreign_keys_under_a_partition_never_stall_a_fetch() {
 }
 
 /// Keys outside the layout under an incarnation's prefix never make its removal
-/// complete early: `Removed` is journaled only once no segment is left.
+/// complete early: `Removed` is journaled only once no object is left.
 #[test]
 fn foreign_keys_under_a_topic_never_complete_its_removal_early() {
     let mut net = Net::new(1);
@@ -198,12 +195,12 @@ fn foreign_keys_under_a_topic_never_complete_its_removal_early() {
     net.run();
     net.advance(1);
     assert!(net.journal().contains(&EntryKind::Removed { topic: TopicId(1) }), "{:?}", net.journal());
-    assert_eq!(net.segments(), 0, "Removed journaled with segments left");
+    assert_eq!(net.objects(), 0, "Removed journaled with objects left");
 }
 
 /// Every listing follows a page's `more`, never its length: with each page cut to one
 /// key, or to none every other time, a fence still reads the whole journal, a fetch
-/// sees every acknowledged record, a removal leaves no segment, compaction deletes
+/// sees every acknowledged record, a removal leaves no object, compaction deletes
 /// what it should, and the reconciler walks the whole data prefix.
 #[test]
 fn short_and_empty_pages_that_are_not_the_last_are_followed() {
@@ -248,7 +245,7 @@ fn short_and_empty_pages_that_are_not_the_last_are_followed() {
             net.collect();
             net.run_cut(&keep);
         }
-        assert_eq!(net.segments(), 0, "the removal walked every page");
+        assert_eq!(net.objects(), 0, "the removal walked every page");
         assert!(net.journal().contains(&EntryKind::Removed { topic: TopicId(1) }));
         assert!(!net.snapshots().is_empty(), "compaction ran");
         assert!(!net.has_entry(1), "compaction walked the journal's pages");

@@ -2,9 +2,9 @@
 //! file of tests per rule of the node.
 
 use super::*;
-use crate::cluster::keys::object_key;
+use crate::cluster::keys::{object_key, partition_prefix, segment_key};
 use crate::cluster::memstore::MemStore;
-use crate::cluster::{snapshot, topic_object};
+use crate::cluster::{segment, snapshot, topic_object};
 use crate::command::TopicSettings;
 
 mod compaction;
@@ -151,8 +151,9 @@ impl Net {
             .collect()
     }
 
-    fn segments(&self) -> usize {
-        self.store.keys().filter(|k| parse_segment_key(k).is_some()).count()
+    /// How many objects of the data prefix the store holds (either layout).
+    fn objects(&self) -> usize {
+        self.store.keys().filter(|k| parse_data_key(k).is_some()).count()
     }
 
     /// Carries out `node`'s operations until it has none left.

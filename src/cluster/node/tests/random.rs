@@ -213,13 +213,13 @@ fn random_interleavings_and_faults_keep_the_journal_and_the_lifecycle_straight()
         let distinct: BTreeSet<TopicId> = removed.iter().copied().collect();
         assert_eq!(removed.len(), distinct.len(), "seed {seed}: a second Removed: {removed:?}");
         assert_eq!(journal.deleting().count(), 0, "seed {seed}: deletions left unfinished");
-        // Once quiet, one reconciliation leaves segments of live incarnations only.
+        // Once quiet, one reconciliation leaves objects of live incarnations only.
         net.nodes[0] = Node::new(NodeOptions { reconcile_every_ms: 1, boot: 1000, ..net.nodes[0].options.clone() });
         net.submit(0, Command::ListTopics);
         net.run();
         net.advance(10);
         for key in net.store.keys() {
-            if let Some((topic, _, _)) = parse_segment_key(key) {
+            if let Some(topic) = parse_data_key(key) {
                 assert!(journal.live_topics().any(|(_, id, _)| id == topic), "seed {seed}: orphan {key} left");
             }
         }

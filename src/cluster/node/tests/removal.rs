@@ -20,7 +20,7 @@ fn a_deleted_incarnation_is_removed_by_every_node_and_completed_once() {
     net.run();
     net.submit(0, produce("other", Some(0), &["kept"]));
     net.run();
-    assert_eq!(net.segments(), 10);
+    assert_eq!(net.objects(), 10);
     net.submit(1, delete("t"));
     net.run();
     // Every node folds the tombstone (a fence each).
@@ -29,9 +29,9 @@ fn a_deleted_incarnation_is_removed_by_every_node_and_completed_once() {
     }
     net.run();
     net.advance(50);
-    assert_eq!(net.segments(), 10, "still in its grace delay");
+    assert_eq!(net.objects(), 10, "still in its grace delay");
     net.advance(60);
-    assert_eq!(net.segments(), 1, "only the other topic's segment is left");
+    assert_eq!(net.objects(), 1, "only the other topic's segment is left");
     let removed = net.journal().iter().filter(|k| matches!(k, EntryKind::Removed { .. })).count();
     assert_eq!(removed, 1, "{:?}", net.journal());
     net.advance(1000);
@@ -55,12 +55,12 @@ fn a_removal_left_by_a_dead_node_is_finished_by_another() {
     net.step_node(0);
     net.pending.retain(|(n, _, _)| *n != 0);
     net.nodes[0] = Node::new(NodeOptions { boot: 999, ..net.nodes[0].options.clone() });
-    assert_eq!(net.segments(), 1);
+    assert_eq!(net.objects(), 1);
     // The new life of node 0 folds the journal and resumes.
     net.submit(0, Command::ListTopics);
     net.run();
     net.advance(10);
-    assert_eq!(net.segments(), 0);
+    assert_eq!(net.objects(), 0);
     assert!(net.journal().iter().any(|k| matches!(k, EntryKind::Removed { .. })));
 }
 
@@ -92,10 +92,10 @@ fn the_reconciler_deletes_orphans_and_nothing_else() {
     put(&mut net, segment_key(TopicId(1), 1, 5), segment::encode(TopicId(1), 1, 5, writer, &rec));
     put(&mut net, segment_key(TopicId(99), 0, 0), segment::encode(TopicId(99), 0, 0, writer, &rec));
     // Topic objects, the layout that holds several partitions' records, alike.
-    let object = |topic: TopicId| topic_object::encode(topic, 3, writer, &[0, 0], &[(1, &rec[..])]).expect("encodes");
-    put(&mut net, object_key(TopicId(1), 3), object(TopicId(1)));
-    put(&mut net, object_key(TopicId(2), 3), object(TopicId(2)));
-    put(&mut net, object_key(TopicId(99), 3), object(TopicId(99)));
+    let object = |topic: TopicId| topic_object::encode(topic, 7, writer, &[0, 0], &[(1, &rec[..])]).expect("encodes");
+    put(&mut net, object_key(TopicId(1), 7), object(TopicId(1)));
+    put(&mut net, object_key(TopicId(2), 7), object(TopicId(2)));
+    put(&mut net, object_key(TopicId(99), 7), object(TopicId(99)));
     put(&mut net, "d/not-ours".into(), b"x".to_vec());
     put(&mut net, "z/other".into(), b"y".to_vec());
     let before: Vec<String> = net.store.keys().map(String::from).collect();
@@ -103,7 +103,7 @@ fn the_reconciler_deletes_orphans_and_nothing_else() {
     let after: Vec<String> = net.store.keys().map(String::from).collect();
     let gone: Vec<&String> = before.iter().filter(|k| !after.contains(k)).collect();
     // In key order: a partition's 8 hex digits, then `/`, sort before 20 decimal digits.
-    let want = [segment_key(TopicId(1), 0, 0), object_key(TopicId(1), 3), segment_key(TopicId(1), 1, 5)];
+    let want = [segment_key(TopicId(1), 0, 0), object_key(TopicId(1), 7), segment_key(TopicId(1), 1, 5)];
     assert_eq!(gone, want.iter().collect::<Vec<_>>());
     assert_eq!(net.nodes[0].orphans_removed(), 3);
     assert_eq!(after.iter().filter(|k| k.starts_with(&topic_prefix(TopicId(2)))).count(), 5, "live objects kept");
@@ -122,7 +122,7 @@ fn a_removal_deletes_topic_objects_too() {
     net.run();
     let writer = EntryWriter { node: 7, boot: 7, nonce: 7 };
     let rec = [ProduceRecord { key: None, value: b"w".to_vec().into() }];
-    for n in 0..3 {
+    for n in 1..4 {
         let bytes = topic_object::encode(TopicId(1), n, writer, &[n, 0], &[(0, &rec[..])]).expect("encodes");
         net.store.apply(&StoreOp::Create { key: object_key(TopicId(1), n), bytes: bytes.into() });
     }
