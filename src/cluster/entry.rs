@@ -117,13 +117,7 @@ pub fn frame_object(seq: u64, kind: u8, payload: &[u8]) -> Vec<u8> {
 /// Decodes journal entry `seq` from the bytes stored under its key.
 pub fn decode(seq: u64, bytes: &[u8]) -> Result<Entry, DecodeError> {
     let malformed = |position: u64, detail: String| DecodeError::Malformed { position, detail };
-    if bytes.len() < HEADER || &bytes[..4] != MAGIC {
-        return Err(malformed(0, "not a journal entry (no BRKE magic)".into()));
-    }
-    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-    if version != ENTRY_FORMAT_VERSION {
-        return Err(malformed(4, format!("entry format version {version}; this build reads {ENTRY_FORMAT_VERSION}")));
-    }
+    super::head::check(bytes, MAGIC, ENTRY_FORMAT_VERSION, "a journal entry", "entry")?;
     let frame = frame_at(bytes, HEADER, salt(seq), MAX_PAYLOAD, &|kind, _| {
         matches!(kind, KIND_CREATE | KIND_DELETE | KIND_REMOVED)
     })

@@ -21,6 +21,7 @@
 
 pub mod catalog;
 pub mod entry;
+mod head;
 pub mod keys;
 pub mod memstore;
 pub mod node;

@@ -82,16 +82,7 @@ pub fn frame_object(topic: TopicId, partition: u32, base: u64, kind: u8, payload
 /// are slices of `bytes`, not copies.
 pub fn decode(topic: TopicId, partition: u32, base: u64, bytes: &Bytes) -> Result<Segment, DecodeError> {
     let malformed = |position: u64, detail: String| DecodeError::Malformed { position, detail };
-    if bytes.len() < HEADER || &bytes[..4] != MAGIC {
-        return Err(malformed(0, "not a segment (no BRKS magic)".into()));
-    }
-    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-    if version != SEGMENT_FORMAT_VERSION {
-        return Err(malformed(
-            4,
-            format!("segment format version {version}; this build reads {SEGMENT_FORMAT_VERSION}"),
-        ));
-    }
+    super::head::check(bytes, MAGIC, SEGMENT_FORMAT_VERSION, "a segment", "segment")?;
     let frame = frame_at(bytes, HEADER, salt(topic, partition, base), MAX_LOG_FRAME, &|kind, payload| {
         kind == KIND_SEGMENT && payload.len() >= PAYLOAD_HEADER
     })

@@ -91,16 +91,7 @@ pub fn frame_object(seq: u64, kind: u8, payload: &[u8]) -> Vec<u8> {
 /// Decodes the snapshot stored under `s/{seq}`: the catalog as of entry `seq`.
 pub fn decode(seq: u64, bytes: &[u8]) -> Result<Catalog, DecodeError> {
     let malformed = |position: u64, detail: String| DecodeError::Malformed { position, detail };
-    if bytes.len() < HEADER || &bytes[..4] != MAGIC {
-        return Err(malformed(0, "not a snapshot (no BRKC magic)".into()));
-    }
-    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-    if version != SNAPSHOT_FORMAT_VERSION {
-        return Err(malformed(
-            4,
-            format!("snapshot format version {version}; this build reads {SNAPSHOT_FORMAT_VERSION}"),
-        ));
-    }
+    super::head::check(bytes, MAGIC, SNAPSHOT_FORMAT_VERSION, "a snapshot", "snapshot")?;
     let frame = frame_at(bytes, HEADER, salt(seq), MAX_PAYLOAD, &|kind, payload| {
         kind == KIND_SNAPSHOT && payload.len() >= PAYLOAD_HEADER
     })

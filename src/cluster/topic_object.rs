@@ -183,16 +183,7 @@ fn record_len(r: &ProduceRecord) -> usize {
 /// will do), and where its records frame begins.
 pub fn decode_header(topic: TopicId, n: u64, bytes: &[u8]) -> Result<(ObjectHeader, usize), DecodeError> {
     let malformed = |position: u64, detail: String| DecodeError::Malformed { position, detail };
-    if bytes.len() < HEADER || &bytes[..4] != MAGIC {
-        return Err(malformed(0, "not a topic object (no BRKO magic)".into()));
-    }
-    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-    if version != OBJECT_FORMAT_VERSION {
-        return Err(malformed(
-            4,
-            format!("topic object format version {version}; this build reads {OBJECT_FORMAT_VERSION}"),
-        ));
-    }
+    super::head::check(bytes, MAGIC, OBJECT_FORMAT_VERSION, "a topic object", "topic object")?;
     let frame = frame_at(bytes, HEADER, salt(topic, n), MAX_HEADER_FRAME, &|kind, payload| {
         kind == KIND_HEADER && payload.len() >= WRITER_AND_COUNT
     })

@@ -162,7 +162,7 @@ impl Node {
         match (holding, base) {
             (Some(i), Some(base)) => {
                 // The newest object, read by a fetch's listing, gives its high watermark.
-                let end = self.known_ends(topic, 0).get(partition as usize).copied().unwrap_or(0);
+                let end = self.known_ends(topic, partitions).get(partition as usize).copied().unwrap_or(0);
                 if let Some(Work::Fetch { high_watermark, .. }) = self.data.work.get_mut(&request) {
                     *high_watermark = high_watermark.or(Some(end));
                 }
