@@ -132,44 +132,39 @@ impl Node {
         }
     }
 
-    /// Object `n` of `request`'s incarnation, read: a produce or describe learns its
-    /// header; a fetch serves from it if it holds the offset, else learns its header.
+    /// Object `n` of `request`'s incarnation, read: its header is learned; a fetch serves
+    /// from it if it holds the offset (its records are decoded only then: damage in an
+    /// object a search passes through fails no fetch that does not read it).
     pub(super) fn object_read(&mut self, request: RequestId, n: u64, bytes: &Bytes) {
         let Some(work) = self.data.work.get(&request) else { return };
         let (topic, partitions) = (work.topic(), work.partitions());
-        let (partition, offset) = match work {
-            Work::Fetch { partition, offset, .. } => (*partition, *offset),
-            _ => match fitting_header(topic, partitions, n, bytes) {
-                Ok((header, _)) => {
-                    self.learn_object(topic, n, header);
-                    return self.objects_known(request);
-                }
-                Err(e) => return self.corrupt_object(request, topic, n, &e),
-            },
+        let target = match work {
+            Work::Fetch { partition, offset, .. } => Some((*partition, *offset)),
+            _ => None,
         };
+        let header = match fitting_header(topic, partitions, n, bytes) {
+            Ok((header, _)) => header,
+            Err(e) => return self.corrupt_object(request, topic, n, &e),
+        };
+        let holding = target.and_then(|(partition, offset)| {
+            let i = header.parts.iter().position(|p| {
+                let base = header.base(p);
+                p.partition == partition && base <= offset && offset < base + u64::from(p.count)
+            })?;
+            Some((partition, i, header.base(&header.parts[i])))
+        });
+        self.learn_object(topic, n, header);
+        let Some((partition, i, base)) = holding else { return self.objects_known(request) };
         let mut object = match topic_object::decode(topic, n, bytes) {
-            Ok(object) if object.header.ends.len() == partitions as usize => object,
-            Ok(object) => return self.corrupt_object(request, topic, n, &misfit(partitions, &object.header)),
+            Ok(object) => object,
             Err(e) => return self.corrupt_object(request, topic, n, &e.to_string()),
         };
-        let header = &object.header;
-        let holding = header.parts.iter().position(|p| {
-            let base = header.base(p);
-            p.partition == partition && base <= offset && offset < base + u64::from(p.count)
-        });
-        let base = holding.map(|i| header.base(&header.parts[i]));
-        self.learn_object(topic, n, object.header.clone());
-        match (holding, base) {
-            (Some(i), Some(base)) => {
-                // The newest object, read by a fetch's listing, gives its high watermark.
-                let end = self.known_ends(topic, partitions).get(partition as usize).copied().unwrap_or(0);
-                if let Some(Work::Fetch { high_watermark, .. }) = self.data.work.get_mut(&request) {
-                    *high_watermark = high_watermark.or(Some(end));
-                }
-                self.serve_fetch(request, base, object.records.swap_remove(i));
-            }
-            _ => self.objects_known(request),
+        // The newest object, read by a fetch's listing, gives its high watermark.
+        let end = self.known_ends(topic, partitions).get(partition as usize).copied().unwrap_or(0);
+        if let Some(Work::Fetch { high_watermark, .. }) = self.data.work.get_mut(&request) {
+            *high_watermark = high_watermark.or(Some(end));
         }
+        self.serve_fetch(request, base, object.records.swap_remove(i));
     }
 
     fn learn_object(&mut self, topic: TopicId, n: u64, header: topic_object::ObjectHeader) {

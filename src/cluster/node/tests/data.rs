@@ -346,3 +346,30 @@ fn records_in_the_segment_layout_are_refused_by_name_and_removed_with_their_topi
     net.advance(10);
     assert_eq!(net.objects(), 0, "the removal deleted the segment");
 }
+
+/// A fetch's search reads the headers of the objects it passes through; damage in the
+/// records of one of them fails only the fetches of offsets that object holds.
+#[test]
+fn damaged_records_fail_only_the_fetches_that_read_them() {
+    let mut net = Net::new(2);
+    net.submit(0, create("t"));
+    net.run();
+    for v in ["a", "b", "c"] {
+        let r = net.submit(0, produce("t", Some(0), &[v]));
+        net.run();
+        assert!(matches!(net.reply(r), Ok(Reply::Produced { .. })), "{:?}", net.reply(r));
+    }
+    let key = object_key(TopicId(1), 1);
+    let mut bytes = net.store.get(&key).unwrap().to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff; // in the records frame: the header still reads
+    net.store.apply(&StoreOp::Delete { key: key.clone() });
+    net.store.apply(&StoreOp::Create { key, bytes: bytes.into() });
+    // Node 1 has read no header yet: from offset 2 it reads object 2 alone, then from
+    // offset 0 it searches through object 1's header to object 0.
+    let (c, a, b) = (net.submit(1, fetch("t", 0, 2)), net.submit(1, fetch("t", 0, 0)), net.submit(1, fetch("t", 0, 1)));
+    net.run();
+    assert_eq!(values(net.reply(c)), [(2, "c".to_string())]);
+    assert_eq!(values(net.reply(a)), [(0, "a".to_string())]);
+    assert!(matches!(net.reply(b), Err(BrokerError::CorruptRecord { .. })), "{:?}", net.reply(b));
+}
