@@ -5,6 +5,8 @@
 //! copied under another key never validates. The payload is the writer (node u32,
 //! boot u64, nonce u64) and the entry's fields, little-endian, as the local journal writes them.
 
+/// Magic and format version, before an object's first frame.
+use super::head::HEAD as HEADER;
 use crate::bytes::{Reader, Writer};
 use crate::command::TopicSettings;
 use crate::config::MAX_PARTITIONS_EVER;
@@ -15,7 +17,6 @@ use crate::ids::TopicId;
 const MAGIC: &[u8; 4] = b"BRKE";
 /// The entry format this build writes and reads.
 pub const ENTRY_FORMAT_VERSION: u16 = 1;
-const HEADER: usize = 6;
 /// The largest payload an entry may have: a name of at most 249 characters and a few
 /// numbers fit many times over.
 const MAX_PAYLOAD: usize = 4096;

@@ -10,6 +10,8 @@
 //! it), the record count u32, then each record's key (flag byte, then length-prefixed
 //! bytes) and value (length-prefixed bytes), little-endian.
 
+/// Magic and format version, before an object's first frame.
+use super::head::HEAD as HEADER;
 use crate::bytes::{Reader, Writer};
 use crate::cluster::entry::EntryWriter;
 use crate::command::ProduceRecord;
@@ -22,7 +24,6 @@ use crate::Bytes;
 const MAGIC: &[u8; 4] = b"BRKS";
 /// The segment format this build writes and reads.
 pub const SEGMENT_FORMAT_VERSION: u16 = 1;
-const HEADER: usize = 6;
 const KIND_SEGMENT: u8 = 1;
 /// Writer and record count, before the records.
 const PAYLOAD_HEADER: usize = 4 + 8 + 8 + 4;

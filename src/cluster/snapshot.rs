@@ -15,6 +15,8 @@
 //! with history, and the reconciler of a node that loaded one removes exactly what it
 //! would have after folding every entry.
 
+/// Magic and format version, before an object's first frame.
+use super::head::HEAD as HEADER;
 use crate::bytes::{Reader, Writer};
 use crate::cluster::catalog::{Catalog, Incarnation};
 use crate::cluster::entry::EntryWriter;
@@ -28,7 +30,6 @@ use std::collections::BTreeMap;
 const MAGIC: &[u8; 4] = b"BRKC";
 /// The snapshot format this build writes and reads.
 pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
-const HEADER: usize = 6;
 const KIND_SNAPSHOT: u8 = 1;
 /// The largest payload read: over a million incarnations with the longest names. The
 /// payload is borrowed from the object, never allocated by its length.

@@ -16,6 +16,8 @@
 //! All little-endian. The header comes first and alone in its frame so that the ends, and
 //! where each partition's records lie, can be read from an object's first bytes.
 
+/// Magic and format version, before an object's first frame.
+use super::head::HEAD as HEADER;
 use crate::bytes::{Reader, Writer};
 use crate::cluster::entry::EntryWriter;
 use crate::command::ProduceRecord;
@@ -29,7 +31,6 @@ use crate::Bytes;
 const MAGIC: &[u8; 4] = b"BRKO";
 /// The topic object format this build writes and reads.
 pub const OBJECT_FORMAT_VERSION: u16 = 1;
-const HEADER: usize = 6;
 const KIND_HEADER: u8 = 1;
 const KIND_RECORDS: u8 = 2;
 /// The writer and the partition count, before the ends.

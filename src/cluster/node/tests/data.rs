@@ -103,7 +103,7 @@ fn an_append_with_an_unknown_outcome_is_read_back() {
 
 /// Partition 0's first offset in each object of incarnation 1 that holds records of
 /// it, in object order.
-fn segment_bases(net: &Net) -> Vec<u64> {
+fn partition_0_bases(net: &Net) -> Vec<u64> {
     let headers = net.store.keys().filter_map(|k| {
         let (topic, n) = parse_object_key(k)?;
         Some(topic_object::decode_header(topic, n, net.store.get(k)?).expect("decodes").0)
@@ -140,7 +140,7 @@ fn offsets(reply: &Result<Reply, BrokerError>) -> Vec<u64> {
 #[test]
 fn produces_to_one_partition_in_flight_together_share_one_segment() {
     let mut net = four_produces_to_one_partition(Config::default());
-    assert_eq!(segment_bases(&net), vec![0, 1], "[a] then [b c d e]");
+    assert_eq!(partition_0_bases(&net), vec![0, 1], "[a] then [b c d e]");
     assert_eq!(net.nodes[0].rides(), 2);
     // A fetch reads one segment.
     let f = net.submit(0, fetch("t", 0, 1));
@@ -154,7 +154,7 @@ fn produces_to_one_partition_in_flight_together_share_one_segment() {
 #[test]
 fn riders_past_a_batchs_limit_wait_for_the_next_segment() {
     let net = four_produces_to_one_partition(Config { max_batch_records: 3, ..Config::default() });
-    assert_eq!(segment_bases(&net), vec![0, 1, 4], "[a], then [b c d] (3 records), then [e]");
+    assert_eq!(partition_0_bases(&net), vec![0, 1, 4], "[a], then [b c d] (3 records), then [e]");
 }
 
 /// The leader's create times out, whether it landed or not: it is read back and, if
@@ -240,7 +240,7 @@ fn a_gathering_window_holds_the_first_create_for_riders() {
     net.advance(5);
     let got: Vec<Vec<u64>> = [a].iter().chain(&bc).map(|r| offsets(net.reply(*r))).collect();
     assert_eq!(got, vec![vec![0], vec![1], vec![2]]);
-    assert_eq!(segment_bases(&net), vec![0], "one segment: [a b c]");
+    assert_eq!(partition_0_bases(&net), vec![0], "one segment: [a b c]");
     assert_eq!(net.nodes[0].rides(), 2);
 }
 
