@@ -253,9 +253,12 @@ impl Floor {
                 let records = log[offset as usize..end as usize].to_vec();
                 Ok(Reply::Fetched { topic: t.id, records, high_watermark })
             }
-            Command::ListTopics | Command::DescribeTopic { .. } => {
-                Err(BrokerError::InvalidRequest("not benchmarked".into()))
-            }
+            Command::ListTopics
+            | Command::DescribeTopic { .. }
+            | Command::CommitOffsets { .. }
+            | Command::FetchOffsets { .. }
+            | Command::ListGroups
+            | Command::DeleteGroup { .. } => Err(BrokerError::InvalidRequest("not benchmarked".into())),
         }
     }
 }

@@ -37,6 +37,20 @@ pub struct StoredRecord {
     pub value: Bytes,
 }
 
+/// A consumer group's committed position in one partition of one incarnation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommittedOffset {
+    /// The partition index.
+    pub partition: u32,
+    /// The next offset the group will read: between the partition's log start and its
+    /// high watermark when committed.
+    pub offset: u64,
+    /// What the client stored with it (Kafka's `committed_metadata`), returned as given:
+    /// at most [`crate::Config::max_offset_metadata_bytes`] bytes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub metadata: String,
+}
+
 /// A client command. Each is answered by exactly one reply carrying its request id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
@@ -86,11 +100,55 @@ pub enum Command {
     },
     /// List live topics, ordered by name.
     ListTopics,
+    /// Store a consumer group's positions in partitions of a live topic, replacing the
+    /// group's earlier ones for those partitions. Replied once durable. Positions are
+    /// kept under the topic's incarnation, not its name: they go with it when it is
+    /// deleted, and a topic created again under the name starts with none.
+    CommitOffsets {
+        /// The group: 1..=249 bytes.
+        group: String,
+        /// The name of the live topic.
+        topic: String,
+        /// The incarnation the client read from (Kafka's leader epoch of its records);
+        /// if it is not the live one, the commit is refused (a position of an older
+        /// incarnation never lands on a newer one). `None`: the live one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        incarnation: Option<TopicId>,
+        /// The positions, at least one, each partition at most once.
+        offsets: Vec<CommittedOffset>,
+    },
+    /// Read a consumer group's committed positions in a live topic's incarnation.
+    FetchOffsets {
+        /// The group.
+        group: String,
+        /// The name of the live topic.
+        topic: String,
+    },
+    /// List the groups that hold a committed position, ordered by name.
+    ListGroups,
+    /// Forget every position a group committed, in every topic.
+    DeleteGroup {
+        /// The group.
+        group: String,
+    },
     /// Describe one live topic.
     DescribeTopic {
         /// The name of a live topic.
         name: String,
     },
+}
+
+impl Command {
+    /// Whether this command commits, reads, lists or deletes consumer groups' offsets.
+    pub fn is_group_offsets(&self) -> bool {
+        matches!(
+            self,
+            Command::CommitOffsets { .. }
+                | Command::FetchOffsets { .. }
+                | Command::ListGroups
+                | Command::DeleteGroup { .. }
+        )
+    }
 }
 
 /// Where one produced record landed.
@@ -154,4 +212,21 @@ pub enum Reply {
     Topics(Vec<TopicDescription>),
     /// One live topic.
     Described(TopicDescription),
+    /// The positions are durable.
+    OffsetsCommitted {
+        /// The incarnation they were kept under.
+        topic: TopicId,
+    },
+    /// A group's committed positions in one incarnation, by ascending partition; a
+    /// partition with none committed is left out.
+    Offsets {
+        /// The incarnation read.
+        topic: TopicId,
+        /// The positions.
+        offsets: Vec<CommittedOffset>,
+    },
+    /// The groups holding a committed position, ordered by name.
+    Groups(Vec<String>),
+    /// The group's positions are forgotten, durably.
+    GroupDeleted,
 }

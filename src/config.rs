@@ -79,6 +79,14 @@ pub struct Config {
     pub compaction_ratio: u64,
     /// The least journal size, in bytes, at which compaction by size is considered.
     pub compaction_min_bytes: u64,
+    /// The longest metadata a committed offset may carry, in bytes (Kafka's default
+    /// `offset.metadata.max.bytes`).
+    pub max_offset_metadata_bytes: usize,
+    /// The most bytes all committed offsets may take, counted as
+    /// [`crate::committed_bytes`] counts them: they are held in memory and in every
+    /// journal snapshot, so their total is bounded (a snapshot frame holds at most
+    /// [`crate::journal::MAX_JOURNAL_FRAME`]).
+    pub max_committed_offsets_bytes: u64,
     /// Start without writing anything: recovery reads the journal and opens the logs
     /// but rewrites, cuts, creates and removes nothing, pending deletions stay pending,
     /// and only list, describe and fetch are served (others get
@@ -110,6 +118,8 @@ impl Default for Config {
             compaction_min_records: 1_000,
             compaction_ratio: 4,
             compaction_min_bytes: 4 << 20,
+            max_offset_metadata_bytes: 4096,
+            max_committed_offsets_bytes: 64 << 20,
             read_only: false,
             durability: Durability::Journaled,
             #[cfg(feature = "planted-bugs")]

@@ -79,6 +79,48 @@ pub enum BrokerError {
         /// The limit, [`crate::Config::batch_bytes_limit`], in bytes.
         max: u64,
     },
+    /// A consumer group's id is empty or longer than 249 bytes.
+    #[error("invalid group id {group:?}: it {reason}")]
+    InvalidGroup {
+        /// The offending id (at most its first 64 characters).
+        group: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// No position is committed for this group.
+    #[error("group {group:?} not found: it holds no committed offset")]
+    GroupNotFound {
+        /// The group asked for.
+        group: String,
+    },
+    /// The metadata of a committed offset is longer than the broker keeps.
+    #[error("offset metadata of {len} bytes is over the limit of {max} bytes")]
+    OffsetMetadataTooLarge {
+        /// Its length.
+        len: usize,
+        /// [`crate::Config::max_offset_metadata_bytes`].
+        max: usize,
+    },
+    /// The commit would take the committed offsets past the bytes the broker keeps for
+    /// them: delete the groups no longer used.
+    #[error("committed offsets would take {bytes} bytes, over the limit of {max}: delete groups no longer used")]
+    CommittedOffsetsFull {
+        /// What they would take.
+        bytes: u64,
+        /// [`crate::Config::max_committed_offsets_bytes`].
+        max: u64,
+    },
+    /// The commit names an incarnation that is not the topic's live one: its positions
+    /// belong to a deleted incarnation of the name (or to none).
+    #[error("topic {name:?} is now incarnation {live}, not {given}: positions of another incarnation are not kept")]
+    StaleIncarnation {
+        /// The topic's name.
+        name: String,
+        /// The incarnation the commit named.
+        given: u64,
+        /// The live incarnation.
+        live: u64,
+    },
     /// The request is malformed (empty batch, record too large, zero `max_records`, ...).
     #[error("invalid request: {0}")]
     InvalidRequest(String),

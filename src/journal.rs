@@ -1,6 +1,6 @@
 //! The metadata journal: topic creations, tombstones, deletion progress and snapshots.
 //!
-//! File layout (format versions 3 and 4; 4 differs only in record kinds):
+//! File layout (format versions 3 to 5; 4 and 5 differ only in record kinds):
 //!
 //! ```text
 //! 0      header: "BRKJ", version u16, epoch u64, CRC32C u32 of the 14 bytes before it
@@ -40,6 +40,7 @@ use crate::command::TopicSettings;
 use crate::error::DecodeError;
 use crate::frame::{frame_at, scan, seal_frame, valid_frame_at, Frame, FRAME_HEADER_LEN};
 use crate::ids::{LogId, TopicId};
+use crate::offsets::{CommittedOffsets, GroupOffsets};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,8 +51,10 @@ pub const JOURNAL_FILE: &str = "journal";
 /// Version 2 added acknowledged log ends ([`JournalRecord::LogEnd`], and in snapshots);
 /// version 3 writes the header and every commit twice; version 4 gives each topic the
 /// first offset of its partitions ([`TopicMeta::offset_base`]) and snapshots the
-/// [`MetaState::offset_floor`]. Versions 2 to 4 are read (topics of 2 and 3 start at 0).
-pub const JOURNAL_FORMAT_VERSION: u16 = 4;
+/// [`MetaState::offset_floor`]; version 5 keeps consumer groups' committed offsets
+/// ([`JournalRecord::OffsetsCommitted`], [`JournalRecord::GroupDeleted`], and in
+/// snapshots). Versions 2 to 5 are read (topics of 2 and 3 start at 0).
+pub const JOURNAL_FORMAT_VERSION: u16 = 5;
 const MAGIC: &[u8; 4] = b"BRKJ";
 /// Bytes in the journal header.
 pub const JOURNAL_HEADER_LEN: usize = 18;
@@ -106,6 +109,8 @@ pub struct Snapshot {
     pub ends: Vec<(LogId, u64)>,
     /// [`MetaState::offset_floor`].
     pub offset_floor: u64,
+    /// Consumer groups' committed offsets, by group then incarnation.
+    pub groups: Vec<GroupOffsets>,
 }
 
 /// One journal record.
@@ -144,6 +149,21 @@ pub enum JournalRecord {
         /// One past its last acknowledged offset.
         end: u64,
     },
+    /// A consumer group's positions in partitions of an incarnation, replacing its
+    /// earlier ones there (replay ignores those of a deleted or unknown incarnation).
+    OffsetsCommitted {
+        /// The group.
+        group: String,
+        /// The incarnation.
+        topic: TopicId,
+        /// The positions.
+        offsets: Vec<crate::command::CommittedOffset>,
+    },
+    /// Every position of a consumer group is forgotten.
+    GroupDeleted {
+        /// The group.
+        group: String,
+    },
 }
 
 const KIND_CREATED: u8 = 1;
@@ -158,6 +178,10 @@ const KIND_LOG_END: u8 = 7;
 const KIND_CREATED_BASED: u8 = 8;
 /// [`KIND_SNAPSHOT`] with offset bases and the offset floor (format 4).
 const KIND_SNAPSHOT_BASED: u8 = 9;
+/// [`KIND_SNAPSHOT_BASED`] with consumer groups' committed offsets (format 5).
+const KIND_SNAPSHOT_GROUPS: u8 = 10;
+const KIND_OFFSETS_COMMITTED: u8 = 11;
+const KIND_GROUP_DELETED: u8 = 12;
 
 fn put_meta(w: &mut Writer, m: &TopicMeta) {
     w.u64(m.id.0);
@@ -194,6 +218,35 @@ fn put_log_end(w: &mut Writer, log: LogId, end: u64) {
 
 fn get_log_end(r: &mut Reader<'_>) -> Result<(LogId, u64), DecodeError> {
     Ok((LogId { topic: TopicId(r.u64()?), partition: r.u32()? }, r.u64()?))
+}
+
+/// A group, an incarnation and positions: the payload of a commit, and an entry of a
+/// snapshot.
+fn put_offsets(w: &mut Writer, group: &str, topic: TopicId, offsets: &[crate::command::CommittedOffset]) {
+    w.bytes(group.as_bytes());
+    w.u64(topic.0);
+    w.u32(offsets.len() as u32);
+    for o in offsets {
+        w.u32(o.partition);
+        w.u64(o.offset);
+        w.bytes(o.metadata.as_bytes());
+    }
+}
+
+fn get_offsets(r: &mut Reader<'_>) -> Result<GroupOffsets, DecodeError> {
+    let group = r.string()?;
+    let topic = TopicId(r.u64()?);
+    let n = r.u32()?;
+    let mut offsets = Vec::new();
+    for _ in 0..n {
+        offsets.push(crate::command::CommittedOffset { partition: r.u32()?, offset: r.u64()?, metadata: r.string()? });
+    }
+    Ok(GroupOffsets { group, topic, offsets })
+}
+
+/// The length of [`put_offsets`]'s bytes.
+fn offsets_len(group: &str, offsets: &[crate::command::CommittedOffset]) -> usize {
+    4 + group.len() + 8 + 4 + offsets.iter().map(|o| 4 + 8 + 4 + o.metadata.len()).sum::<usize>()
 }
 
 impl JournalRecord {
@@ -238,11 +291,23 @@ impl JournalRecord {
                 for (log, end) in &s.ends {
                     put_log_end(w, *log, *end);
                 }
-                KIND_SNAPSHOT_BASED
+                w.u32(s.groups.len() as u32);
+                for g in &s.groups {
+                    put_offsets(w, &g.group, g.topic, &g.offsets);
+                }
+                KIND_SNAPSHOT_GROUPS
             }
             JournalRecord::LogEnd { log, end } => {
                 put_log_end(w, *log, *end);
                 KIND_LOG_END
+            }
+            JournalRecord::OffsetsCommitted { group, topic, offsets } => {
+                put_offsets(w, group, *topic, offsets);
+                KIND_OFFSETS_COMMITTED
+            }
+            JournalRecord::GroupDeleted { group } => {
+                w.bytes(group.as_bytes());
+                KIND_GROUP_DELETED
             }
         }
     }
@@ -258,9 +323,12 @@ impl JournalRecord {
             JournalRecord::Snapshot(s) => {
                 let live: usize = s.live.iter().map(meta_len).sum();
                 let deleting: usize = s.deleting.iter().map(|d| meta_len(&d.topic) + 8 + 4 + 4 * d.removed.len()).sum();
-                8 + 8 + 4 + live + 4 + deleting + 4 + LOG_END_LEN * s.ends.len()
+                let groups: usize = s.groups.iter().map(|g| offsets_len(&g.group, &g.offsets)).sum();
+                8 + 8 + 4 + live + 4 + deleting + 4 + LOG_END_LEN * s.ends.len() + 4 + groups
             }
             JournalRecord::LogEnd { .. } => LOG_END_LEN,
+            JournalRecord::OffsetsCommitted { group, offsets, .. } => offsets_len(group, offsets),
+            JournalRecord::GroupDeleted { group } => 4 + group.len(),
         }
     }
 
@@ -364,8 +432,8 @@ impl JournalRecord {
             KIND_DELETED => JournalRecord::TopicDeleted { id: TopicId(r.u64()?), remove_after: Time(r.u64()?) },
             KIND_PARTITION_REMOVED => JournalRecord::PartitionRemoved { id: TopicId(r.u64()?), partition: r.u32()? },
             KIND_COMPLETED => JournalRecord::DeletionCompleted { id: TopicId(r.u64()?) },
-            KIND_SNAPSHOT | KIND_SNAPSHOT_BASED => {
-                let based = kind == KIND_SNAPSHOT_BASED;
+            KIND_SNAPSHOT | KIND_SNAPSHOT_BASED | KIND_SNAPSHOT_GROUPS => {
+                let based = kind != KIND_SNAPSHOT;
                 let next_topic_id = r.u64()?;
                 let offset_floor = if based { r.u64()? } else { 0 };
                 let n = r.u32()?;
@@ -390,12 +458,23 @@ impl JournalRecord {
                 for _ in 0..n {
                     ends.push(get_log_end(&mut r)?);
                 }
-                JournalRecord::Snapshot(Snapshot { next_topic_id, live, deleting, ends, offset_floor })
+                let mut groups = Vec::new();
+                if kind == KIND_SNAPSHOT_GROUPS {
+                    for _ in 0..r.u32()? {
+                        groups.push(get_offsets(&mut r)?);
+                    }
+                }
+                JournalRecord::Snapshot(Snapshot { next_topic_id, live, deleting, ends, offset_floor, groups })
             }
             KIND_LOG_END => {
                 let (log, end) = get_log_end(&mut r)?;
                 JournalRecord::LogEnd { log, end }
             }
+            KIND_OFFSETS_COMMITTED => {
+                let GroupOffsets { group, topic, offsets } = get_offsets(&mut r)?;
+                JournalRecord::OffsetsCommitted { group, topic, offsets }
+            }
+            KIND_GROUP_DELETED => JournalRecord::GroupDeleted { group: r.string()? },
             other => return Err(r.malformed(format!("unknown journal record kind {other}"))),
         };
         r.finish()?;
@@ -634,6 +713,8 @@ pub struct MetaState {
     /// acknowledged end of its logs when its tombstone was written): where the
     /// partitions of the next topic created begin ([`TopicMeta::offset_base`]).
     pub offset_floor: u64,
+    /// Consumer groups' committed offsets, of live incarnations only.
+    pub offsets: CommittedOffsets,
 }
 
 impl MetaState {
@@ -657,6 +738,8 @@ impl MetaState {
                 let deleted_end = self.ends.iter().filter(|(log, _)| log.topic == *id).map(|(_, end)| *end).max();
                 self.offset_floor = self.offset_floor.max(deleted_end.unwrap_or(0));
                 self.ends.retain(|log, _| log.topic != *id);
+                // A group's positions die with the incarnation they were committed to.
+                self.offsets.drop_topic(*id);
             }
             JournalRecord::PartitionRemoved { id, partition } => {
                 if let Some(t) = self.topics.get_mut(id) {
@@ -674,10 +757,19 @@ impl MetaState {
                     *e = (*e).max(*end);
                 }
             }
+            JournalRecord::OffsetsCommitted { group, topic, offsets } => {
+                if self.topics.get(topic).is_some_and(|t| !t.deleting) {
+                    self.offsets.commit(group, *topic, offsets);
+                }
+            }
+            JournalRecord::GroupDeleted { group } => {
+                self.offsets.delete_group(group);
+            }
             JournalRecord::Snapshot(s) => {
                 self.topics.clear();
                 self.ends = s.ends.iter().copied().collect();
                 self.offset_floor = s.offset_floor;
+                self.offsets = CommittedOffsets::from_snapshot(&s.groups);
                 for m in &s.live {
                     self.topics.insert(
                         m.id,
@@ -725,6 +817,7 @@ impl MetaState {
             }
         }
         snap.ends = self.ends.iter().filter(|(_, end)| **end > 0).map(|(log, end)| (*log, *end)).collect();
+        snap.groups = self.offsets.to_snapshot();
         snap
     }
 }

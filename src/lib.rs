@@ -46,6 +46,7 @@ mod logcodec;
 mod memfs;
 mod name;
 mod notice;
+mod offsets;
 mod partitioner;
 mod placement;
 #[cfg(feature = "planted-bugs")]
@@ -56,7 +57,9 @@ mod time;
 /// The shared buffer record values are held in (the `bytes` crate's).
 pub use ::bytes::Bytes;
 pub use broker::{Broker, DamagedRecords, DeletionStatus, Phase, COMPLETED_KEPT};
-pub use command::{Command, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings};
+pub use command::{
+    Command, CommittedOffset, ProduceRecord, RecordPosition, Reply, StoredRecord, TopicDescription, TopicSettings,
+};
 pub use config::{Config, Durability, MAX_PARTITIONS_EVER};
 pub use driver::SyncDriver;
 pub use effect::{AppendRecord, DamagedRange, Effect, OpOutput, OpResult, StorageOp};
@@ -67,6 +70,7 @@ pub use ids::{LogId, OpId, RequestId, TopicId};
 pub use memfs::MemFs;
 pub use name::{check_collision, validate_topic_name};
 pub use notice::{Notice, Operation};
+pub use offsets::{check_group, committed_bytes, GroupOffsets, MAX_GROUP_BYTES};
 pub use partitioner::partition_for_key;
 pub use time::Time;
 

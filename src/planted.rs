@@ -117,11 +117,14 @@ pub enum Bug {
     /// A read that finds damage reports it as reaching the high watermark, whatever
     /// extent the runtime gave: a reader that skips it skips readable records.
     CorruptExtentToHighWatermark,
+    /// Committed offsets are keyed by topic name: a topic deleted and created again
+    /// hands its groups' positions on to the new incarnation.
+    GroupOffsetsKeyedByName,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 38] = [
+    pub const ALL: [Bug; 39] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -160,6 +163,7 @@ impl Bug {
         Bug::ClusterDescribeCached,
         Bug::ClusterRiderAtLeaderBase,
         Bug::CorruptExtentToHighWatermark,
+        Bug::GroupOffsetsKeyedByName,
     ];
 
     /// The bug's command-line name.
@@ -203,6 +207,7 @@ impl Bug {
             Bug::TailCutUnreported => "tail-cut-unreported",
             Bug::LogSyncReportsJournaledCut => "log-sync-reports-journaled-cut",
             Bug::CorruptExtentToHighWatermark => "corrupt-extent-to-high-watermark",
+            Bug::GroupOffsetsKeyedByName => "group-offsets-keyed-by-name",
         }
     }
 

@@ -9,9 +9,10 @@
 
 use broker_core::effect::{AppendRecord, OpOutput, StorageOp};
 use broker_core::{
-    encode_header, encode_log_header, encode_records, Broker, BrokerError, Command, Config, DecodeError, Effect,
-    HaltReason, JournalRecord, LogId, MemFs, OpId, PendingDeletion, ProduceRecord, RequestId, Snapshot, StorageError,
-    SyncDriver, Time, TopicId, TopicMeta, TopicSettings, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
+    encode_header, encode_log_header, encode_records, Broker, BrokerError, Command, CommittedOffset, Config,
+    DecodeError, Effect, HaltReason, JournalRecord, LogId, MemFs, OpId, PendingDeletion, ProduceRecord, RequestId,
+    Snapshot, StorageError, SyncDriver, Time, TopicId, TopicMeta, TopicSettings, JOURNAL_COPY_ALIGN, JOURNAL_FILE,
+    JOURNAL_FIRST_FRAME,
 };
 use broker_testkit::commands::topic_meta;
 use std::fmt::Write;
@@ -156,6 +157,34 @@ fn journal_log_end() {
     insta::assert_snapshot!(annotate(&f, &l));
 }
 
+/// A group, an incarnation and one position with its metadata.
+const GROUP_OFFSETS: [(&str, F); 8] = [
+    ("group.len", F::U32),
+    ("group", F::Text),
+    ("topic", F::U64),
+    ("offsets.count", F::U32),
+    ("offsets[0].partition", F::U32),
+    ("offsets[0].offset", F::U64),
+    ("offsets[0].metadata.len", F::U32),
+    ("offsets[0].metadata", F::Text),
+];
+
+#[test]
+fn journal_offsets_committed() {
+    let f = journal_frame(&JournalRecord::OffsetsCommitted {
+        group: "billing".into(),
+        topic: TopicId(43),
+        offsets: vec![CommittedOffset { partition: 0, offset: 1_030, metadata: "m".into() }],
+    });
+    insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &GROUP_OFFSETS])));
+}
+
+#[test]
+fn journal_group_deleted() {
+    let f = journal_frame(&JournalRecord::GroupDeleted { group: "billing".into() });
+    insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &[("group.len", F::U32), ("group", F::Text)]])));
+}
+
 #[test]
 fn journal_deletion_completed() {
     let f = journal_frame(&JournalRecord::DeletionCompleted { id: TopicId(42) });
@@ -174,6 +203,11 @@ fn journal_snapshot() {
             removed: vec![0, 2],
         }],
         ends: vec![(LogId { topic: TopicId(43), partition: 0 }, 1_034)],
+        groups: vec![broker_core::GroupOffsets {
+            group: "billing".into(),
+            topic: TopicId(43),
+            offsets: vec![CommittedOffset { partition: 0, offset: 1_030, metadata: "m".into() }],
+        }],
     };
     let f = journal_frame(&JournalRecord::Snapshot(snapshot));
     let l = layout(&[
@@ -184,6 +218,8 @@ fn journal_snapshot() {
         &META,
         &[("remove_after_us", F::U64), ("removed.count", F::U32), ("removed[0]", F::U32), ("removed[1]", F::U32)],
         &[("ends.count", F::U32), ("ends[0].topic", F::U64), ("ends[0].partition", F::U32), ("ends[0].end", F::U64)],
+        &[("groups.count", F::U32)],
+        &GROUP_OFFSETS,
     ]);
     insta::assert_snapshot!(annotate(&f, &l));
 }

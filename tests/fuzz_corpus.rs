@@ -13,8 +13,9 @@ use broker_core::cluster::entry::{self, Entry, EntryKind, EntryWriter};
 use broker_core::cluster::{segment, snapshot, topic_object};
 use broker_core::effect::AppendRecord;
 use broker_core::{
-    encode_compacted, encode_header, encode_log_header, encode_records, JournalRecord, LogId, MetaState,
-    PendingDeletion, ProduceRecord, Snapshot, Time, TopicId, TopicMeta, TopicSettings, FRAME_HEADER_LEN,
+    encode_compacted, encode_header, encode_log_header, encode_records, CommittedOffset, GroupOffsets, JournalRecord,
+    LogId, MetaState, PendingDeletion, ProduceRecord, Snapshot, Time, TopicId, TopicMeta, TopicSettings,
+    FRAME_HEADER_LEN,
 };
 use broker_testkit::commands::topic_meta;
 use broker_testkit::fuzzing::cluster_objects::{run_cluster_objects, Objects, ObjectsInput};
@@ -99,6 +100,12 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
         JournalRecord::PartitionRemoved { id: TopicId(0), partition: 0 },
         JournalRecord::PartitionRemoved { id: TopicId(0), partition: 2 },
         JournalRecord::DeletionCompleted { id: TopicId(0) },
+        JournalRecord::OffsetsCommitted {
+            group: "billing".into(),
+            topic: TopicId(1),
+            offsets: vec![CommittedOffset { partition: 0, offset: 0, metadata: String::new() }],
+        },
+        JournalRecord::GroupDeleted { group: "billing".into() },
     ];
     let snapshot = Snapshot {
         next_topic_id: 9,
@@ -113,6 +120,11 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
             removed: vec![0, 3],
         }],
         ends: vec![(LogId { topic: TopicId(3), partition: 1 }, 42)],
+        groups: vec![GroupOffsets {
+            group: "billing".into(),
+            topic: TopicId(3),
+            offsets: vec![CommittedOffset { partition: 1, offset: 41, metadata: "m".into() }],
+        }],
     };
     let mut torn = journal(1, &history);
     torn.truncate(torn.len() - 5);

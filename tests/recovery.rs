@@ -708,7 +708,14 @@ fn a_journal_naming_an_absurd_partition_count_is_refused_not_allocated() {
     };
     let journal = encode_compacted(
         1,
-        Snapshot { next_topic_id: 1, live: vec![meta], deleting: vec![], ends: vec![], offset_floor: 0 },
+        Snapshot {
+            next_topic_id: 1,
+            live: vec![meta],
+            deleting: vec![],
+            ends: vec![],
+            offset_floor: 0,
+            groups: vec![],
+        },
     );
     let mut fs = MemFs::new();
     fs.create(JOURNAL_FILE).unwrap();

@@ -132,6 +132,13 @@ impl Display for JournalRecordsText<'_> {
                     write!(out, "Snapshot live={} deleting={} ends={}", s.live.len(), s.deleting.len(), s.ends.len())?
                 }
                 JournalRecord::LogEnd { log, end } => write!(out, "LogEnd {log} {end}")?,
+                JournalRecord::OffsetsCommitted { group, topic, offsets } => {
+                    write!(out, "OffsetsCommitted {group:?} {topic}")?;
+                    for o in offsets {
+                        write!(out, " p{}@{}", o.partition, o.offset)?;
+                    }
+                }
+                JournalRecord::GroupDeleted { group } => write!(out, "GroupDeleted {group:?}")?,
             }
         }
         Ok(())

@@ -15,7 +15,13 @@ impl Broker {
             Command::CreateTopic { .. } => Some("create"),
             Command::DeleteTopic { .. } => Some("delete"),
             Command::Produce { .. } => Some("produce"),
-            Command::Fetch { .. } | Command::ListTopics | Command::DescribeTopic { .. } => None,
+            Command::CommitOffsets { .. } => Some("commit"),
+            Command::DeleteGroup { .. } => Some("delete group"),
+            Command::Fetch { .. }
+            | Command::ListTopics
+            | Command::DescribeTopic { .. }
+            | Command::FetchOffsets { .. }
+            | Command::ListGroups => None,
         };
         if let Some(what) = writes.filter(|_| self.config.read_only) {
             return self.reply(request, Err(BrokerError::ReadOnly(what.to_string())));
@@ -29,6 +35,12 @@ impl Broker {
             }
             Command::ListTopics => Ok(Some(Reply::Topics(self.live_topics()))),
             Command::DescribeTopic { name } => self.visible(&name).map(|t| Some(Reply::Described(describe(t)))),
+            Command::CommitOffsets { group, topic, incarnation, offsets } => {
+                self.commit_offsets(request, group, &topic, incarnation, offsets)
+            }
+            Command::FetchOffsets { group, topic } => self.fetch_offsets(request, &group, &topic),
+            Command::ListGroups => self.list_groups(request),
+            Command::DeleteGroup { group } => self.delete_group(request, group),
         };
         match result {
             Ok(Some(reply)) => self.reply(request, Ok(reply)),
@@ -38,7 +50,7 @@ impl Broker {
     }
 
     /// The live, created topic named `name`.
-    fn visible(&self, name: &str) -> Result<&Topic, BrokerError> {
+    pub(super) fn visible(&self, name: &str) -> Result<&Topic, BrokerError> {
         self.live_names
             .get(name)
             .and_then(|id| self.topics.get(id))
@@ -73,6 +85,7 @@ impl Broker {
         let offset_base = if planted!(self.config, OffsetsIgnoreFloor) { 0 } else { self.offset_floor };
         let meta = TopicMeta { id, name: name.clone(), partitions, settings, offset_base };
         self.wait_for_journal(JournalRecord::TopicCreated(meta.clone()), JournalWaiter::Created(id));
+        self.inherit_offsets(&name, id);
         let mut topic = Topic::new(meta, false);
         topic.create_waiter = Some((request, partitions));
         self.topics.insert(id, topic);
@@ -92,6 +105,7 @@ impl Broker {
             self.offset_floor = self.offset_floor.max(ended.unwrap_or(0));
             let seq =
                 self.wait_for_journal(JournalRecord::TopicDeleted { id, remove_after }, JournalWaiter::Tombstone(id));
+            self.drop_offsets_of(id);
             let early_ack = planted!(self.config, AckDeleteBeforeTombstoneDurable);
             if let Some(t) = self.topics.get_mut(&id) {
                 t.deletion = Some(Deletion {

@@ -82,6 +82,11 @@ impl JournalWriter {
         self.durable_seq == self.last_seq
     }
 
+    /// The sequence number of the newest record queued.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
     pub fn durable_seq(&self) -> u64 {
         self.durable_seq
     }

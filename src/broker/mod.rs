@@ -16,6 +16,7 @@ mod commands;
 mod completions;
 mod creation;
 mod deletion;
+mod groups;
 mod journal_writer;
 mod recovery;
 mod state;
@@ -26,6 +27,7 @@ use crate::effect::{Effect, OpResult, StorageOp};
 use crate::error::{BrokerError, HaltReason};
 use crate::ids::{LogId, OpId, RequestId, TopicId};
 use crate::journal::{JournalRecord, MetaState, MetaTopic};
+use crate::offsets::CommittedOffsets;
 use crate::time::Time;
 use journal_writer::{CompactionLimits, JournalIo, JournalWriter};
 use state::Topic;
@@ -202,6 +204,12 @@ pub struct Broker {
     journal_retries: u32,
     /// Whether the timer that journals acknowledged ends is armed.
     ends_timer_armed: bool,
+    /// Consumer groups' committed offsets, as the journal holds them once its queued
+    /// records are written.
+    offsets: CommittedOffsets,
+    /// Replies computed and waiting for the journal records queued before them to be
+    /// durable ([`JournalWaiter::Held`]).
+    held_replies: BTreeMap<RequestId, Reply>,
 }
 
 #[derive(Debug, Clone)]
@@ -215,7 +223,13 @@ struct ProduceProgress {
 enum JournalWaiter {
     Created(TopicId),
     Tombstone(TopicId),
-    LogEnd { topic: TopicId, partition: u32, end: u64 },
+    LogEnd {
+        topic: TopicId,
+        partition: u32,
+        end: u64,
+    },
+    /// A reply in `Broker::held_replies`.
+    Held(RequestId),
 }
 
 impl Broker {
@@ -249,6 +263,8 @@ impl Broker {
             retries: BTreeMap::new(),
             journal_retries: 0,
             ends_timer_armed: false,
+            offsets: CommittedOffsets::default(),
+            held_replies: BTreeMap::new(),
         };
         b.begin_recovery();
         b
@@ -498,6 +514,7 @@ impl Broker {
             self.effects.push_back(Effect::Reply { request, reply: Err(BrokerError::Halted(why.clone())) });
         }
         self.ops.clear();
+        self.held_replies.clear();
         self.timers.clear();
         self.ends_timer_armed = false;
         self.effects.push_back(Effect::Halt(reason));
@@ -534,14 +551,14 @@ impl Broker {
         if self.phase == Phase::Serving {
             self.pump_removals();
         }
-        let live = self.topics.len() as u64;
+        let live = (self.topics.len() + self.offsets.entries()) as u64;
         let limits = CompactionLimits {
             min_records: self.config.compaction_min_records,
             ratio: self.config.compaction_ratio,
             min_bytes: self.config.compaction_min_bytes,
         };
-        let (topics, next_id, floor) = (&self.topics, self.next_topic_id, self.offset_floor);
-        match self.journal.next_io(live, &limits, || meta_state_of(topics, next_id, floor).snapshot()) {
+        let (topics, next_id, floor, offsets) = (&self.topics, self.next_topic_id, self.offset_floor, &self.offsets);
+        match self.journal.next_io(live, &limits, || meta_state_of(topics, next_id, floor, offsets).snapshot()) {
             Some(JournalIo::AppendSync { epoch, records }) => {
                 self.op(StorageOp::AppendJournal { epoch, records }, PendingOp::JournalWrite { backs_up: false });
                 self.op(StorageOp::SyncJournal, PendingOp::JournalWrite { backs_up: false });
@@ -577,6 +594,7 @@ impl Broker {
                 JournalWaiter::Created(id) => self.create_logs(id),
                 JournalWaiter::Tombstone(id) => self.tombstone_durable(id),
                 JournalWaiter::LogEnd { topic, partition, end } => self.ends_durable(topic, partition, end),
+                JournalWaiter::Held(request) => self.release_held(request),
             }
         }
         self.maybe_finish_recovery();
@@ -584,7 +602,12 @@ impl Broker {
 }
 
 /// The metadata state the journal describes (queued records included).
-fn meta_state_of(all: &BTreeMap<TopicId, Topic>, next_topic_id: u64, offset_floor: u64) -> MetaState {
+fn meta_state_of(
+    all: &BTreeMap<TopicId, Topic>,
+    next_topic_id: u64,
+    offset_floor: u64,
+    offsets: &CommittedOffsets,
+) -> MetaState {
     let topics = all
         .values()
         .map(|t| {
@@ -605,7 +628,7 @@ fn meta_state_of(all: &BTreeMap<TopicId, Topic>, next_topic_id: u64, offset_floo
                 .map(move |(p, part)| (LogId { topic: id, partition: p as u32 }, part.journaled_end))
         })
         .collect();
-    MetaState { next_topic_id, topics, ends, offset_floor }
+    MetaState { next_topic_id, topics, ends, offset_floor, offsets: offsets.clone() }
 }
 
 /// The public description of a topic.

@@ -161,6 +161,7 @@ impl Broker {
     fn install(&mut self, meta: MetaState) {
         self.next_topic_id = meta.next_topic_id;
         self.offset_floor = meta.offset_floor;
+        self.offsets = meta.offsets;
         let clear_deleting = planted!(self.config, ReloadClearsDeleting);
         let deleting_names: BTreeSet<String> = if planted!(self.config, RecoveryDeletesRecreatedName) {
             meta.topics.values().filter(|t| t.deleting).map(|t| t.meta.name.clone()).collect()

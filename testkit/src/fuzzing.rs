@@ -680,12 +680,38 @@ fn target(op: &StorageOp) -> Target {
 /// What a request in flight asked, to judge its reply.
 #[derive(Debug, Clone)]
 enum Sent {
-    Create { name: String, partitions: u32, delete_epoch: u64 },
+    Create {
+        name: String,
+        partitions: u32,
+        delete_epoch: u64,
+    },
     Delete,
-    Produce { topic: Option<(TopicId, u32)>, partition: Option<u32>, records: Vec<ProduceRecord> },
-    Fetch { topic: Option<TopicId>, partition: u32, offset: u64, max_records: u32, max_bytes: u64 },
+    Produce {
+        topic: Option<(TopicId, u32)>,
+        partition: Option<u32>,
+        records: Vec<ProduceRecord>,
+    },
+    Fetch {
+        topic: Option<TopicId>,
+        partition: u32,
+        offset: u64,
+        max_records: u32,
+        max_bytes: u64,
+    },
     List,
-    Describe { topic: Option<TopicId> },
+    Describe {
+        topic: Option<TopicId>,
+    },
+    /// A commit of `group`'s positions; `topic`: the live incarnation when it was sent.
+    Commit {
+        topic: Option<TopicId>,
+    },
+    FetchOffsets {
+        group: String,
+        topic: Option<TopicId>,
+    },
+    ListGroups,
+    DeleteGroup,
 }
 
 /// What the clients were told, across crashes.
@@ -707,6 +733,9 @@ struct Oracle {
     inflight: BTreeMap<RequestId, Sent>,
     /// Replies of this step, for requests the harness itself waits for.
     replies: BTreeMap<RequestId, Result<Reply, BrokerError>>,
+    /// Every position a commit sent for a group and incarnation, by partition: whatever
+    /// a group reads back for an incarnation was sent for that incarnation.
+    commits_sent: BTreeMap<(String, TopicId), BTreeMap<u32, BTreeSet<u64>>>,
 }
 
 impl Oracle {
@@ -805,6 +834,25 @@ impl Oracle {
                 assert!(!self.deleted.contains(&t.id), "deleted topic {} is described", t.id);
                 self.check_described(t);
             }
+            (Sent::Commit { topic }, Reply::OffsetsCommitted { topic: id }) => {
+                assert_eq!(Some(*id), *topic, "a commit is kept under the live incarnation");
+            }
+            (Sent::FetchOffsets { group, topic }, Reply::Offsets { topic: id, offsets }) => {
+                assert_eq!(Some(*id), *topic, "offsets are read from the live incarnation");
+                let sent = self.commits_sent.get(&(group.clone(), *id));
+                for o in offsets {
+                    let ok = sent.and_then(|s| s.get(&o.partition)).is_some_and(|s| s.contains(&o.offset));
+                    assert!(
+                        ok,
+                        "group {group:?} reads position {} of partition {} in {id}, never committed there",
+                        o.offset, o.partition
+                    );
+                }
+            }
+            (Sent::ListGroups, Reply::Groups(groups)) => {
+                assert!(groups.windows(2).all(|w| w[0] < w[1]), "groups are listed by name, once each");
+            }
+            (Sent::DeleteGroup, Reply::GroupDeleted) => {}
             (sent, reply) => panic!("reply {reply:?} does not answer {sent:?}"),
         }
     }
@@ -977,6 +1025,21 @@ impl Harness {
             },
             Command::ListTopics => Sent::List,
             Command::DescribeTopic { name } => Sent::Describe { topic: visible(name).map(|t| t.id) },
+            Command::CommitOffsets { group, topic, offsets, .. } => {
+                let topic = visible(topic).map(|t| t.id);
+                if let Some(id) = topic {
+                    let sent = self.oracle.commits_sent.entry((group.clone(), id)).or_default();
+                    for o in offsets {
+                        sent.entry(o.partition).or_default().insert(o.offset);
+                    }
+                }
+                Sent::Commit { topic }
+            }
+            Command::FetchOffsets { group, topic } => {
+                Sent::FetchOffsets { group: group.clone(), topic: visible(topic).map(|t| t.id) }
+            }
+            Command::ListGroups => Sent::ListGroups,
+            Command::DeleteGroup { .. } => Sent::DeleteGroup,
         };
         let serving = self.hand.broker.phase() == Phase::Serving;
         let request = self.hand.submit_with(command, |request| {

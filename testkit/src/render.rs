@@ -47,8 +47,11 @@ pub fn record_text(r: &JournalRecord) -> String {
             let deleting: Vec<String> =
                 s.deleting.iter().map(|d| format!("{} removed={:?}", meta_text(&d.topic), d.removed)).collect();
             let ends: Vec<String> = s.ends.iter().map(|(log, end)| format!("{log}:{end}")).collect();
+            let groups: Vec<String> =
+                s.groups.iter().map(|g| format!("{:?} {} [{}]", g.group, g.topic, offsets_text(&g.offsets))).collect();
+            let groups = if groups.is_empty() { String::new() } else { format!(" groups=[{}]", groups.join(", ")) };
             format!(
-                "Snapshot(next_id={} live=[{}] deleting=[{}] ends=[{}])",
+                "Snapshot(next_id={} live=[{}] deleting=[{}] ends=[{}]{groups})",
                 s.next_topic_id,
                 live.join(", "),
                 deleting.join(", "),
@@ -56,7 +59,22 @@ pub fn record_text(r: &JournalRecord) -> String {
             )
         }
         JournalRecord::LogEnd { log, end } => format!("LogEnd({log} {end})"),
+        JournalRecord::OffsetsCommitted { group, topic, offsets } => {
+            format!("OffsetsCommitted({group:?} {topic} [{}])", offsets_text(offsets))
+        }
+        JournalRecord::GroupDeleted { group } => format!("GroupDeleted({group:?})"),
     }
+}
+
+fn offsets_text(offsets: &[broker_core::CommittedOffset]) -> String {
+    let parts: Vec<String> = offsets
+        .iter()
+        .map(|o| match o.metadata.as_str() {
+            "" => format!("p{}@{}", o.partition, o.offset),
+            m => format!("p{}@{} {m:?}", o.partition, o.offset),
+        })
+        .collect();
+    parts.join(", ")
 }
 
 fn append_records_text(records: &[AppendRecord]) -> String {
@@ -136,6 +154,10 @@ pub fn reply_text(reply: &Result<Reply, BrokerError>) -> String {
         Ok(Reply::Described(t)) => {
             format!("Ok(Described {:?}={} x{} hw={:?})", t.name, t.id, t.partitions, t.high_watermarks)
         }
+        Ok(Reply::OffsetsCommitted { topic }) => format!("Ok(OffsetsCommitted {topic})"),
+        Ok(Reply::Offsets { topic, offsets }) => format!("Ok(Offsets {topic} [{}])", offsets_text(offsets)),
+        Ok(Reply::Groups(groups)) => format!("Ok(Groups {groups:?})"),
+        Ok(Reply::GroupDeleted) => "Ok(GroupDeleted)".into(),
         Err(e) => format!("Err({e:?})"),
     }
 }

@@ -10,6 +10,11 @@ use kafka_protocol::ResponseError as E;
 pub fn code(e: &BrokerError) -> i16 {
     match e {
         BrokerError::TopicNotFound { .. } | BrokerError::PartitionNotFound { .. } => E::UnknownTopicOrPartition,
+        // A position of an incarnation that is gone: as for its topic, which is gone too.
+        BrokerError::StaleIncarnation { .. } => E::UnknownTopicOrPartition,
+        BrokerError::InvalidGroup { .. } => E::InvalidGroupId,
+        BrokerError::GroupNotFound { .. } => E::GroupIdNotFound,
+        BrokerError::OffsetMetadataTooLarge { .. } => E::OffsetMetadataTooLarge,
         BrokerError::InvalidTopicName { .. } => E::InvalidTopicException,
         BrokerError::InvalidPartitionCount { .. } => E::InvalidPartitions,
         BrokerError::InvalidSettings(_) => E::InvalidConfig,
@@ -23,7 +28,8 @@ pub fn code(e: &BrokerError) -> i16 {
         BrokerError::Halted(_) | BrokerError::OutcomeUnknown(_) => E::RequestTimedOut,
         BrokerError::CorruptRecord { .. } => E::CorruptMessage,
         BrokerError::ReadOnly(_) | BrokerError::Storage(_) => E::KafkaStorageError,
-        BrokerError::DuplicateRequestId(_) => E::UnknownServerError,
+        // Kafka has no code for a broker's bound on what it keeps.
+        BrokerError::DuplicateRequestId(_) | BrokerError::CommittedOffsetsFull { .. } => E::UnknownServerError,
     }
     .code()
 }

@@ -635,6 +635,10 @@ impl Node {
             let reply = Err(BrokerError::Unavailable(why.clone()));
             return self.reply(request, reply);
         }
+        if command.is_group_offsets() {
+            let why = "a cluster node keeps no consumer group offsets: commit them on a single broker (broker-fs)";
+            return self.reply(request, Err(BrokerError::InvalidRequest(why.into())));
+        }
         let produce = matches!(command, Command::Produce { .. });
         let unverified = produce && planted!(self.options.config, ClusterProduceUnverified);
         if (unverified || planted!(self.options.config, ClusterSkipFence)) && self.catalog.position() > 0 {
