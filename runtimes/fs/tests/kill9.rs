@@ -107,6 +107,94 @@ fn kill_dash_nine_under_log_sync_loses_no_acknowledged_record() {
     kill_cycles(env_u64("BROKER_FS_CRASH_CYCLES", 100) / 2, &["--durability", "log-sync:50"]);
 }
 
+/// A group commits ever larger positions, pipelined, and `kill -9` lands in the middle:
+/// after each restart the group reads back its last acknowledged commit or a later one
+/// that was in flight (never an earlier one, never one of another partition's), and a
+/// deleted and re-created topic starts the group with nothing.
+#[test]
+fn kill_dash_nine_in_a_group_s_commits_keeps_the_last_acknowledged_one() {
+    let seed = env_u64("BROKER_FS_CRASH_SEED", 1);
+    let cycles = env_u64("BROKER_FS_CRASH_CYCLES", 100).min(40);
+    let root = TempDir::new("kill9-groups");
+    let dir = root.path().join("data");
+    let log = root.path().join("serve.stderr");
+    let mut rng = Rng::new(seed);
+    let mut server = Server::start(&dir, &log);
+    server
+        .call(json!({ "CreateTopic": { "name": "orders", "partitions": 2, "settings": { "deletion_grace_ms": 0 } } }));
+    // More records than the commits can reach (at most 30 a cycle, 40 cycles), so that
+    // positions only grow and a read tells which commit it saw.
+    const RECORDS: u64 = 1_500;
+    let values: Vec<Value> = (0..RECORDS).map(|i| json!({ "value": format!("v{i}") })).collect();
+    for p in 0..2 {
+        server.call(json!({ "Produce": { "topic": "orders", "partition": p, "records": values } }));
+    }
+    let commit = |offset: u64| {
+        let offsets =
+            [json!({ "partition": 0, "offset": offset }), json!({ "partition": 1, "offset": RECORDS - offset })];
+        json!({ "CommitOffsets": { "group": "billing", "topic": "orders", "offsets": offsets } })
+    };
+    let read = json!({ "FetchOffsets": { "group": "billing", "topic": "orders" } });
+    // The offset of partition 0 the group last committed with an acknowledgement, and
+    // the largest one sent since.
+    let (mut acked, mut sent) = (None::<u64>, None::<u64>);
+    let (mut cut_off, mut next) = (0, 1);
+    for cycle in 0..cycles {
+        let back = server.call(read.clone());
+        let got: Vec<(u64, u64)> = back["Offsets"]["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| (o["partition"].as_u64().unwrap(), o["offset"].as_u64().unwrap()))
+            .collect();
+        let ctx = format!("seed {seed}, cycle {cycle}: acknowledged {acked:?}, sent up to {sent:?}, read {got:?}");
+        match (acked, got.as_slice()) {
+            (None, []) => {}
+            (_, [(0, a), (1, b)]) => {
+                assert_eq!(a + b, RECORDS, "both partitions come from one commit: {ctx}");
+                assert!(acked.is_none_or(|x| *a >= x) && sent.is_some_and(|s| *a <= s), "{ctx}");
+                acked = Some(*a);
+            }
+            _ => panic!("{ctx}"),
+        }
+        sent = acked;
+        let many = 1 + rng.below(30);
+        let mut ids = Vec::new();
+        for _ in 0..many {
+            ids.push((server.send(commit(next)), next));
+            sent = Some(next);
+            next += 1;
+        }
+        if rng.chance(70) {
+            std::thread::sleep(Duration::from_micros(rng.below(3000)));
+        }
+        let replies = server.kill();
+        for (id, offset) in ids {
+            match replies.get(&id) {
+                Some(r) if r.get("ok").is_some() => acked = Some(offset),
+                Some(r) => panic!("a commit failed: {r}"),
+                None => cut_off += 1,
+            }
+        }
+        server = Server::start(&dir, &log);
+    }
+    // The group's positions go with the topic, across a restart too.
+    server.call(json!({ "DeleteTopic": { "name": "orders" } }));
+    server
+        .call(json!({ "CreateTopic": { "name": "orders", "partitions": 2, "settings": { "deletion_grace_ms": 0 } } }));
+    server.kill();
+    let mut server = Server::start(&dir, &log);
+    assert_eq!(server.call(read)["Offsets"]["offsets"], json!([]), "a re-created topic inherits no position");
+    server.close();
+    eprintln!(
+        "kill -9 in a group's commits: seed {seed}, {cycles} cycles, {cut_off} commits cut off by a kill, \
+         {} sent, the last acknowledged at {acked:?}",
+        next - 1
+    );
+    assert!(cut_off > 0 || cycles < 10, "no kill cut off a commit: the workload is too gentle");
+    assert!(acked.is_some_and(|a| a > cycles), "the commits made progress: {acked:?}");
+}
+
 fn kill_cycles(cycles: u64, serve_args: &[&str]) {
     let seed = env_u64("BROKER_FS_CRASH_SEED", 1);
     let root = TempDir::new("kill9");
