@@ -258,7 +258,9 @@ impl Floor {
             | Command::CommitOffsets { .. }
             | Command::FetchOffsets { .. }
             | Command::ListGroups
-            | Command::DeleteGroup { .. } => Err(BrokerError::InvalidRequest("not benchmarked".into())),
+            | Command::DeleteGroup { .. }
+            | Command::InitProducer
+            | Command::ProduceIdempotent { .. } => Err(BrokerError::InvalidRequest("not benchmarked".into())),
         }
     }
 }

@@ -81,6 +81,23 @@ pub enum Command {
         /// The records, at least one.
         records: Vec<ProduceRecord>,
     },
+    /// Hand out a producer id for idempotent produces, at epoch 0. Replied once durable:
+    /// no id is handed out twice, whatever the crashes.
+    InitProducer,
+    /// Append records to one partition as one batch of an idempotent producer: a retry
+    /// of one of the producer's latest batches there is answered with the positions the
+    /// first time gave, not appended again; a batch out of sequence, or from a fenced
+    /// epoch, is refused ([`crate::ProducerBatch`] has the rules).
+    ProduceIdempotent {
+        /// The name of the live topic to append to.
+        topic: String,
+        /// The partition every record goes to.
+        partition: u32,
+        /// The producer, its epoch and the first record's sequence number.
+        producer: crate::ProducerBatch,
+        /// The records, at least one, each taking one sequence number.
+        records: Vec<ProduceRecord>,
+    },
     /// Read acknowledged records of one partition from an offset.
     Fetch {
         /// The name of the live topic to read.
@@ -148,6 +165,11 @@ impl Command {
                 | Command::ListGroups
                 | Command::DeleteGroup { .. }
         )
+    }
+
+    /// Whether this command hands out a producer id or appends as an idempotent producer.
+    pub fn is_idempotent_producing(&self) -> bool {
+        matches!(self, Command::InitProducer | Command::ProduceIdempotent { .. })
     }
 }
 
@@ -229,4 +251,11 @@ pub enum Reply {
     Groups(Vec<String>),
     /// The group's positions are forgotten, durably.
     GroupDeleted,
+    /// A producer id for idempotent produces, durably handed out.
+    ProducerInitialized {
+        /// The id.
+        producer_id: u64,
+        /// Its epoch.
+        epoch: u16,
+    },
 }

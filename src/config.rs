@@ -87,6 +87,10 @@ pub struct Config {
     /// journal snapshot, so their total is bounded (a snapshot frame holds at most
     /// [`crate::journal::MAX_JOURNAL_FRAME`]).
     pub max_committed_offsets_bytes: u64,
+    /// The most (partition, idempotent producer) states kept: past it, the one touched
+    /// least recently is forgotten, and that producer's next batch on that partition is
+    /// taken as new whatever its sequence.
+    pub max_producer_states: usize,
     /// Start without writing anything: recovery reads the journal and opens the logs
     /// but rewrites, cuts, creates and removes nothing, pending deletions stay pending,
     /// and only list, describe and fetch are served (others get
@@ -120,6 +124,7 @@ impl Default for Config {
             compaction_min_bytes: 4 << 20,
             max_offset_metadata_bytes: 4096,
             max_committed_offsets_bytes: 64 << 20,
+            max_producer_states: 100_000,
             read_only: false,
             durability: Durability::Journaled,
             #[cfg(feature = "planted-bugs")]

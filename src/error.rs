@@ -121,6 +121,34 @@ pub enum BrokerError {
         /// The live incarnation.
         live: u64,
     },
+    /// An idempotent produce names a producer id this broker never handed out.
+    #[error("producer id {producer_id} is unknown: ask for one with InitProducer")]
+    UnknownProducer {
+        /// The id given.
+        producer_id: u64,
+    },
+    /// An idempotent produce comes from an older epoch of its producer than one already
+    /// seen on the partition: another instance of the producer took over.
+    #[error("producer {producer_id} at epoch {epoch} is fenced: the partition has seen epoch {current}")]
+    ProducerFenced {
+        /// The producer id.
+        producer_id: u64,
+        /// The epoch given.
+        epoch: u16,
+        /// The newest epoch the partition has seen.
+        current: u16,
+    },
+    /// An idempotent produce's first sequence number does not follow the producer's last
+    /// batch on the partition (and is no retry of one of its latest batches).
+    #[error("producer {producer_id} sent sequence {got} where {expected} was expected")]
+    OutOfOrderSequence {
+        /// The producer id.
+        producer_id: u64,
+        /// The sequence number that would follow.
+        expected: u32,
+        /// The sequence number given.
+        got: u32,
+    },
     /// The request is malformed (empty batch, record too large, zero `max_records`, ...).
     #[error("invalid request: {0}")]
     InvalidRequest(String),

@@ -41,6 +41,7 @@ use crate::error::DecodeError;
 use crate::frame::{frame_at, scan, seal_frame, valid_frame_at, Frame, FRAME_HEADER_LEN};
 use crate::ids::{LogId, TopicId};
 use crate::offsets::{CommittedOffsets, GroupOffsets};
+use crate::producers::{ProducerBatch, ProducerState, ProducerStates, SequencedBatch};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,7 +54,8 @@ pub const JOURNAL_FILE: &str = "journal";
 /// first offset of its partitions ([`TopicMeta::offset_base`]) and snapshots the
 /// [`MetaState::offset_floor`]; version 5 keeps consumer groups' committed offsets
 /// ([`JournalRecord::OffsetsCommitted`], [`JournalRecord::GroupDeleted`], and in
-/// snapshots). Versions 2 to 5 are read (topics of 2 and 3 start at 0).
+/// snapshots), and idempotent producers' ids and states ([`JournalRecord::ProducerIdAllocated`],
+/// [`JournalRecord::ProducerAppended`], and in snapshots). Versions 2 to 5 are read (topics of 2 and 3 start at 0).
 pub const JOURNAL_FORMAT_VERSION: u16 = 5;
 const MAGIC: &[u8; 4] = b"BRKJ";
 /// Bytes in the journal header.
@@ -111,6 +113,10 @@ pub struct Snapshot {
     pub offset_floor: u64,
     /// Consumer groups' committed offsets, by group then incarnation.
     pub groups: Vec<GroupOffsets>,
+    /// [`MetaState::next_producer_id`].
+    pub next_producer_id: u64,
+    /// Idempotent producers' states, least recently touched first.
+    pub producers: Vec<ProducerState>,
 }
 
 /// One journal record.
@@ -164,6 +170,23 @@ pub enum JournalRecord {
         /// The group.
         group: String,
     },
+    /// A producer id was handed out: none at or below it is handed out again.
+    ProducerIdAllocated {
+        /// The id.
+        id: u64,
+    },
+    /// An idempotent producer's batch was appended to a live log (replay ignores one
+    /// of a deleted or unknown topic).
+    ProducerAppended {
+        /// The log.
+        log: LogId,
+        /// The producer, its epoch and the batch's first sequence number.
+        batch: ProducerBatch,
+        /// How many records it holds (one sequence number each).
+        records: u32,
+        /// Its first record's offset.
+        first_offset: u64,
+    },
 }
 
 const KIND_CREATED: u8 = 1;
@@ -182,6 +205,8 @@ const KIND_SNAPSHOT_BASED: u8 = 9;
 const KIND_SNAPSHOT_GROUPS: u8 = 10;
 const KIND_OFFSETS_COMMITTED: u8 = 11;
 const KIND_GROUP_DELETED: u8 = 12;
+const KIND_PRODUCER_ID: u8 = 13;
+const KIND_PRODUCER_APPENDED: u8 = 14;
 
 fn put_meta(w: &mut Writer, m: &TopicMeta) {
     w.u64(m.id.0);
@@ -244,6 +269,47 @@ fn get_offsets(r: &mut Reader<'_>) -> Result<GroupOffsets, DecodeError> {
     Ok(GroupOffsets { group, topic, offsets })
 }
 
+/// The length of [`put_producer_appended`]'s bytes.
+const PRODUCER_APPENDED_LEN: usize = 8 + 4 + 8 + 2 + 4 + 4 + 8;
+
+fn put_producer_appended(w: &mut Writer, log: LogId, batch: &ProducerBatch, records: u32, first_offset: u64) {
+    w.u64(log.topic.0);
+    w.u32(log.partition);
+    w.u64(batch.producer_id);
+    w.u16(batch.epoch);
+    w.u32(batch.first_sequence);
+    w.u32(records);
+    w.u64(first_offset);
+}
+
+/// One producer's state in a snapshot: log, producer id, epoch, then its batches.
+fn put_producer_state(w: &mut Writer, s: &ProducerState) {
+    w.u64(s.log.topic.0);
+    w.u32(s.log.partition);
+    w.u64(s.producer_id);
+    w.u16(s.epoch);
+    w.u32(s.batches.len() as u32);
+    for b in &s.batches {
+        w.u32(b.first_sequence);
+        w.u32(b.last_sequence);
+        w.u64(b.first_offset);
+    }
+}
+
+fn get_producer_state(r: &mut Reader<'_>) -> Result<ProducerState, DecodeError> {
+    let log = LogId { topic: TopicId(r.u64()?), partition: r.u32()? };
+    let (producer_id, epoch) = (r.u64()?, r.u16()?);
+    let mut batches = Vec::new();
+    for _ in 0..r.u32()? {
+        batches.push(SequencedBatch { first_sequence: r.u32()?, last_sequence: r.u32()?, first_offset: r.u64()? });
+    }
+    Ok(ProducerState { log, producer_id, epoch, batches })
+}
+
+fn producer_state_len(s: &ProducerState) -> usize {
+    8 + 4 + 8 + 2 + 4 + s.batches.len() * (4 + 4 + 8)
+}
+
 /// The length of [`put_offsets`]'s bytes.
 fn offsets_len(group: &str, offsets: &[crate::command::CommittedOffset]) -> usize {
     4 + group.len() + 8 + 4 + offsets.iter().map(|o| 4 + 8 + 4 + o.metadata.len()).sum::<usize>()
@@ -295,6 +361,11 @@ impl JournalRecord {
                 for g in &s.groups {
                     put_offsets(w, &g.group, g.topic, &g.offsets);
                 }
+                w.u64(s.next_producer_id);
+                w.u32(s.producers.len() as u32);
+                for p in &s.producers {
+                    put_producer_state(w, p);
+                }
                 KIND_SNAPSHOT_GROUPS
             }
             JournalRecord::LogEnd { log, end } => {
@@ -308,6 +379,14 @@ impl JournalRecord {
             JournalRecord::GroupDeleted { group } => {
                 w.bytes(group.as_bytes());
                 KIND_GROUP_DELETED
+            }
+            JournalRecord::ProducerIdAllocated { id } => {
+                w.u64(*id);
+                KIND_PRODUCER_ID
+            }
+            JournalRecord::ProducerAppended { log, batch, records, first_offset } => {
+                put_producer_appended(w, *log, batch, *records, *first_offset);
+                KIND_PRODUCER_APPENDED
             }
         }
     }
@@ -324,11 +403,14 @@ impl JournalRecord {
                 let live: usize = s.live.iter().map(meta_len).sum();
                 let deleting: usize = s.deleting.iter().map(|d| meta_len(&d.topic) + 8 + 4 + 4 * d.removed.len()).sum();
                 let groups: usize = s.groups.iter().map(|g| offsets_len(&g.group, &g.offsets)).sum();
-                8 + 8 + 4 + live + 4 + deleting + 4 + LOG_END_LEN * s.ends.len() + 4 + groups
+                let producers: usize = s.producers.iter().map(producer_state_len).sum();
+                8 + 8 + 4 + live + 4 + deleting + 4 + LOG_END_LEN * s.ends.len() + 4 + groups + 8 + 4 + producers
             }
             JournalRecord::LogEnd { .. } => LOG_END_LEN,
             JournalRecord::OffsetsCommitted { group, offsets, .. } => offsets_len(group, offsets),
             JournalRecord::GroupDeleted { group } => 4 + group.len(),
+            JournalRecord::ProducerIdAllocated { .. } => 8,
+            JournalRecord::ProducerAppended { .. } => PRODUCER_APPENDED_LEN,
         }
     }
 
@@ -458,13 +540,26 @@ impl JournalRecord {
                 for _ in 0..n {
                     ends.push(get_log_end(&mut r)?);
                 }
-                let mut groups = Vec::new();
+                let (mut groups, mut next_producer_id, mut producers) = (Vec::new(), 0, Vec::new());
                 if kind == KIND_SNAPSHOT_GROUPS {
                     for _ in 0..r.u32()? {
                         groups.push(get_offsets(&mut r)?);
                     }
+                    next_producer_id = r.u64()?;
+                    for _ in 0..r.u32()? {
+                        producers.push(get_producer_state(&mut r)?);
+                    }
                 }
-                JournalRecord::Snapshot(Snapshot { next_topic_id, live, deleting, ends, offset_floor, groups })
+                JournalRecord::Snapshot(Snapshot {
+                    next_topic_id,
+                    live,
+                    deleting,
+                    ends,
+                    offset_floor,
+                    groups,
+                    next_producer_id,
+                    producers,
+                })
             }
             KIND_LOG_END => {
                 let (log, end) = get_log_end(&mut r)?;
@@ -475,6 +570,13 @@ impl JournalRecord {
                 JournalRecord::OffsetsCommitted { group, topic, offsets }
             }
             KIND_GROUP_DELETED => JournalRecord::GroupDeleted { group: r.string()? },
+            KIND_PRODUCER_ID => JournalRecord::ProducerIdAllocated { id: r.u64()? },
+            KIND_PRODUCER_APPENDED => JournalRecord::ProducerAppended {
+                log: LogId { topic: TopicId(r.u64()?), partition: r.u32()? },
+                batch: ProducerBatch { producer_id: r.u64()?, epoch: r.u16()?, first_sequence: r.u32()? },
+                records: r.u32()?,
+                first_offset: r.u64()?,
+            },
             other => return Err(r.malformed(format!("unknown journal record kind {other}"))),
         };
         r.finish()?;
@@ -715,6 +817,10 @@ pub struct MetaState {
     pub offset_floor: u64,
     /// Consumer groups' committed offsets, of live incarnations only.
     pub offsets: CommittedOffsets,
+    /// The next producer id to hand out; never reused.
+    pub next_producer_id: u64,
+    /// Idempotent producers' states on live logs.
+    pub producers: ProducerStates,
 }
 
 impl MetaState {
@@ -738,8 +844,9 @@ impl MetaState {
                 let deleted_end = self.ends.iter().filter(|(log, _)| log.topic == *id).map(|(_, end)| *end).max();
                 self.offset_floor = self.offset_floor.max(deleted_end.unwrap_or(0));
                 self.ends.retain(|log, _| log.topic != *id);
-                // A group's positions die with the incarnation they were committed to.
+                // A group's positions, and its producers' states, die with the incarnation.
                 self.offsets.drop_topic(*id);
+                self.producers.drop_topic(*id);
             }
             JournalRecord::PartitionRemoved { id, partition } => {
                 if let Some(t) = self.topics.get_mut(id) {
@@ -765,11 +872,26 @@ impl MetaState {
             JournalRecord::GroupDeleted { group } => {
                 self.offsets.delete_group(group);
             }
+            JournalRecord::ProducerIdAllocated { id } => {
+                self.next_producer_id = self.next_producer_id.max(id.saturating_add(1));
+            }
+            JournalRecord::ProducerAppended { log, batch, records, first_offset } => {
+                let live =
+                    self.topics.get(&log.topic).is_some_and(|t| !t.deleting && log.partition < t.meta.partitions);
+                if live {
+                    self.producers.append(*log, *batch, *records, *first_offset);
+                }
+            }
             JournalRecord::Snapshot(s) => {
                 self.topics.clear();
                 self.ends = s.ends.iter().copied().collect();
                 self.offset_floor = s.offset_floor;
                 self.offsets = CommittedOffsets::from_snapshot(&s.groups);
+                self.next_producer_id = s.next_producer_id;
+                self.producers = ProducerStates::default();
+                for p in &s.producers {
+                    self.producers.restore(p);
+                }
                 for m in &s.live {
                     self.topics.insert(
                         m.id,
@@ -818,6 +940,8 @@ impl MetaState {
         }
         snap.ends = self.ends.iter().filter(|(_, end)| **end > 0).map(|(log, end)| (*log, *end)).collect();
         snap.groups = self.offsets.to_snapshot();
+        snap.next_producer_id = self.next_producer_id;
+        snap.producers = self.producers.to_snapshot();
         snap
     }
 }
@@ -898,7 +1022,16 @@ mod tests {
         let log = LogId { topic: TopicId(3), partition: 2 };
         let mut state = MetaState::replay(&sample());
         state.ends.insert(LogId { topic: TopicId(1), partition: 0 }, 40);
+        let batch = ProducerBatch { producer_id: 4, epoch: 1, first_sequence: 9 };
+        let offsets = vec![crate::command::CommittedOffset { partition: 0, offset: 3, metadata: "meta".into() }];
+        state.offsets.commit("g", TopicId(1), &offsets);
+        state.producers.append(LogId { topic: TopicId(1), partition: 0 }, batch, 2, 38);
+        state.next_producer_id = 5;
         vec![
+            JournalRecord::OffsetsCommitted { group: "g".into(), topic: TopicId(1), offsets },
+            JournalRecord::GroupDeleted { group: "group".into() },
+            JournalRecord::ProducerIdAllocated { id: 4 },
+            JournalRecord::ProducerAppended { log, batch, records: 3, first_offset: 7 },
             JournalRecord::TopicCreated(meta(0, "a", 3)),
             JournalRecord::TopicCreated(TopicMeta { offset_base: 9, ..meta(7, "a-much-longer-name", 5) }),
             JournalRecord::TopicDeleted { id: TopicId(0), remove_after: Time(7) },

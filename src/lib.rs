@@ -52,6 +52,7 @@ mod placement;
 #[cfg(feature = "planted-bugs")]
 #[doc(hidden)]
 pub mod planted;
+mod producers;
 mod time;
 
 /// The shared buffer record values are held in (the `bytes` crate's).
@@ -72,6 +73,7 @@ pub use name::{check_collision, validate_topic_name};
 pub use notice::{Notice, Operation};
 pub use offsets::{check_group, committed_bytes, GroupOffsets, MAX_GROUP_BYTES};
 pub use partitioner::partition_for_key;
+pub use producers::{sequence_after, ProducerBatch, ProducerState, SequencedBatch, BATCHES_KEPT, MAX_SEQUENCE};
 pub use time::Time;
 
 /// A CRC32C carried past `len` appended bytes: `crc(A ‖ B) = crc32c_carry(crc(A), len(B)) ^ crc(B)`

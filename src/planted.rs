@@ -120,11 +120,14 @@ pub enum Bug {
     /// Committed offsets are keyed by topic name: a topic deleted and created again
     /// hands its groups' positions on to the new incarnation.
     GroupOffsetsKeyedByName,
+    /// Recovery forgets idempotent producers' states: a batch retried after a restart is
+    /// appended a second time.
+    ProducerStateNotRecovered,
 }
 
 impl Bug {
     /// Every planted bug.
-    pub const ALL: [Bug; 39] = [
+    pub const ALL: [Bug; 40] = [
         Bug::AckDeleteBeforeTombstoneDurable,
         Bug::RemoveBeforeReadsFinish,
         Bug::SkipResumeDeletions,
@@ -164,6 +167,7 @@ impl Bug {
         Bug::ClusterRiderAtLeaderBase,
         Bug::CorruptExtentToHighWatermark,
         Bug::GroupOffsetsKeyedByName,
+        Bug::ProducerStateNotRecovered,
     ];
 
     /// The bug's command-line name.
@@ -208,6 +212,7 @@ impl Bug {
             Bug::LogSyncReportsJournaledCut => "log-sync-reports-journaled-cut",
             Bug::CorruptExtentToHighWatermark => "corrupt-extent-to-high-watermark",
             Bug::GroupOffsetsKeyedByName => "group-offsets-keyed-by-name",
+            Bug::ProducerStateNotRecovered => "producer-state-not-recovered",
         }
     }
 

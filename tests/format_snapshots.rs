@@ -10,9 +10,9 @@
 use broker_core::effect::{AppendRecord, OpOutput, StorageOp};
 use broker_core::{
     encode_header, encode_log_header, encode_records, Broker, BrokerError, Command, CommittedOffset, Config,
-    DecodeError, Effect, HaltReason, JournalRecord, LogId, MemFs, OpId, PendingDeletion, ProduceRecord, RequestId,
-    Snapshot, StorageError, SyncDriver, Time, TopicId, TopicMeta, TopicSettings, JOURNAL_COPY_ALIGN, JOURNAL_FILE,
-    JOURNAL_FIRST_FRAME,
+    DecodeError, Effect, HaltReason, JournalRecord, LogId, MemFs, OpId, PendingDeletion, ProduceRecord, ProducerBatch,
+    ProducerState, RequestId, SequencedBatch, Snapshot, StorageError, SyncDriver, Time, TopicId, TopicMeta,
+    TopicSettings, JOURNAL_COPY_ALIGN, JOURNAL_FILE, JOURNAL_FIRST_FRAME,
 };
 use broker_testkit::commands::topic_meta;
 use std::fmt::Write;
@@ -180,6 +180,28 @@ fn journal_offsets_committed() {
 }
 
 #[test]
+fn journal_producer_id_allocated() {
+    let f = journal_frame(&JournalRecord::ProducerIdAllocated { id: 7 });
+    insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &[("id", F::U64)]])));
+}
+
+#[test]
+fn journal_producer_appended() {
+    let f = journal_frame(&JournalRecord::ProducerAppended {
+        log: LogId { topic: TopicId(43), partition: 0 },
+        batch: ProducerBatch { producer_id: 7, epoch: 2, first_sequence: 10 },
+        records: 3,
+        first_offset: 1_031,
+    });
+    let l = layout(&[
+        &FRAME,
+        &[("log.topic", F::U64), ("log.partition", F::U32), ("producer_id", F::U64), ("epoch", F::U16)],
+        &[("first_sequence", F::U32), ("records", F::U32), ("first_offset", F::U64)],
+    ]);
+    insta::assert_snapshot!(annotate(&f, &l));
+}
+
+#[test]
 fn journal_group_deleted() {
     let f = journal_frame(&JournalRecord::GroupDeleted { group: "billing".into() });
     insta::assert_snapshot!(annotate(&f, &layout(&[&FRAME, &[("group.len", F::U32), ("group", F::Text)]])));
@@ -208,6 +230,13 @@ fn journal_snapshot() {
             topic: TopicId(43),
             offsets: vec![CommittedOffset { partition: 0, offset: 1_030, metadata: "m".into() }],
         }],
+        next_producer_id: 8,
+        producers: vec![ProducerState {
+            log: LogId { topic: TopicId(43), partition: 0 },
+            producer_id: 7,
+            epoch: 2,
+            batches: vec![SequencedBatch { first_sequence: 10, last_sequence: 12, first_offset: 1_031 }],
+        }],
     };
     let f = journal_frame(&JournalRecord::Snapshot(snapshot));
     let l = layout(&[
@@ -220,6 +249,9 @@ fn journal_snapshot() {
         &[("ends.count", F::U32), ("ends[0].topic", F::U64), ("ends[0].partition", F::U32), ("ends[0].end", F::U64)],
         &[("groups.count", F::U32)],
         &GROUP_OFFSETS,
+        &[("next_producer_id", F::U64), ("producers.count", F::U32)],
+        &[("log.topic", F::U64), ("log.partition", F::U32), ("producer_id", F::U64), ("epoch", F::U16)],
+        &[("batches.count", F::U32), ("first_sequence", F::U32), ("last_sequence", F::U32), ("first_offset", F::U64)],
     ]);
     insta::assert_snapshot!(annotate(&f, &l));
 }

@@ -14,8 +14,8 @@ use broker_core::cluster::{segment, snapshot, topic_object};
 use broker_core::effect::AppendRecord;
 use broker_core::{
     encode_compacted, encode_header, encode_log_header, encode_records, CommittedOffset, GroupOffsets, JournalRecord,
-    LogId, MetaState, PendingDeletion, ProduceRecord, Snapshot, Time, TopicId, TopicMeta, TopicSettings,
-    FRAME_HEADER_LEN,
+    LogId, MetaState, PendingDeletion, ProduceRecord, ProducerBatch, ProducerState, SequencedBatch, Snapshot, Time,
+    TopicId, TopicMeta, TopicSettings, FRAME_HEADER_LEN,
 };
 use broker_testkit::commands::topic_meta;
 use broker_testkit::fuzzing::cluster_objects::{run_cluster_objects, Objects, ObjectsInput};
@@ -106,6 +106,13 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
             offsets: vec![CommittedOffset { partition: 0, offset: 0, metadata: String::new() }],
         },
         JournalRecord::GroupDeleted { group: "billing".into() },
+        JournalRecord::ProducerIdAllocated { id: 0 },
+        JournalRecord::ProducerAppended {
+            log: LogId { topic: TopicId(1), partition: 0 },
+            batch: ProducerBatch { producer_id: 0, epoch: 0, first_sequence: 0 },
+            records: 1,
+            first_offset: 0,
+        },
     ];
     let snapshot = Snapshot {
         next_topic_id: 9,
@@ -124,6 +131,13 @@ fn journal_seeds() -> Vec<(&'static str, Vec<u8>)> {
             group: "billing".into(),
             topic: TopicId(3),
             offsets: vec![CommittedOffset { partition: 1, offset: 41, metadata: "m".into() }],
+        }],
+        next_producer_id: 3,
+        producers: vec![ProducerState {
+            log: LogId { topic: TopicId(3), partition: 1 },
+            producer_id: 2,
+            epoch: 1,
+            batches: vec![SequencedBatch { first_sequence: 4, last_sequence: 5, first_offset: 40 }],
         }],
     };
     let mut torn = journal(1, &history);

@@ -715,6 +715,8 @@ fn a_journal_naming_an_absurd_partition_count_is_refused_not_allocated() {
             ends: vec![],
             offset_floor: 0,
             groups: vec![],
+            next_producer_id: 0,
+            producers: vec![],
         },
     );
     let mut fs = MemFs::new();

@@ -140,6 +140,12 @@ impl Display for JournalRecordsText<'_> {
                 }
                 JournalRecord::GroupDeleted { group } => write!(out, "GroupDeleted {group:?}")?,
             }
+                JournalRecord::ProducerIdAllocated { id } => write!(out, "ProducerIdAllocated {id}")?,
+                JournalRecord::ProducerAppended { log, batch, records, first_offset } => write!(
+                    out,
+                    "ProducerAppended {log} {}/{} seq {}+{records} at {first_offset}",
+                    batch.producer_id, batch.epoch, batch.first_sequence
+                )?,
         }
         Ok(())
     }

@@ -14,7 +14,8 @@ impl Broker {
         let writes = match &command {
             Command::CreateTopic { .. } => Some("create"),
             Command::DeleteTopic { .. } => Some("delete"),
-            Command::Produce { .. } => Some("produce"),
+            Command::Produce { .. } | Command::ProduceIdempotent { .. } => Some("produce"),
+            Command::InitProducer => Some("init producer"),
             Command::CommitOffsets { .. } => Some("commit"),
             Command::DeleteGroup { .. } => Some("delete group"),
             Command::Fetch { .. }
@@ -39,6 +40,10 @@ impl Broker {
                 self.commit_offsets(request, group, &topic, incarnation, offsets)
             }
             Command::FetchOffsets { group, topic } => self.fetch_offsets(request, &group, &topic),
+            Command::InitProducer => self.init_producer(request),
+            Command::ProduceIdempotent { topic, partition, producer, records } => {
+                self.produce_idempotent(request, &topic, partition, producer, records)
+            }
             Command::ListGroups => self.list_groups(request),
             Command::DeleteGroup { group } => self.delete_group(request, group),
         };
@@ -142,7 +147,7 @@ impl Broker {
         }
     }
 
-    fn produce(
+    pub(super) fn produce(
         &mut self,
         request: RequestId,
         topic: &str,
@@ -186,7 +191,7 @@ impl Broker {
             }
             part.next_offset += batch.len() as u64;
             part.inflight += 2;
-            part.writes.push_back(PartitionWrite { request, end: part.next_offset, ops_left: 2 });
+            part.writes.push_back(PartitionWrite { request, end: part.next_offset, ops_left: 2, producer: None });
         }
         let partitions_left = batches.len();
         for (p, records) in batches {

@@ -204,9 +204,11 @@ impl Broker {
         let deleting = topic.deletion.is_some() && !ack_anyway;
         let Some(part) = topic.partitions.get_mut(log.partition as usize) else { return };
         let mut synced_end = None;
+        let mut producers = Vec::new();
         while part.writes.front().is_some_and(|w| w.ops_left == 0) {
-            let Some(w) = part.writes.pop_front() else { break };
+            let Some(mut w) = part.writes.pop_front() else { break };
             synced_end = Some(w.end);
+            producers.extend(w.producer.take());
             part.journaling.push_back(w);
         }
         let Some(end) = synced_end else { return };
@@ -214,6 +216,18 @@ impl Broker {
             // Its topic is deleted: the records will never be served, so no end is journaled.
             return self.ends_durable(id, log.partition, end);
         }
+        // Idempotent producers' batches go in the same group commit as the end, ahead
+        // of it: durable once their produce is acknowledged (under log-sync, within one
+        // journal commit of it).
+        for rec in producers {
+            if let JournalRecord::ProducerAppended { log, batch, records, first_offset } = &rec {
+                self.journaled_producers.append(*log, *batch, *records, *first_offset);
+            }
+            self.journal.push(rec);
+        }
+        let Some(part) = self.topics.get_mut(&id).and_then(|t| t.partitions.get_mut(log.partition as usize)) else {
+            return;
+        };
         if let crate::Durability::LogSync { journal_ends_ms } = self.config.durability {
             // Acknowledged now; the journal learns the end within the interval.
             self.ends_durable(id, log.partition, end);
@@ -273,6 +287,14 @@ impl Broker {
     /// answered that the topic is gone: no produce is acknowledged after its topic's
     /// deletion could have been.
     pub(super) fn ends_durable(&mut self, id: TopicId, partition: u32, end: u64) {
+        self.acknowledge_writes(id, partition, end);
+        if !self.waiting_retries.is_empty() {
+            self.answer_retries(id, partition);
+        }
+    }
+
+    /// Acknowledges the writes of a partition up to `end` (see [`Broker::ends_durable`]).
+    fn acknowledge_writes(&mut self, id: TopicId, partition: u32, end: u64) {
         // The partition is looked up again after each reply, which needs the whole broker.
         loop {
             let ack_anyway = planted!(self.config, AckProduceOfDeletedTopic);

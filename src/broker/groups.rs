@@ -102,6 +102,8 @@ impl Broker {
         if !planted!(self.config, GroupOffsetsKeyedByName) {
             self.offsets.drop_topic(deleted);
         }
+        self.producers.drop_topic(deleted);
+        self.journaled_producers.drop_topic(deleted);
     }
 
     /// With the planted bug only: hands the positions of the newest earlier incarnation
@@ -124,7 +126,7 @@ impl Broker {
 
     /// Answers `request` with `reply` once every journal record queued so far is
     /// durable: a commit once it is, a read once what it read can no longer be lost.
-    fn answer_when_durable(&mut self, request: RequestId, reply: Reply) {
+    pub(super) fn answer_when_durable(&mut self, request: RequestId, reply: Reply) {
         if self.journal.all_durable() {
             return self.reply(request, Ok(reply));
         }

@@ -18,6 +18,7 @@ mod creation;
 mod deletion;
 mod groups;
 mod journal_writer;
+mod producing;
 mod recovery;
 mod state;
 
@@ -28,6 +29,7 @@ use crate::error::{BrokerError, HaltReason};
 use crate::ids::{LogId, OpId, RequestId, TopicId};
 use crate::journal::{JournalRecord, MetaState, MetaTopic};
 use crate::offsets::CommittedOffsets;
+use crate::producers::ProducerStates;
 use crate::time::Time;
 use journal_writer::{CompactionLimits, JournalIo, JournalWriter};
 use state::Topic;
@@ -210,6 +212,27 @@ pub struct Broker {
     /// Replies computed and waiting for the journal records queued before them to be
     /// durable ([`JournalWaiter::Held`]).
     held_replies: BTreeMap<RequestId, Reply>,
+    /// Idempotent producers' states as admitted batches leave them (those in flight
+    /// included): what a new batch is judged against.
+    producers: ProducerStates,
+    /// Idempotent producers' states as the journal holds them once its queued records
+    /// are written: what a snapshot holds.
+    journaled_producers: ProducerStates,
+    /// The next producer id to hand out.
+    next_producer_id: u64,
+    /// Retries of idempotent batches still in flight, by topic and partition: answered
+    /// when the first send is.
+    waiting_retries: BTreeMap<(TopicId, u32), Vec<PendingRetry>>,
+}
+
+/// A retry of an idempotent batch whose first send is not acknowledged yet.
+#[derive(Debug, Clone)]
+struct PendingRetry {
+    /// One past the batch's last offset: it is acknowledged once the high watermark
+    /// reaches it.
+    end: u64,
+    request: RequestId,
+    positions: Vec<crate::command::RecordPosition>,
 }
 
 #[derive(Debug, Clone)]
@@ -265,7 +288,13 @@ impl Broker {
             ends_timer_armed: false,
             offsets: CommittedOffsets::default(),
             held_replies: BTreeMap::new(),
+            producers: ProducerStates::default(),
+            journaled_producers: ProducerStates::default(),
+            next_producer_id: 0,
+            waiting_retries: BTreeMap::new(),
         };
+        b.producers.bound(b.config.max_producer_states);
+        b.journaled_producers.bound(b.config.max_producer_states);
         b.begin_recovery();
         b
     }
@@ -515,6 +544,7 @@ impl Broker {
         }
         self.ops.clear();
         self.held_replies.clear();
+        self.waiting_retries.clear();
         self.timers.clear();
         self.ends_timer_armed = false;
         self.effects.push_back(Effect::Halt(reason));
@@ -551,14 +581,21 @@ impl Broker {
         if self.phase == Phase::Serving {
             self.pump_removals();
         }
-        let live = (self.topics.len() + self.offsets.entries()) as u64;
+        let live = (self.topics.len() + self.offsets.entries() + self.journaled_producers.len()) as u64;
         let limits = CompactionLimits {
             min_records: self.config.compaction_min_records,
             ratio: self.config.compaction_ratio,
             min_bytes: self.config.compaction_min_bytes,
         };
-        let (topics, next_id, floor, offsets) = (&self.topics, self.next_topic_id, self.offset_floor, &self.offsets);
-        match self.journal.next_io(live, &limits, || meta_state_of(topics, next_id, floor, offsets).snapshot()) {
+        let journaled = Journaled {
+            topics: &self.topics,
+            next_topic_id: self.next_topic_id,
+            offset_floor: self.offset_floor,
+            offsets: &self.offsets,
+            producers: &self.journaled_producers,
+            next_producer_id: self.next_producer_id,
+        };
+        match self.journal.next_io(live, &limits, || journaled.meta_state().snapshot()) {
             Some(JournalIo::AppendSync { epoch, records }) => {
                 self.op(StorageOp::AppendJournal { epoch, records }, PendingOp::JournalWrite { backs_up: false });
                 self.op(StorageOp::SyncJournal, PendingOp::JournalWrite { backs_up: false });
@@ -601,13 +638,27 @@ impl Broker {
     }
 }
 
-/// The metadata state the journal describes (queued records included).
-fn meta_state_of(
-    all: &BTreeMap<TopicId, Topic>,
+/// What the journal holds once its queued records are written, borrowed from the
+/// broker's state.
+struct Journaled<'a> {
+    topics: &'a BTreeMap<TopicId, Topic>,
     next_topic_id: u64,
     offset_floor: u64,
-    offsets: &CommittedOffsets,
-) -> MetaState {
+    offsets: &'a CommittedOffsets,
+    producers: &'a ProducerStates,
+    next_producer_id: u64,
+}
+
+impl Journaled<'_> {
+    /// The metadata state the journal describes (queued records included).
+    fn meta_state(&self) -> MetaState {
+        meta_state_of(self)
+    }
+}
+
+/// The metadata state the journal describes (queued records included).
+fn meta_state_of(j: &Journaled<'_>) -> MetaState {
+    let (all, next_topic_id, offset_floor) = (j.topics, j.next_topic_id, j.offset_floor);
     let topics = all
         .values()
         .map(|t| {
@@ -628,7 +679,15 @@ fn meta_state_of(
                 .map(move |(p, part)| (LogId { topic: id, partition: p as u32 }, part.journaled_end))
         })
         .collect();
-    MetaState { next_topic_id, topics, ends, offset_floor, offsets: offsets.clone() }
+    MetaState {
+        next_topic_id,
+        topics,
+        ends,
+        offset_floor,
+        offsets: j.offsets.clone(),
+        next_producer_id: j.next_producer_id,
+        producers: j.producers.clone(),
+    }
 }
 
 /// The public description of a topic.

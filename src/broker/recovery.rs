@@ -162,6 +162,14 @@ impl Broker {
         self.next_topic_id = meta.next_topic_id;
         self.offset_floor = meta.offset_floor;
         self.offsets = meta.offsets;
+        self.next_producer_id = meta.next_producer_id;
+        self.journaled_producers = meta.producers;
+        self.journaled_producers.bound(self.config.max_producer_states);
+        self.producers = if planted!(self.config, ProducerStateNotRecovered) {
+            crate::producers::ProducerStates::new(self.config.max_producer_states)
+        } else {
+            self.journaled_producers.clone()
+        };
         let clear_deleting = planted!(self.config, ReloadClearsDeleting);
         let deleting_names: BTreeSet<String> = if planted!(self.config, RecoveryDeletesRecreatedName) {
             meta.topics.values().filter(|t| t.deleting).map(|t| t.meta.name.clone()).collect()
@@ -261,6 +269,17 @@ impl Broker {
                     p.high_watermark = if forget_hw { first } else { next };
                     p.ready = true;
                     unjournaled = p.high_watermark > p.journaled_end;
+                }
+                // A producer's batch the start did not keep (a damaged tail cut under
+                // log-sync) is no longer its: forgotten, and durably so, since its
+                // offsets may be handed out again.
+                if let Some(id) = owner {
+                    let by_incarnation = LogId { topic: id, partition: log.partition };
+                    let forgot = self.producers.forget_beyond(by_incarnation, next)
+                        | self.journaled_producers.forget_beyond(by_incarnation, next);
+                    if forgot && !self.config.read_only {
+                        self.journal.force_replace(false);
+                    }
                 }
                 // (A read-only start writes nothing: a writer's start journals them.)
                 if unjournaled && self.keeps_whole_tails() && !self.config.read_only {

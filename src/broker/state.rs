@@ -14,6 +14,8 @@ pub(crate) struct PartitionWrite {
     pub end: u64,
     /// Storage operations (append, sync) still outstanding.
     pub ops_left: u8,
+    /// An idempotent producer's batch: the state to journal once the write is synced.
+    pub producer: Option<crate::journal::JournalRecord>,
 }
 
 /// One partition of a topic incarnation.

@@ -769,8 +769,18 @@ impl Oracle {
                 self.maybe_deleted.insert(*topic);
             }
             (Sent::Produce { topic, partition, records }, Reply::Produced { positions, .. }) => {
+    InitProducer,
+    /// An idempotent produce: the batch (incarnation, partition, producer, epoch, first
+    /// sequence, records), and the plain produce it is judged as the first time.
+    ProduceIdempotent {
+        batch: Option<IdempotentBatch>,
+        produce: Box<Sent>,
+    },
                 let Some((id, partitions)) = topic else { panic!("produce to a hidden topic succeeded") };
                 assert_eq!(positions.len(), records.len());
+/// What names an idempotent batch: a retry of it has the same.
+type IdempotentBatch = (TopicId, u32, u64, u16, u32, usize);
+
                 for (record, pos) in records.iter().zip(positions) {
                     assert!(pos.partition < *partitions);
                     if let Some(p) = partition {
@@ -793,6 +803,10 @@ impl Oracle {
                     if let Some(before) = self.records.served.get(&at) {
                         assert_eq!(before, record, "offset {at:?} served other bytes before it was acknowledged");
                     }
+    /// Producer ids handed out.
+    producer_ids: BTreeSet<u64>,
+    /// The positions each idempotent batch was first answered with.
+    idempotent: BTreeMap<IdempotentBatch, Vec<(u32, u64)>>,
                     let again = self.records.acknowledge(at, record.clone());
                     assert!(again.is_none(), "offset {at:?} acknowledged twice");
                 }
@@ -914,6 +928,20 @@ impl Harness {
                 if let Some(id) = self.pick(p, true) {
                     self.hand.complete(id);
                     self.drain();
+                }
+            }
+            (Sent::InitProducer, Reply::ProducerInitialized { producer_id, .. }) => {
+                assert!(self.producer_ids.insert(*producer_id), "producer id {producer_id} handed out twice");
+            }
+            (Sent::ProduceIdempotent { batch, produce }, Reply::Produced { positions, .. }) => {
+                let got: Vec<(u32, u64)> = positions.iter().map(|p| (p.partition, p.offset)).collect();
+                let Some(batch) = batch else { panic!("idempotent produce to a hidden topic succeeded") };
+                match self.idempotent.get(batch) {
+                    Some(first) => assert_eq!(first, &got, "a retried batch {batch:?} is answered as its first send"),
+                    None => {
+                        self.idempotent.insert(*batch, got);
+                        self.judge(produce, &Ok(reply.clone()));
+                    }
                 }
             }
             Step::CompleteAll => self.run_ops(),
@@ -1103,6 +1131,20 @@ impl Harness {
         self.degraded = false;
         self.oracle.inflight.clear();
         self.drain();
+            Command::InitProducer => Sent::InitProducer,
+            Command::ProduceIdempotent { topic, partition, producer, records } => {
+                let live = visible(topic);
+                Sent::ProduceIdempotent {
+                    batch: live.as_ref().map(|t| {
+                        (t.id, *partition, producer.producer_id, producer.epoch, producer.first_sequence, records.len())
+                    }),
+                    produce: Box::new(Sent::Produce {
+                        topic: live.map(|t| (t.id, t.partitions)),
+                        partition: Some(*partition),
+                        records: records.clone(),
+                    }),
+                }
+            }
     }
 
     /// Runs with honest completions, firing timers, until nothing is left to do.

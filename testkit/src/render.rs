@@ -63,6 +63,11 @@ pub fn record_text(r: &JournalRecord) -> String {
             format!("OffsetsCommitted({group:?} {topic} [{}])", offsets_text(offsets))
         }
         JournalRecord::GroupDeleted { group } => format!("GroupDeleted({group:?})"),
+        JournalRecord::ProducerIdAllocated { id } => format!("ProducerIdAllocated({id})"),
+        JournalRecord::ProducerAppended { log, batch, records, first_offset } => format!(
+            "ProducerAppended({log} producer {} epoch {} seq {}+{records} at {first_offset})",
+            batch.producer_id, batch.epoch, batch.first_sequence
+        ),
     }
 }
 
@@ -158,6 +163,9 @@ pub fn reply_text(reply: &Result<Reply, BrokerError>) -> String {
         Ok(Reply::Offsets { topic, offsets }) => format!("Ok(Offsets {topic} [{}])", offsets_text(offsets)),
         Ok(Reply::Groups(groups)) => format!("Ok(Groups {groups:?})"),
         Ok(Reply::GroupDeleted) => "Ok(GroupDeleted)".into(),
+        Ok(Reply::ProducerInitialized { producer_id, epoch }) => {
+            format!("Ok(ProducerInitialized {producer_id}/{epoch})")
+        }
         Err(e) => format!("Err({e:?})"),
     }
 }

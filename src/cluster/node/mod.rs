@@ -639,6 +639,10 @@ impl Node {
             let why = "a cluster node keeps no consumer group offsets: commit them on a single broker (broker-fs)";
             return self.reply(request, Err(BrokerError::InvalidRequest(why.into())));
         }
+        if command.is_idempotent_producing() {
+            let why = "a cluster node keeps no idempotent producer state: produce without a producer id";
+            return self.reply(request, Err(BrokerError::InvalidRequest(why.into())));
+        }
         let produce = matches!(command, Command::Produce { .. });
         let unverified = produce && planted!(self.options.config, ClusterProduceUnverified);
         if (unverified || planted!(self.options.config, ClusterSkipFence)) && self.catalog.position() > 0 {
