@@ -202,6 +202,55 @@ fn each_node_names_itself_by_its_id() {
     }
 }
 
+/// A node keeps no consumer groups' offsets: ApiVersions lists none of the group APIs,
+/// and a FindCoordinator (a client about to join a group) closes its connection, with
+/// the reason in the log, as any API not served does. Raw frames: no client needed.
+#[test]
+fn a_node_serves_no_consumer_group_api() {
+    use std::io::Write;
+    let dir = TempDir::named("broker-cluster-groups");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = Store::one(format!("file://{}", dir.0.display()), None);
+    let node = NodeProcess::start(&store, 1);
+    let connect = || {
+        let s = std::net::TcpStream::connect(&node.address).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s
+    };
+    // A request frame of version 0: size, API key, version, correlation id, no client
+    // id, then `body`.
+    let frame = |key: i16, body: &[u8]| {
+        let mut f = ((10 + body.len()) as i32).to_be_bytes().to_vec();
+        f.extend_from_slice(&key.to_be_bytes());
+        f.extend_from_slice(&0i16.to_be_bytes());
+        f.extend_from_slice(&7i32.to_be_bytes());
+        f.extend_from_slice(&(-1i16).to_be_bytes());
+        f.extend_from_slice(body);
+        f
+    };
+    let mut s = connect();
+    s.write_all(&frame(18, &[])).unwrap();
+    let mut size = [0; 4];
+    s.read_exact(&mut size).unwrap();
+    let mut body = vec![0; i32::from_be_bytes(size) as usize];
+    s.read_exact(&mut body).unwrap();
+    // ApiVersions v0: correlation id, error code, then (key, min, max) of each API.
+    let count = i32::from_be_bytes(body[6..10].try_into().unwrap()) as usize;
+    let keys: BTreeSet<i16> = (0..count).map(|i| i16::from_be_bytes([body[10 + 6 * i], body[11 + 6 * i]])).collect();
+    assert!(keys.contains(&0) && keys.contains(&1), "Produce and Fetch are served: {keys:?}");
+    // OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup,
+    // SyncGroup, DescribeGroups, ListGroups, DeleteGroups.
+    let groups = [8, 9, 10, 11, 12, 13, 14, 15, 16, 42];
+    assert!(groups.iter().all(|k| !keys.contains(k)), "a group API is advertised: {keys:?}");
+
+    let mut s = connect();
+    s.write_all(&frame(10, &[0, 1, b'g'])).unwrap();
+    let mut byte = [0; 1];
+    assert!(matches!(s.read(&mut byte), Ok(0) | Err(_)), "FindCoordinator got an answer");
+    let log = node.kill9();
+    assert!(log.contains("FindCoordinator (API key 10) is not served here"), "{log}");
+}
+
 /// Polls step `leaders` of `topic` on `node` until `want` holds of what it printed (a
 /// step that fails, its client sent to a node just killed, is polled again).
 fn leaders_until(node: &NodeProcess, topic: &str, what: &str, want: impl Fn(&Value) -> bool) -> Value {

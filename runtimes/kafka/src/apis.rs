@@ -22,9 +22,33 @@ pub const SUPPORTED: [(ApiKey, i16, i16); 8] = [
     (ApiKey::DeleteTopics, 1, 5),
 ];
 
-/// The versions of `api` served, if it is served.
+/// The consumer-group APIs (Kafka's classic group protocol), served where the broker
+/// keeps groups' committed offsets ([`crate::Limits::group_offsets`]), at every version
+/// `kafka-protocol` and Kafka 4.0 share, up to the switch to topic ids (OffsetCommit 10,
+/// OffsetFetch 10). Static membership (a group instance id, JoinGroup 5 on) is refused
+/// where it is asked for, not by version.
+pub const GROUPS: [(ApiKey, i16, i16); 10] = [
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+];
+
+/// The versions of `api` this listener can serve (with groups), if any.
 pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
-    SUPPORTED.iter().find(|(a, _, _)| *a == api).map(|(_, lo, hi)| (*lo, *hi))
+    SUPPORTED.iter().chain(&GROUPS).find(|(a, _, _)| *a == api).map(|(_, lo, hi)| (*lo, *hi))
+}
+
+/// The versions of `api` served by a listener that serves groups or not.
+pub fn served(api: ApiKey, groups: bool) -> Option<(i16, i16)> {
+    let table: &[(ApiKey, i16, i16)] = if groups { &GROUPS } else { &[] };
+    SUPPORTED.iter().chain(table).find(|(a, _, _)| *a == api).map(|(_, lo, hi)| (*lo, *hi))
 }
 
 /// A decoded request of a served API.
@@ -46,6 +70,26 @@ pub enum Request {
     DeleteTopics(DeleteTopicsRequest),
     /// OffsetForLeaderEpoch.
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
+    /// OffsetCommit.
+    OffsetCommit(OffsetCommitRequest),
+    /// OffsetFetch.
+    OffsetFetch(OffsetFetchRequest),
+    /// FindCoordinator.
+    FindCoordinator(FindCoordinatorRequest),
+    /// JoinGroup.
+    JoinGroup(JoinGroupRequest),
+    /// Heartbeat.
+    Heartbeat(HeartbeatRequest),
+    /// LeaveGroup.
+    LeaveGroup(LeaveGroupRequest),
+    /// SyncGroup.
+    SyncGroup(SyncGroupRequest),
+    /// DescribeGroups.
+    DescribeGroups(DescribeGroupsRequest),
+    /// ListGroups.
+    ListGroups(ListGroupsRequest),
+    /// DeleteGroups.
+    DeleteGroups(DeleteGroupsRequest),
 }
 
 /// Decodes the body of a request of a served API at a served version (after
@@ -62,6 +106,20 @@ pub fn decode_body(api: ApiKey, v: i16, buf: &mut Bytes) -> Result<Request, Stri
         ApiKey::OffsetForLeaderEpoch => {
             Request::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(buf, v).map_err(|e| e.to_string())?)
         }
+        ApiKey::OffsetCommit => Request::OffsetCommit(OffsetCommitRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::OffsetFetch => Request::OffsetFetch(OffsetFetchRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::FindCoordinator => {
+            Request::FindCoordinator(FindCoordinatorRequest::decode(buf, v).map_err(|e| e.to_string())?)
+        }
+        ApiKey::JoinGroup => Request::JoinGroup(JoinGroupRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::Heartbeat => Request::Heartbeat(HeartbeatRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::LeaveGroup => Request::LeaveGroup(LeaveGroupRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::SyncGroup => Request::SyncGroup(SyncGroupRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::DescribeGroups => {
+            Request::DescribeGroups(DescribeGroupsRequest::decode(buf, v).map_err(|e| e.to_string())?)
+        }
+        ApiKey::ListGroups => Request::ListGroups(ListGroupsRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::DeleteGroups => Request::DeleteGroups(DeleteGroupsRequest::decode(buf, v).map_err(|e| e.to_string())?),
         other => return Err(format!("{other:?} is not served")),
     })
 }
@@ -85,6 +143,26 @@ pub enum Response {
     DeleteTopics(DeleteTopicsResponse),
     /// OffsetForLeaderEpoch.
     OffsetForLeaderEpoch(OffsetForLeaderEpochResponse),
+    /// OffsetCommit.
+    OffsetCommit(OffsetCommitResponse),
+    /// OffsetFetch.
+    OffsetFetch(OffsetFetchResponse),
+    /// FindCoordinator.
+    FindCoordinator(FindCoordinatorResponse),
+    /// JoinGroup.
+    JoinGroup(JoinGroupResponse),
+    /// Heartbeat.
+    Heartbeat(HeartbeatResponse),
+    /// LeaveGroup.
+    LeaveGroup(LeaveGroupResponse),
+    /// SyncGroup.
+    SyncGroup(SyncGroupResponse),
+    /// DescribeGroups.
+    DescribeGroups(DescribeGroupsResponse),
+    /// ListGroups.
+    ListGroups(ListGroupsResponse),
+    /// DeleteGroups.
+    DeleteGroups(DeleteGroupsResponse),
 }
 
 /// The whole response frame (size, header, body) for a request with `correlation_id`,
@@ -112,6 +190,16 @@ pub fn frame(correlation_id: i32, version: i16, response: &Response) -> Result<B
         Response::CreateTopics(m) => body(m, version, correlation_id)?,
         Response::DeleteTopics(m) => body(m, version, correlation_id)?,
         Response::OffsetForLeaderEpoch(m) => body(m, version, correlation_id)?,
+        Response::OffsetCommit(m) => body(m, version, correlation_id)?,
+        Response::OffsetFetch(m) => body(m, version, correlation_id)?,
+        Response::FindCoordinator(m) => body(m, version, correlation_id)?,
+        Response::JoinGroup(m) => body(m, version, correlation_id)?,
+        Response::Heartbeat(m) => body(m, version, correlation_id)?,
+        Response::LeaveGroup(m) => body(m, version, correlation_id)?,
+        Response::SyncGroup(m) => body(m, version, correlation_id)?,
+        Response::DescribeGroups(m) => body(m, version, correlation_id)?,
+        Response::ListGroups(m) => body(m, version, correlation_id)?,
+        Response::DeleteGroups(m) => body(m, version, correlation_id)?,
     };
     Ok(out.freeze())
 }
@@ -224,10 +312,13 @@ impl Chunks {
     }
 }
 
-/// The ApiVersions response listing [`SUPPORTED`], with `error_code`.
-pub fn api_versions(error_code: i16) -> ApiVersionsResponse {
+/// The ApiVersions response listing [`SUPPORTED`] (and [`GROUPS`] if `groups`), with
+/// `error_code`.
+pub fn api_versions(error_code: i16, groups: bool) -> ApiVersionsResponse {
+    let table: &[(ApiKey, i16, i16)] = if groups { &GROUPS } else { &[] };
     let keys = SUPPORTED
         .iter()
+        .chain(table)
         .map(|(api, lo, hi)| {
             ApiVersion::default().with_api_key(*api as i16).with_min_version(*lo).with_max_version(*hi)
         })

@@ -19,8 +19,10 @@ use tokio::task::JoinHandle;
 /// Bytes in flight each way on one in-memory connection before a writer waits.
 const PIPE_BYTES: usize = 64 << 10;
 /// Virtual time after which a run that has not ended is taken for a hang: far past
-/// every wait the listener has (a fetch waits at most 30 s, a write 30 s).
-const HANG: Duration = Duration::from_secs(3600);
+/// every wait the listener has (a fetch waits at most 30 s, a write 30 s, a JoinGroup
+/// or SyncGroup at most 30 min, the longest rebalance and session timeouts, and a few
+/// of those may follow one another as a group empties).
+const HANG: Duration = Duration::from_secs(24 * 3600);
 /// The correlation id of the ApiVersions requests that check the listener still serves.
 const PROBE_ID: i32 = 0x7072_6f62;
 
@@ -83,8 +85,9 @@ pub fn run_kafka_connection(data: &[u8], planted: Option<PlantedBug>) -> Connect
     let plan = Plan::parse(data);
     let config = Config { max_partitions: 4, max_batch_records: 64, ..Config::default() };
     let broker = Memory::start(config.clone(), planted);
-    let limits = Limits::from(&config);
-    let ctx = Context { core: Core::new(broker.clone()), limits, local: ([127, 0, 0, 1], 9092).into() };
+    // The group APIs are served, as by broker-fs, whose core keeps group offsets.
+    let limits = Limits { group_offsets: true, ..Limits::from(&config) };
+    let ctx = Context::new(Core::new(broker.clone()), limits, ([127, 0, 0, 1], 9092).into(), 0);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -352,7 +355,7 @@ fn sent_requests(bytes: &[u8]) -> Vec<Sent> {
 }
 
 fn decode_request(api: ApiKey, version: i16, frame: &[u8]) -> Option<Decoded> {
-    let (min, max) = apis::supported(api)?;
+    let (min, max) = apis::served(api, true)?;
     if !(min..=max).contains(&version) {
         return None;
     }
@@ -371,7 +374,7 @@ fn decode_request(api: ApiKey, version: i16, frame: &[u8]) -> Option<Decoded> {
 /// Decodes a response frame to the request `r`, asserting that it decodes whole.
 fn decode_response(r: &Sent, frame: &[u8]) -> Option<Response> {
     let api = r.api.expect("only requests of known APIs are answered");
-    let (_, max) = apis::supported(api).expect("only served APIs are answered");
+    let (_, max) = apis::served(api, true).expect("only served APIs are answered");
     let version = if api == ApiKey::ApiVersions && r.version > max { 0 } else { r.version };
     let mut buf = Bytes::copy_from_slice(frame);
     let header = ResponseHeader::decode(&mut buf, api.response_header_version(version))
@@ -393,6 +396,16 @@ fn decode_response(r: &Sent, frame: &[u8]) -> Option<Response> {
         ApiKey::ListOffsets => Response::ListOffsets(body(b, api, version)),
         ApiKey::DeleteTopics => Response::DeleteTopics(body(b, api, version)),
         ApiKey::OffsetForLeaderEpoch => Response::OffsetForLeaderEpoch(body(b, api, version)),
+        ApiKey::OffsetCommit => Response::OffsetCommit(body(b, api, version)),
+        ApiKey::OffsetFetch => Response::OffsetFetch(body(b, api, version)),
+        ApiKey::FindCoordinator => Response::FindCoordinator(body(b, api, version)),
+        ApiKey::JoinGroup => Response::JoinGroup(body(b, api, version)),
+        ApiKey::Heartbeat => Response::Heartbeat(body(b, api, version)),
+        ApiKey::LeaveGroup => Response::LeaveGroup(body(b, api, version)),
+        ApiKey::SyncGroup => Response::SyncGroup(body(b, api, version)),
+        ApiKey::DescribeGroups => Response::DescribeGroups(body(b, api, version)),
+        ApiKey::ListGroups => Response::ListGroups(body(b, api, version)),
+        ApiKey::DeleteGroups => Response::DeleteGroups(body(b, api, version)),
         _ => return None,
     })
 }

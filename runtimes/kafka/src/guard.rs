@@ -143,6 +143,16 @@ fn first_flexible(api: ApiKey) -> i16 {
         ApiKey::DeleteTopics => 4,
         ApiKey::ApiVersions => 3,
         ApiKey::OffsetForLeaderEpoch => 4,
+        ApiKey::OffsetCommit => 8,
+        ApiKey::OffsetFetch => 6,
+        ApiKey::FindCoordinator => 3,
+        ApiKey::JoinGroup => 6,
+        ApiKey::Heartbeat => 4,
+        ApiKey::LeaveGroup => 4,
+        ApiKey::SyncGroup => 4,
+        ApiKey::DescribeGroups => 5,
+        ApiKey::ListGroups => 3,
+        ApiKey::DeleteGroups => 2,
         _ => i16::MAX,
     }
 }
@@ -266,6 +276,131 @@ pub fn check(api: ApiKey, v: i16, body: &[u8]) -> Result<(), String> {
                 w.tags()
             })?;
         }
+        ApiKey::OffsetCommit => {
+            w.string()?; // group id
+            w.fixed(4)?; // generation id or member epoch
+            w.string()?; // member id
+            if v >= 7 {
+                w.string()?; // group instance id
+            }
+            if v <= 4 {
+                w.fixed(8)?; // retention time
+            }
+            w.each("topics", |w| {
+                w.string()?;
+                w.each("partitions", |w| {
+                    w.fixed(4 + 8)?; // partition, committed offset
+                    if v >= 6 {
+                        w.fixed(4)?; // committed leader epoch
+                    }
+                    w.string()?; // committed metadata
+                    w.tags()
+                })?;
+                w.tags()
+            })?;
+        }
+        ApiKey::OffsetFetch => {
+            let topics = |w: &mut Walk| {
+                w.each("topics", |w| {
+                    w.string()?;
+                    let n = w.count("partition indexes")?;
+                    w.skip(4 * n, "partition indexes")?;
+                    w.tags()
+                })
+            };
+            if v <= 7 {
+                w.string()?; // group id
+                topics(w)?;
+            } else {
+                w.each("groups", |w| {
+                    w.string()?; // group id
+                    if v >= 9 {
+                        w.string()?; // member id
+                        w.fixed(4)?; // member epoch
+                    }
+                    topics(w)?;
+                    w.tags()
+                })?;
+            }
+        }
+        ApiKey::FindCoordinator => {
+            if v <= 3 {
+                w.string()?; // key
+            }
+            if v >= 1 {
+                w.fixed(1)?; // key type
+            }
+            if v >= 4 {
+                w.each("coordinator keys", |w| w.string())?;
+            }
+        }
+        ApiKey::JoinGroup => {
+            w.string()?; // group id
+            w.fixed(4)?; // session timeout
+            if v >= 1 {
+                w.fixed(4)?; // rebalance timeout
+            }
+            w.string()?; // member id
+            if v >= 5 {
+                w.string()?; // group instance id
+            }
+            w.string()?; // protocol type
+            w.each("protocols", |w| {
+                w.string()?;
+                w.bytes()?;
+                w.tags()
+            })?;
+            // A reason (version 8 on) follows.
+        }
+        ApiKey::SyncGroup => {
+            w.string()?; // group id
+            w.fixed(4)?; // generation
+            w.string()?; // member id
+            if v >= 3 {
+                w.string()?; // group instance id
+            }
+            if v >= 5 {
+                w.string()?; // protocol type
+                w.string()?; // protocol name
+            }
+            w.each("assignments", |w| {
+                w.string()?;
+                w.bytes()?;
+                w.tags()
+            })?;
+        }
+        ApiKey::Heartbeat => {
+            // Strings and fixed-size fields only: nothing sized from a count.
+        }
+        ApiKey::LeaveGroup => {
+            w.string()?; // group id
+            if v <= 2 {
+                w.string()?; // member id
+            } else {
+                w.each("members", |w| {
+                    w.string()?; // member id
+                    w.string()?; // group instance id
+                    if v >= 5 {
+                        w.string()?; // reason
+                    }
+                    w.tags()
+                })?;
+            }
+        }
+        ApiKey::DescribeGroups => {
+            w.each("groups", |w| w.string())?;
+        }
+        ApiKey::ListGroups => {
+            if v >= 4 {
+                w.each("states filter", |w| w.string())?;
+            }
+            if v >= 5 {
+                w.each("types filter", |w| w.string())?;
+            }
+        }
+        ApiKey::DeleteGroups => {
+            w.each("group names", |w| w.string())?;
+        }
         other => return Err(format!("no schema walk for {other:?}")),
     }
     // What follows the last array is fixed-size fields and tagged fields, which the
@@ -337,6 +472,7 @@ mod tests {
         let api_versions = ApiVersionsRequest::default()
             .with_client_software_name(StrBytes::from_static_str("test"))
             .with_client_software_version(StrBytes::from_static_str("1"));
+        let groups = group_requests();
         type Encoder = Box<dyn Fn(i16) -> Option<Vec<u8>>>;
         let cases: Vec<(ApiKey, Encoder)> = vec![
             (ApiKey::Produce, Box::new(move |v| encoded(&produce, v))),
@@ -349,6 +485,10 @@ mod tests {
             (ApiKey::ApiVersions, Box::new(move |v| encoded(&api_versions, v))),
             (ApiKey::OffsetForLeaderEpoch, Box::new(move |v| encoded(&epochs, v))),
         ];
+        let mut cases = cases;
+        for (api, encode) in groups {
+            cases.push((api, encode));
+        }
         for (api, encode) in cases {
             let range = crate::apis::supported(api).unwrap();
             let mut walked = 0;
@@ -366,7 +506,133 @@ mod tests {
                 walked += 1;
             }
             assert!(walked >= 1, "{api:?}: no version encoded");
+            if crate::apis::GROUPS.iter().any(|(a, _, _)| *a == api) {
+                assert_eq!(walked, range.1 - range.0 + 1, "{api:?}: every version is walked");
+            }
         }
+    }
+
+    /// A request of each group API with every array filled in (two elements where it
+    /// has arrays, nested ones too), at any version that has its fields.
+    #[allow(clippy::type_complexity)]
+    fn group_requests() -> Vec<(ApiKey, Box<dyn Fn(i16) -> Option<Vec<u8>>>)> {
+        use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+        use kafka_protocol::messages::leave_group_request::MemberIdentity;
+        use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+        use kafka_protocol::messages::offset_fetch_request::{
+            OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+        };
+        use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+        fn s(x: &str) -> StrBytes {
+            StrBytes::from_string(x.to_string())
+        }
+        fn g(x: &str) -> GroupId {
+            GroupId(s(x))
+        }
+        let commit = move |v: i16| {
+            let partition = OffsetCommitRequestPartition::default()
+                .with_partition_index(1)
+                .with_committed_offset(5)
+                .with_committed_metadata(Some(s("m")));
+            let partition = if v >= 6 { partition.with_committed_leader_epoch(3) } else { partition };
+            OffsetCommitRequest::default()
+                .with_group_id(g("g"))
+                .with_generation_id_or_member_epoch(2)
+                .with_member_id(s("m-1"))
+                .with_group_instance_id(if v >= 7 { Some(s("i")) } else { None })
+                .with_retention_time_ms(if v <= 4 { 1000 } else { -1 })
+                .with_topics(vec![
+                    OffsetCommitRequestTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![partition.clone(); 2]),
+                    OffsetCommitRequestTopic::default().with_name(name("u")).with_partitions(vec![partition]),
+                ])
+        };
+        let fetch = move |v: i16| {
+            if v >= 8 {
+                let topics =
+                    OffsetFetchRequestTopics::default().with_name(name("t")).with_partition_indexes(vec![0, 1]);
+                let group = OffsetFetchRequestGroup::default().with_group_id(g("g")).with_topics(Some(vec![topics]));
+                let group = if v >= 9 { group.with_member_id(Some(s("m"))).with_member_epoch(4) } else { group };
+                OffsetFetchRequest::default().with_groups(vec![group.clone(), group.with_topics(None)])
+            } else {
+                let topics = OffsetFetchRequestTopic::default().with_name(name("t")).with_partition_indexes(vec![0, 1]);
+                OffsetFetchRequest::default().with_group_id(g("g")).with_topics(Some(vec![topics.clone(), topics]))
+            }
+        };
+        let find = move |v: i16| {
+            if v >= 4 {
+                FindCoordinatorRequest::default().with_coordinator_keys(vec![s("a"), s("b")])
+            } else {
+                FindCoordinatorRequest::default().with_key(s("g")).with_key_type(if v >= 1 { 1 } else { 0 })
+            }
+        };
+        let join = move |v: i16| {
+            let protocol = JoinGroupRequestProtocol::default()
+                .with_name(s("range"))
+                .with_metadata(bytes::Bytes::from_static(b"metadata"));
+            JoinGroupRequest::default()
+                .with_group_id(g("g"))
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(if v >= 1 { 30_000 } else { -1 })
+                .with_member_id(s("m"))
+                .with_group_instance_id(if v >= 5 { Some(s("i")) } else { None })
+                .with_protocol_type(s("consumer"))
+                .with_protocols(vec![protocol.clone(), protocol.with_name(s("roundrobin"))])
+                .with_reason(if v >= 8 { Some(s("why")) } else { None })
+        };
+        let sync = move |v: i16| {
+            let a = SyncGroupRequestAssignment::default()
+                .with_member_id(s("m"))
+                .with_assignment(bytes::Bytes::from_static(b"assigned"));
+            SyncGroupRequest::default()
+                .with_group_id(g("g"))
+                .with_generation_id(1)
+                .with_member_id(s("m"))
+                .with_group_instance_id(if v >= 3 { Some(s("i")) } else { None })
+                .with_protocol_type(if v >= 5 { Some(s("consumer")) } else { None })
+                .with_protocol_name(if v >= 5 { Some(s("range")) } else { None })
+                .with_assignments(vec![a.clone(), a])
+        };
+        let heartbeat = move |v: i16| {
+            HeartbeatRequest::default()
+                .with_group_id(g("g"))
+                .with_generation_id(1)
+                .with_member_id(s("m"))
+                .with_group_instance_id(if v >= 3 { Some(s("i")) } else { None })
+        };
+        let leave = move |v: i16| {
+            if v >= 3 {
+                let m = MemberIdentity::default().with_member_id(s("m")).with_group_instance_id(Some(s("i")));
+                let m = if v >= 5 { m.with_reason(Some(s("bye"))) } else { m };
+                LeaveGroupRequest::default().with_group_id(g("g")).with_members(vec![m.clone(), m])
+            } else {
+                LeaveGroupRequest::default().with_group_id(g("g")).with_member_id(s("m"))
+            }
+        };
+        let describe = move |v: i16| {
+            DescribeGroupsRequest::default()
+                .with_groups(vec![g("a"), g("b")])
+                .with_include_authorized_operations(v >= 3)
+        };
+        let list = move |v: i16| {
+            ListGroupsRequest::default()
+                .with_states_filter(if v >= 4 { vec![s("Stable"), s("Empty")] } else { vec![] })
+                .with_types_filter(if v >= 5 { vec![s("classic")] } else { vec![] })
+        };
+        let delete = move |_: i16| DeleteGroupsRequest::default().with_groups_names(vec![g("a"), g("b")]);
+        vec![
+            (ApiKey::OffsetCommit, Box::new(move |v| encoded(&commit(v), v))),
+            (ApiKey::OffsetFetch, Box::new(move |v| encoded(&fetch(v), v))),
+            (ApiKey::FindCoordinator, Box::new(move |v| encoded(&find(v), v))),
+            (ApiKey::JoinGroup, Box::new(move |v| encoded(&join(v), v))),
+            (ApiKey::SyncGroup, Box::new(move |v| encoded(&sync(v), v))),
+            (ApiKey::Heartbeat, Box::new(move |v| encoded(&heartbeat(v), v))),
+            (ApiKey::LeaveGroup, Box::new(move |v| encoded(&leave(v), v))),
+            (ApiKey::DescribeGroups, Box::new(move |v| encoded(&describe(v), v))),
+            (ApiKey::ListGroups, Box::new(move |v| encoded(&list(v), v))),
+            (ApiKey::DeleteGroups, Box::new(move |v| encoded(&delete(v), v))),
+        ]
     }
 
     /// Valid requests with bytes flipped: whatever the walk lets through, the crate's
@@ -401,6 +667,15 @@ mod tests {
         for v in [2, 7] {
             bodies.push((ApiKey::CreateTopics, v, encoded(&create, v).unwrap()));
         }
+        for (api, encode) in group_requests() {
+            let (lo, hi) = crate::apis::supported(api).unwrap();
+            for v in [lo, (lo + hi) / 2, hi] {
+                let body = encode(v).unwrap();
+                if !body.is_empty() {
+                    bodies.push((api, v, body));
+                }
+            }
+        }
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
         let mut passed = 0;
         for (api, v, body) in &bodies {
@@ -433,6 +708,20 @@ mod tests {
             (ApiKey::CreateTopics, 2, [i32::MAX.to_be_bytes(), [0; 4]].concat()),
             (ApiKey::DeleteTopics, 1, 2_000_000_000i32.to_be_bytes().to_vec()),
             (ApiKey::Produce, 3, [vec![0xff, 0xff, 0, 1, 0, 0, 0, 0], i32::MAX.to_be_bytes().to_vec()].concat()),
+            // JoinGroup v5: group "g", session, rebalance, member "", instance null,
+            // protocol type "c", then two billion protocols.
+            (
+                ApiKey::JoinGroup,
+                5,
+                [
+                    vec![0, 1, b'g', 0, 0, 0x27, 0x10, 0, 0, 0x75, 0x30, 0, 0, 0xff, 0xff, 0, 1, b'c'],
+                    i32::MAX.to_be_bytes().to_vec(),
+                ]
+                .concat(),
+            ),
+            // OffsetFetch v8: a billion groups, in the compact form.
+            (ApiKey::OffsetFetch, 8, vec![0xff, 0xff, 0xff, 0xff, 0x03]),
+            (ApiKey::DescribeGroups, 0, i32::MAX.to_be_bytes().to_vec()),
         ] {
             let e = check(api, v, &body).expect_err("refused");
             assert!(e.contains("array of") || e.contains("length"), "{api:?}: {e}");

@@ -37,6 +37,7 @@ pub mod batches;
 pub mod errors;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod groups;
 pub mod guard;
 pub mod handlers;
 pub mod listener;
@@ -65,6 +66,13 @@ pub struct Limits {
     /// The other brokers Metadata names, over which it spreads the partitions'
     /// leadership; `None`: this listener is the only broker and leads every partition.
     pub peers: Option<Arc<dyn Peers>>,
+    /// Whether the broker keeps consumer groups' committed offsets (the core's
+    /// `CommitOffsets` and the commands beside it): only then are the group APIs
+    /// ([`apis::GROUPS`]) advertised and served, with this listener as every group's
+    /// coordinator. A cluster node keeps none; broker-fs does.
+    pub group_offsets: bool,
+    /// The bounds on the groups' membership held in memory.
+    pub groups: groups::GroupLimits,
 }
 
 impl From<&Config> for Limits {
@@ -74,6 +82,8 @@ impl From<&Config> for Limits {
             write_timeout: std::time::Duration::from_millis(WRITE_TIMEOUT_MS),
             node_id: 0,
             peers: None,
+            group_offsets: false,
+            groups: groups::GroupLimits::default(),
         }
     }
 }
@@ -154,7 +164,12 @@ impl Kafka {
         listener.set_nonblocking(true)?;
         let local = listener.local_addr()?;
         let listener = runtime.block_on(async { tokio::net::TcpListener::from_std(listener) })?;
-        let ctx = handlers::Context { core: Core::new(broker), limits, local };
+        // Member ids differ from run to run, so that a client holding one from before a
+        // restart cannot pass for a member given the same id after it.
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(48));
+        let ctx = handlers::Context::new(Core::new(broker), limits, local, nonce);
         runtime.spawn(listener::accept(listener, ctx));
         let stop = runtime.block_on(async { stop_signals() })?;
         runtime.spawn(async move {

@@ -117,6 +117,7 @@ pub async fn accept(listener: TcpListener, ctx: Context) {
         if let Ok(local) = stream.local_addr() {
             ctx.local = local;
         }
+        ctx.peer = Some(peer);
         let budget = budget.clone();
         tokio::spawn(async move {
             serve_connection(stream, peer, ctx, budget).await;
@@ -239,11 +240,13 @@ async fn read_requests(
         let body = read_body(reader, size).await?;
         let (key, version) = (i16::from_be_bytes([body[0], body[1]]), i16::from_be_bytes([body[2], body[3]]));
         let correlation_id = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-        let served = ApiKey::try_from(key).ok().and_then(|api| Some((api, apis::supported(api)?)));
+        let groups = ctx.limits.group_offsets;
+        let served = ApiKey::try_from(key).ok().and_then(|api| Some((api, apis::served(api, groups)?)));
         let api = match served {
             Some((ApiKey::ApiVersions, (_, max))) if version > max => {
                 // Kafka's answer to a newer ApiVersions: version 0, with what is served.
-                let response = Response::ApiVersions(apis::api_versions(ResponseError::UnsupportedVersion.code()));
+                let response =
+                    Response::ApiVersions(apis::api_versions(ResponseError::UnsupportedVersion.code(), groups));
                 let pending = Box::pin(async move { Outcome::Respond(response) }) as Pending;
                 send(queue, Queued { pending, correlation_id, version: 0, _held: request_held }).await?;
                 continue;
@@ -260,7 +263,7 @@ async fn read_requests(
             }
         };
         let mut buf = Bytes::from(body);
-        decode_request_header_from_buffer(&mut buf)
+        let header = decode_request_header_from_buffer(&mut buf)
             .map_err(|e| format!("malformed {api:?} v{version} request header: {e}"))?;
         guard::check(api, version, &buf).map_err(|e| format!("malformed {api:?} v{version} request: {e}"))?;
         let request = apis::decode_body(api, version, &mut buf)
@@ -273,7 +276,8 @@ async fn read_requests(
             }
             _ => request_held,
         };
-        let pending = handlers::handle(ctx, version, request);
+        let client_id = header.client_id.as_deref().unwrap_or_default();
+        let pending = handlers::handle(ctx, version, client_id, request);
         send(queue, Queued { pending, correlation_id, version, _held: held }).await?;
     }
 }

@@ -1,10 +1,10 @@
 //! ApiVersions: the APIs and versions served ([`crate::apis::SUPPORTED`]).
 
-use super::context::{ready, Pending};
+use super::context::{ready, Context, Pending};
 use crate::apis::{api_versions as served, Response};
 
 /// ApiVersions at a version served; one of a newer version is answered by the
 /// listener itself, as Kafka specifies (`UNSUPPORTED_VERSION` in a version 0 response).
-pub(super) fn api_versions() -> Pending {
-    ready(Response::ApiVersions(served(0)))
+pub(super) fn api_versions(ctx: &Context) -> Pending {
+    ready(Response::ApiVersions(served(0, ctx.limits.group_offsets)))
 }

@@ -2,6 +2,7 @@
 //! it ends in, and the lookups of topics, partitions and epochs that several APIs make.
 
 use crate::apis::Response;
+use crate::groups::Groups;
 use crate::Answer;
 use crate::{Core, Limits};
 use broker_core::{BrokerError, Command, Reply, TopicDescription, TopicId};
@@ -32,7 +33,8 @@ pub type Pending = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 /// The cluster id Metadata reports.
 pub(super) const CLUSTER_ID: &str = "broker-core";
 
-/// Where a request is handled: the core, its limits, and the address the client reached.
+/// Where a request is handled: the core, its limits, the consumer groups' coordinator,
+/// and the addresses of the connection.
 #[derive(Clone)]
 pub struct Context {
     /// The broker core.
@@ -41,6 +43,19 @@ pub struct Context {
     pub limits: Limits,
     /// The listener address this connection came in on: what Metadata advertises.
     pub local: SocketAddr,
+    /// The client's address, if known (DescribeGroups shows it as a member's host).
+    pub peer: Option<SocketAddr>,
+    /// The consumer groups' membership, shared by every connection of the listener.
+    pub groups: Groups,
+}
+
+impl Context {
+    /// The context of a listener on `local` serving `core` within `limits`, with no
+    /// group yet; member ids carry `nonce` (see [`Groups::new`]).
+    pub fn new(core: Core, limits: Limits, local: SocketAddr, nonce: u64) -> Context {
+        let groups = Groups::new(limits.groups.clone(), nonce);
+        Context { core, limits, local, peer: None, groups }
+    }
 }
 
 /// The Kafka topic id of an incarnation: its core id in the low 64 bits, under a fixed
@@ -91,6 +106,11 @@ pub(super) fn described_partition(
         Some(error) => Err(error),
         None => Ok((t, hw)),
     }
+}
+
+/// The client's host as Kafka shows a member's (`/` and its address), or "".
+pub(super) fn client_host(ctx: &Context) -> String {
+    ctx.peer.map(|p| format!("/{}", p.ip())).unwrap_or_default()
 }
 
 pub(super) fn text(s: impl Into<String>) -> StrBytes {
