@@ -268,6 +268,48 @@ impl Steps {
         self.0.extend([0, 10]);
         self
     }
+    /// A group: "g", "h" or the empty id.
+    fn group(&mut self, group: &str) {
+        self.0.push(match group {
+            "g" => 4,
+            "h" => 3,
+            "" => 0,
+            _ => panic!("g, h or the empty id"),
+        });
+    }
+    /// A commit of `group` in `name` naming no incarnation, no metadata, 1 to 3 positions
+    /// (partition, offset below 15).
+    fn commit(&mut self, group: &str, name: &str, positions: &[(u8, u8)]) -> &mut Self {
+        let count_idx = match positions.len() {
+            1 => 0,
+            2 => 2,
+            3 => 3,
+            _ => panic!("1..=3 positions"),
+        };
+        self.0.extend([0, 12]);
+        self.group(group);
+        self.name(name);
+        self.0.extend([1, count_idx]);
+        for (partition, offset) in positions {
+            self.0.extend([*partition, 1, *offset, 2]);
+        }
+        self
+    }
+    fn fetch_offsets(&mut self, group: &str, name: &str) -> &mut Self {
+        self.0.extend([0, 14]);
+        self.group(group);
+        self.name(name);
+        self
+    }
+    fn list_groups(&mut self) -> &mut Self {
+        self.0.extend([0, 15, 0]);
+        self
+    }
+    fn delete_group(&mut self, group: &str) -> &mut Self {
+        self.0.extend([0, 15, 1]);
+        self.group(group);
+        self
+    }
     fn complete_oldest(&mut self) -> &mut Self {
         self.0.extend([32, 0]);
         self
@@ -415,6 +457,38 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
         .fail_oldest_corrupt_at_last_offset()
         .settle();
 
+    // A group commits in both partitions, reads them back before and after a crash; a
+    // commit past the high watermark and one of an empty group are refused; the topic
+    // is deleted and created again, and the group holds nothing in the new incarnation,
+    // nor anywhere (its deletion finds no group).
+    let mut groups = Steps::config(3, 4, 1);
+    groups
+        .complete_all()
+        .create("a", 2, 0)
+        .complete_all()
+        .produce("a", &[(0, b"x"), (0, b"y"), (0, b"z")])
+        .complete_all()
+        .commit("g", "a", &[(0, 0), (1, 0)])
+        .complete_all()
+        .fetch_offsets("g", "a")
+        .complete_all()
+        .crash()
+        .complete_all()
+        .fetch_offsets("g", "a")
+        .complete_all()
+        .commit("g", "a", &[(0, 9)])
+        .commit("", "a", &[(0, 0)])
+        .list_groups()
+        .complete_all()
+        .delete("a")
+        .complete_all()
+        .create("a", 0, 0)
+        .complete_all()
+        .fetch_offsets("g", "a")
+        .delete_group("g")
+        .complete_all()
+        .settle();
+
     vec![
         ("produce-fetch", produce_fetch.0),
         ("delete-crash-recover", delete_crash.0),
@@ -423,6 +497,7 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("invalid-commands", invalid.0),
         ("fetch-bounded-by-bytes", bounded.0),
         ("corrupt-read-at-last-offset", corrupt_read.0),
+        ("group-offsets", groups.0),
     ]
 }
 
@@ -595,9 +670,13 @@ fn seeds_still_decode_as_intended() {
             "invalid-commands" => (1, 0, 0, 0),
             "fetch-bounded-by-bytes" => (1, 0, 3, 0),
             "corrupt-read-at-last-offset" => (1, 0, 1, 0),
+            "group-offsets" => (2, 1, 3, 0),
             other => panic!("no expectation for seed {other}"),
         };
         assert_eq!((run.created, run.deleted, run.acked_records, run.halts.len()), expect, "{name}: {run:#?}");
+        // One commit acknowledged, its two positions read back twice, none in the new incarnation.
+        let groups = if name == "group-offsets" { (1, 4) } else { (0, 0) };
+        assert_eq!((run.commits_acked, run.positions_read), groups, "{name}: {run:#?}");
     }
     for (name, input) in cluster_seeds() {
         let run = run_cluster_objects(&input);

@@ -31,8 +31,8 @@ use broker_core::executor::Executor;
 use broker_core::fs::FileSystem;
 use broker_core::{
     damaged_ranges, decode_journal, decode_records, encode_compacted, encode_header, encode_log_header, encode_records,
-    open_log, partition_for_key, BrokerError, Command, Config, JournalRecord, LogId, LogImage, MemFs, MetaState, OpId,
-    ProduceRecord, Reply, RequestId, StorageError, StoredRecord, TopicId, TopicSettings, JOURNAL_FILE,
+    open_log, partition_for_key, BrokerError, Command, CommittedOffset, Config, JournalRecord, LogId, LogImage, MemFs,
+    MetaState, OpId, ProduceRecord, Reply, RequestId, StorageError, StoredRecord, TopicId, TopicSettings, JOURNAL_FILE,
     JOURNAL_FIRST_FRAME, LOG_HEADER_LEN,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -392,6 +392,10 @@ pub struct CoreRun {
     pub deleted: usize,
     /// Records acknowledged.
     pub acked_records: usize,
+    /// Group commits acknowledged.
+    pub commits_acked: usize,
+    /// Committed positions read back (in replies to reads of a group's offsets).
+    pub positions_read: usize,
     /// Restarts: crashes and halts.
     pub restarts: usize,
     /// Halts, with their reasons.
@@ -428,6 +432,8 @@ pub fn run_core_commands(data: &[u8]) -> CoreRun {
     run.created = h.oracle.created.len();
     run.deleted = h.oracle.deleted.len();
     run.acked_records = h.oracle.records.acked.len();
+    run.commits_acked = h.oracle.commits_acked;
+    run.positions_read = h.oracle.positions_read;
     run.checked = h.oracle.trusted;
     run
 }
@@ -436,6 +442,7 @@ pub fn run_core_commands(data: &[u8]) -> CoreRun {
 pub const MAX_CORE_STEPS: usize = 256;
 
 const NAMES: [&str; 3] = ["a", "b", "c"];
+const GROUPS: [&str; 2] = ["g", "h"];
 const KEYS: [&[u8]; 3] = [b"k1", b"k2", b"key-3"];
 
 /// Small limits, so the fuzzer reaches every boundary. (The fields read from `u` are
@@ -452,6 +459,9 @@ fn fuzz_config(u: &mut Unstructured<'_>) -> Config {
         compaction_min_records: *u.choose(&[3u64, 6, 20, 1000]).unwrap_or(&1000),
         compaction_ratio: u.int_in_range(1..=4).unwrap_or(1),
         removal_concurrency: u.int_in_range(1..=3).unwrap_or(1),
+        // Small enough that commits reach both bounds.
+        max_offset_metadata_bytes: 8,
+        max_committed_offsets_bytes: 512,
         ..Config::default()
     }
 }
@@ -536,8 +546,49 @@ fn topic_name(u: &mut Unstructured<'_>) -> arbitrary::Result<String> {
     })
 }
 
+/// A group id: mostly one of two, at times empty, a byte too long, or any short string.
+fn group(u: &mut Unstructured<'_>) -> arbitrary::Result<String> {
+    Ok(match u.int_in_range(0u8..=9)? {
+        0 => String::new(),
+        1 => "g".repeat(250),
+        2 => small_string(u)?,
+        i => GROUPS[usize::from(i) % GROUPS.len()].to_string(),
+    })
+}
+
+/// A commit: a few positions (at times none, or a partition twice), offsets around
+/// the few the harness's topics hold, metadata up to past the limit (8 bytes), and now
+/// and then an incarnation named.
+fn commit(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
+    let group = group(u)?;
+    let topic = topic_name(u)?;
+    let incarnation = match u.int_in_range(0u8..=3)? {
+        0 => Some(TopicId(u.int_in_range(0..=7)?)),
+        _ => None,
+    };
+    let n = *u.choose(&[1usize, 1, 2, 3, 0])?;
+    let mut offsets = Vec::with_capacity(n);
+    for _ in 0..n {
+        let partition = u.int_in_range(0..=4)?;
+        let offset = match u.int_in_range(0u8..=7)? {
+            0 => u64::MAX,
+            _ => u.int_in_range(0..=14)?,
+        };
+        let metadata = match u.int_in_range(0u8..=3)? {
+            0 => "m".repeat(u.int_in_range(8..=9)?),
+            1 => small_string(u)?,
+            _ => String::new(),
+        };
+        offsets.push(CommittedOffset { partition, offset, metadata });
+    }
+    Ok(Command::CommitOffsets { group, topic, incarnation, offsets })
+}
+
 fn command(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
-    Ok(match u.int_in_range(0..=11)? {
+    // A byte below 12 chooses as it did before the group commands, so the corpora
+    // decode as they did: the two inputs the fuzzer found whose byte here was 12 or
+    // more hold it modulo 12 now, which the draw of 0..=11 read the same.
+    Ok(match u.int_in_range(0..=15)? {
         0..=1 => Command::CreateTopic {
             name: topic_name(u)?,
             partitions: *u.choose(&[1, 1, 2, 3, 4, 0, 5])?,
@@ -577,7 +628,13 @@ fn command(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
             },
         },
         10 => Command::ListTopics,
-        _ => Command::DescribeTopic { name: topic_name(u)? },
+        11 => Command::DescribeTopic { name: topic_name(u)? },
+        12..=13 => commit(u)?,
+        14 => Command::FetchOffsets { group: group(u)?, topic: topic_name(u)? },
+        _ => match u.int_in_range(0u8..=2)? {
+            0 => Command::ListGroups,
+            _ => Command::DeleteGroup { group: group(u)? },
+        },
     })
 }
 
@@ -712,7 +769,17 @@ enum Sent {
     },
     ListGroups,
     DeleteGroup,
+    InitProducer,
+    /// An idempotent produce: the batch (incarnation, partition, producer, epoch, first
+    /// sequence, records), and the plain produce it is judged as the first time.
+    ProduceIdempotent {
+        batch: Option<IdempotentBatch>,
+        produce: Box<Sent>,
+    },
 }
+
+/// What names an idempotent batch: a retry of it has the same.
+type IdempotentBatch = (TopicId, u32, u64, u16, u32, usize);
 
 /// What the clients were told, across crashes.
 #[derive(Debug, Default)]
@@ -736,6 +803,14 @@ struct Oracle {
     /// Every position a commit sent for a group and incarnation, by partition: whatever
     /// a group reads back for an incarnation was sent for that incarnation.
     commits_sent: BTreeMap<(String, TopicId), BTreeMap<u32, BTreeSet<u64>>>,
+    /// Commits acknowledged.
+    commits_acked: usize,
+    /// Positions shown by reads of a group's offsets.
+    positions_read: usize,
+    /// Producer ids handed out.
+    producer_ids: BTreeSet<u64>,
+    /// The positions each idempotent batch was first answered with.
+    idempotent: BTreeMap<IdempotentBatch, Vec<(u32, u64)>>,
 }
 
 impl Oracle {
@@ -769,18 +844,8 @@ impl Oracle {
                 self.maybe_deleted.insert(*topic);
             }
             (Sent::Produce { topic, partition, records }, Reply::Produced { positions, .. }) => {
-    InitProducer,
-    /// An idempotent produce: the batch (incarnation, partition, producer, epoch, first
-    /// sequence, records), and the plain produce it is judged as the first time.
-    ProduceIdempotent {
-        batch: Option<IdempotentBatch>,
-        produce: Box<Sent>,
-    },
                 let Some((id, partitions)) = topic else { panic!("produce to a hidden topic succeeded") };
                 assert_eq!(positions.len(), records.len());
-/// What names an idempotent batch: a retry of it has the same.
-type IdempotentBatch = (TopicId, u32, u64, u16, u32, usize);
-
                 for (record, pos) in records.iter().zip(positions) {
                     assert!(pos.partition < *partitions);
                     if let Some(p) = partition {
@@ -803,10 +868,6 @@ type IdempotentBatch = (TopicId, u32, u64, u16, u32, usize);
                     if let Some(before) = self.records.served.get(&at) {
                         assert_eq!(before, record, "offset {at:?} served other bytes before it was acknowledged");
                     }
-    /// Producer ids handed out.
-    producer_ids: BTreeSet<u64>,
-    /// The positions each idempotent batch was first answered with.
-    idempotent: BTreeMap<IdempotentBatch, Vec<(u32, u64)>>,
                     let again = self.records.acknowledge(at, record.clone());
                     assert!(again.is_none(), "offset {at:?} acknowledged twice");
                 }
@@ -850,10 +911,12 @@ type IdempotentBatch = (TopicId, u32, u64, u16, u32, usize);
             }
             (Sent::Commit { topic }, Reply::OffsetsCommitted { topic: id }) => {
                 assert_eq!(Some(*id), *topic, "a commit is kept under the live incarnation");
+                self.commits_acked += 1;
             }
             (Sent::FetchOffsets { group, topic }, Reply::Offsets { topic: id, offsets }) => {
                 assert_eq!(Some(*id), *topic, "offsets are read from the live incarnation");
                 let sent = self.commits_sent.get(&(group.clone(), *id));
+                self.positions_read += offsets.len();
                 for o in offsets {
                     let ok = sent.and_then(|s| s.get(&o.partition)).is_some_and(|s| s.contains(&o.offset));
                     assert!(
@@ -867,6 +930,20 @@ type IdempotentBatch = (TopicId, u32, u64, u16, u32, usize);
                 assert!(groups.windows(2).all(|w| w[0] < w[1]), "groups are listed by name, once each");
             }
             (Sent::DeleteGroup, Reply::GroupDeleted) => {}
+            (Sent::InitProducer, Reply::ProducerInitialized { producer_id, .. }) => {
+                assert!(self.producer_ids.insert(*producer_id), "producer id {producer_id} handed out twice");
+            }
+            (Sent::ProduceIdempotent { batch, produce }, Reply::Produced { positions, .. }) => {
+                let got: Vec<(u32, u64)> = positions.iter().map(|p| (p.partition, p.offset)).collect();
+                let Some(batch) = batch else { panic!("idempotent produce to a hidden topic succeeded") };
+                match self.idempotent.get(batch) {
+                    Some(first) => assert_eq!(first, &got, "a retried batch {batch:?} is answered as its first send"),
+                    None => {
+                        self.idempotent.insert(*batch, got);
+                        self.judge(produce, &Ok(reply.clone()));
+                    }
+                }
+            }
             (sent, reply) => panic!("reply {reply:?} does not answer {sent:?}"),
         }
     }
@@ -928,20 +1005,6 @@ impl Harness {
                 if let Some(id) = self.pick(p, true) {
                     self.hand.complete(id);
                     self.drain();
-                }
-            }
-            (Sent::InitProducer, Reply::ProducerInitialized { producer_id, .. }) => {
-                assert!(self.producer_ids.insert(*producer_id), "producer id {producer_id} handed out twice");
-            }
-            (Sent::ProduceIdempotent { batch, produce }, Reply::Produced { positions, .. }) => {
-                let got: Vec<(u32, u64)> = positions.iter().map(|p| (p.partition, p.offset)).collect();
-                let Some(batch) = batch else { panic!("idempotent produce to a hidden topic succeeded") };
-                match self.idempotent.get(batch) {
-                    Some(first) => assert_eq!(first, &got, "a retried batch {batch:?} is answered as its first send"),
-                    None => {
-                        self.idempotent.insert(*batch, got);
-                        self.judge(produce, &Ok(reply.clone()));
-                    }
                 }
             }
             Step::CompleteAll => self.run_ops(),
@@ -1068,6 +1131,20 @@ impl Harness {
             }
             Command::ListGroups => Sent::ListGroups,
             Command::DeleteGroup { .. } => Sent::DeleteGroup,
+            Command::InitProducer => Sent::InitProducer,
+            Command::ProduceIdempotent { topic, partition, producer, records } => {
+                let live = visible(topic);
+                Sent::ProduceIdempotent {
+                    batch: live.as_ref().map(|t| {
+                        (t.id, *partition, producer.producer_id, producer.epoch, producer.first_sequence, records.len())
+                    }),
+                    produce: Box::new(Sent::Produce {
+                        topic: live.map(|t| (t.id, t.partitions)),
+                        partition: Some(*partition),
+                        records: records.clone(),
+                    }),
+                }
+            }
         };
         let serving = self.hand.broker.phase() == Phase::Serving;
         let request = self.hand.submit_with(command, |request| {
@@ -1131,20 +1208,6 @@ impl Harness {
         self.degraded = false;
         self.oracle.inflight.clear();
         self.drain();
-            Command::InitProducer => Sent::InitProducer,
-            Command::ProduceIdempotent { topic, partition, producer, records } => {
-                let live = visible(topic);
-                Sent::ProduceIdempotent {
-                    batch: live.as_ref().map(|t| {
-                        (t.id, *partition, producer.producer_id, producer.epoch, producer.first_sequence, records.len())
-                    }),
-                    produce: Box::new(Sent::Produce {
-                        topic: live.map(|t| (t.id, t.partitions)),
-                        partition: Some(*partition),
-                        records: records.clone(),
-                    }),
-                }
-            }
     }
 
     /// Runs with honest completions, firing timers, until nothing is left to do.
@@ -1269,6 +1332,21 @@ impl Harness {
                         other => panic!("reading back {}/{partition}@{offset} gave {other:?}", t.id),
                     }
                 }
+            }
+        }
+        // Every group's positions in every live incarnation a commit was sent to read
+        // back: the oracle holds each position shown to those sent for that incarnation.
+        let reads: Vec<(String, String)> = self
+            .oracle
+            .commits_sent
+            .keys()
+            .filter(|(group, _)| broker_core::check_group(group).is_ok())
+            .filter_map(|(group, id)| live.iter().find(|t| t.id == *id).map(|t| (group.clone(), t.name.clone())))
+            .collect();
+        for (group, topic) in reads {
+            match self.request(Command::FetchOffsets { group: group.clone(), topic: topic.clone() }) {
+                Ok(Reply::Offsets { .. }) => {}
+                other => panic!("reading back group {group:?}'s positions in {topic} gave {other:?}"),
             }
         }
     }
