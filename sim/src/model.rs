@@ -5,6 +5,8 @@
 //! The model judges nothing: it folds in requests and replies, and shows each part of a
 //! reply to the checkers ([`crate::checkers`]) before it folds that part in.
 
+pub mod groups;
+
 use broker_core::{BrokerError, Bytes, Command, LogId, Reply, RequestId, Time, TopicId};
 use broker_testkit::ledger::Ledger;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -187,12 +189,15 @@ pub struct Model {
     created_by: BTreeMap<TopicId, RequestId>,
     /// Creates and deletes acknowledged (for the summary).
     pub deletes_acked: u64,
+    /// Consumer groups' commits and deletions, with their outcomes.
+    pub groups: groups::Groups,
 }
 
 impl Model {
     /// Records an issued request, whose produced values have the ids `values`
     /// ([`ValueId::of_command`]).
     pub fn issued(&mut self, now: Time, request: RequestId, command: &Rc<Command>, values: &Rc<[ValueId]>) {
+        self.groups.issued(request, command);
         match &**command {
             Command::DeleteTopic { name } => {
                 let st = self.names.entry(name.clone()).or_default();
@@ -237,6 +242,17 @@ impl Model {
         for InFlight { command: cmd, .. } in std::mem::take(&mut self.inflight).into_values() {
             self.cut_off(&cmd);
         }
+        self.groups.crashed();
+    }
+
+    /// The command of request `request`, while it is in flight.
+    pub fn command_of(&self, request: RequestId) -> Option<&Command> {
+        self.inflight.get(&request).map(|f| &*f.command)
+    }
+
+    /// The create request an incarnation answered `Created` to, if that reply was seen.
+    pub fn created_by(&self, id: TopicId) -> Option<RequestId> {
+        self.created_by.get(&id).copied()
     }
 
     fn cut_off(&mut self, cmd: &Command) {
@@ -277,6 +293,12 @@ impl Model {
             Some(create) => deletes.range(*create..).next().is_some(),
             None => !deletes.is_empty(),
         }
+    }
+
+    /// Whether a delete of `name` was issued after `request` (requests cut off by a
+    /// crash count as issued).
+    pub fn delete_issued_after(&self, name: &str, request: RequestId) -> bool {
+        self.delete_requests.get(name).is_some_and(|d| d.range(request..).next().is_some())
     }
 
     /// The incarnation of `name` whose creation was acknowledged and that no delete
@@ -323,7 +345,9 @@ impl Model {
             (Ok(Reply::Produced { topic: id, .. }), Command::Produce { topic: name, .. })
             | (Ok(Reply::Fetched { topic: id, .. }), Command::Fetch { topic: name, .. })
             | (Ok(Reply::Created { topic: id }), Command::CreateTopic { name, .. })
-            | (Ok(Reply::DeleteAccepted { topic: id }), Command::DeleteTopic { name }) => {
+            | (Ok(Reply::DeleteAccepted { topic: id }), Command::DeleteTopic { name })
+            | (Ok(Reply::OffsetsCommitted { topic: id }), Command::CommitOffsets { topic: name, .. })
+            | (Ok(Reply::Offsets { topic: id, .. }), Command::FetchOffsets { topic: name, .. }) => {
                 self.names_of.entry(*id).or_insert_with(|| name.clone());
             }
             (Ok(Reply::Topics(list)), _) => {
@@ -336,7 +360,8 @@ impl Model {
             }
             _ => {}
         }
-        observe(self, Seen::Reply { command: &cmd, issued_at, reply });
+        observe(self, Seen::Reply { request, command: &cmd, issued_at, reply });
+        self.groups.replied(request, reply);
         match (reply, &*cmd) {
             (Err(BrokerError::Halted(_)), _) => self.cut_off(&cmd),
             (Ok(Reply::Created { topic }), Command::CreateTopic { name, partitions, .. }) => {
@@ -358,6 +383,7 @@ impl Model {
                 }
                 self.deletes_acked += 1;
                 self.deleted.insert(*topic);
+                self.groups.topic_deleted(*topic);
             }
             (Ok(Reply::Produced { topic, positions }), Command::Produce { partition: named, records, .. }) => {
                 // Nor one that acknowledges another number of records than were sent.
@@ -413,6 +439,8 @@ pub enum Seen<'a> {
     /// A reply, with the command it answers and when that was issued; seen first, before
     /// any of it is folded in.
     Reply {
+        /// The request.
+        request: RequestId,
         /// The command.
         command: &'a Command,
         /// When it was issued.

@@ -20,8 +20,8 @@ use crate::tripwire::Tripwire;
 use crate::violation::{Checker, Violation};
 use crate::workload::Workload;
 use broker_core::{
-    decode_journal, Broker, BrokerError, Command, Config, DecodedJournal, Effect, Executor, LogId, Notice, OpId,
-    OpResult, Phase, Reply, RequestId, StorageOp, Time, TopicId, JOURNAL_FILE,
+    check_group, decode_journal, Broker, BrokerError, Command, Config, DecodedJournal, Effect, Executor, LogId, Notice,
+    OpId, OpResult, Phase, Reply, RequestId, StorageOp, Time, TopicDescription, TopicId, JOURNAL_FILE,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -123,12 +123,12 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
     let config = Config { durability: opts.durability(), ..core_config(&params, opts.bug) };
     let clients = params.clients as usize;
     let think_us = params.think_us;
-    let checkers = Checkers::new(config.removal_concurrency);
+    let checkers = Checkers::new(config.removal_concurrency, config.max_offset_metadata_bytes);
     let mut sim = Sim {
         now: Time::ZERO,
         workload: match &opts.script {
             Some(script) => Workload::scripted(&script.groups),
-            None => Workload::new(opts.seed, &params),
+            None => Workload::new(opts.seed, &params).with_group_offsets(),
         },
         crash_at: opts.crash_at,
         params,
@@ -571,7 +571,7 @@ impl Sim {
 
     fn reply(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
         self.stats.replies += 1;
-        self.workload.observe(&reply);
+        self.workload.observe_answer(self.model.command_of(request), &reply);
         if let Some(c) = self.node.as_mut().and_then(|n| n.requests.remove(&request)) {
             self.outstanding[c] = self.outstanding[c].saturating_sub(1);
             self.unpark(c);
@@ -656,6 +656,24 @@ impl Sim {
         for detail in durability::at_end(self, &live) {
             self.flag(Checker::Durability, detail);
         }
+        self.read_back_groups(&live);
+    }
+
+    /// Once the run settled: reads every group's positions in every live topic, and
+    /// lists the groups, through the checkers (group-offsets judges the replies: every
+    /// acknowledged commit must have survived every crash).
+    fn read_back_groups(&mut self, live: &[TopicDescription]) {
+        let groups: Vec<String> =
+            self.model.groups.groups().filter(|g| check_group(g).is_ok()).map(str::to_string).collect();
+        if groups.is_empty() {
+            return;
+        }
+        for group in &groups {
+            for t in live {
+                self.sync_request(Command::FetchOffsets { group: group.clone(), topic: t.name.clone() });
+            }
+        }
+        self.sync_request(Command::ListGroups);
     }
 }
 

@@ -18,6 +18,23 @@ pub struct CommandMix {
     pub list: u32,
     /// Describe a topic.
     pub describe: u32,
+    /// Commit, read, list or delete consumer groups' offsets (one broker only: a cluster
+    /// node keeps none, and its workload draws none).
+    pub groups: u32,
+}
+
+impl CommandMix {
+    /// The weight of the group-offsets commands, from the seed's own stream for this
+    /// (so every other parameter is drawn as before): none in one seed in five, else up
+    /// to about a fifth of the commands.
+    pub fn draw_groups(seed: u64) -> u32 {
+        let mut r = SimRng::fork(seed, "groups");
+        if r.chance(0.2) {
+            0
+        } else {
+            r.between(1, 6) as u32
+        }
+    }
 }
 
 /// Everything a seed decides about its run before it starts.
@@ -111,6 +128,7 @@ impl SwarmParams {
             fetch: w(&mut r, 8),
             list: w(&mut r, 2),
             describe: w(&mut r, 2),
+            groups: CommandMix::draw_groups(seed),
         };
         if mix.produce + mix.fetch == 0 {
             mix.produce = 4;

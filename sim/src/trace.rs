@@ -4,7 +4,8 @@
 use crate::model::ValueId;
 use crate::workload::Issue;
 use broker_core::{
-    batch_bytes, BrokerError, Command, Effect, JournalRecord, OpOutput, OpResult, Reply, StorageOp, Time,
+    batch_bytes, BrokerError, Command, CommittedOffset, Effect, JournalRecord, OpOutput, OpResult, Reply, StorageOp,
+    Time,
 };
 use std::fmt::{self, Display, Formatter, Write as _};
 
@@ -139,13 +140,13 @@ impl Display for JournalRecordsText<'_> {
                     }
                 }
                 JournalRecord::GroupDeleted { group } => write!(out, "GroupDeleted {group:?}")?,
-            }
                 JournalRecord::ProducerIdAllocated { id } => write!(out, "ProducerIdAllocated {id}")?,
                 JournalRecord::ProducerAppended { log, batch, records, first_offset } => write!(
                     out,
                     "ProducerAppended {log} {}/{} seq {}+{records} at {first_offset}",
                     batch.producer_id, batch.epoch, batch.first_sequence
                 )?,
+            }
         }
         Ok(())
     }
@@ -271,8 +272,43 @@ fn command(f: &mut Formatter<'_>, cmd: &Command, values: &[ValueId]) -> fmt::Res
             }
             write!(f, " {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
         }
+        Command::CommitOffsets { group, topic, incarnation, offsets } => {
+            write!(f, "CommitOffsets {} {topic:?}", GroupText(group))?;
+            if let Some(id) = incarnation {
+                write!(f, " of {id}")?;
+            }
+            positions(f, offsets)
+        }
+        Command::FetchOffsets { group, topic } => write!(f, "FetchOffsets {} {topic:?}", GroupText(group)),
+        Command::DeleteGroup { group } => write!(f, "DeleteGroup {}", GroupText(group)),
         other => write!(f, "{other:?}"),
     }
+}
+
+/// A group id, rendered: a long one as its length.
+struct GroupText<'a>(&'a str);
+
+impl Display for GroupText<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.0.len() {
+            0..=32 => write!(f, "{:?}", self.0),
+            n => write!(f, "({n}-byte group)"),
+        }
+    }
+}
+
+/// Committed positions, rendered: each partition and offset, its metadata as length and checksum.
+fn positions(f: &mut Formatter<'_>, offsets: &[CommittedOffset]) -> fmt::Result {
+    if offsets.is_empty() {
+        return f.write_str(" (none)");
+    }
+    for o in offsets {
+        write!(f, " p{}@{}", o.partition, o.offset)?;
+        if !o.metadata.is_empty() {
+            write!(f, "+{}B:{:08x}", o.metadata.len(), crc(o.metadata.as_bytes()))?;
+        }
+    }
+    Ok(())
 }
 
 /// A reply, rendered; fetched records as their offsets and checksum.
@@ -285,6 +321,11 @@ impl Display for ReplyText<'_> {
                 let c = records_crc(records.iter().map(|r| (r.key.as_deref(), crc(&r.value))));
                 let first = records.first().map_or(0, |r| r.offset);
                 write!(f, "Ok(Fetched {topic} {} records from {first} crc={c:08x} hw {high_watermark})", records.len())
+            }
+            Ok(Reply::Offsets { topic, offsets }) => {
+                write!(f, "Ok(Offsets {topic}")?;
+                positions(f, offsets)?;
+                f.write_str(")")
             }
             other => write!(f, "{other:?}"),
         }

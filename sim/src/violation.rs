@@ -38,6 +38,11 @@ pub enum Checker {
     /// Every notice to the operator is true when given (a finished deletion left no log,
     /// a removed stray is gone and was no live log, corruption only where the disk rotted).
     TruthfulNotices,
+    /// Consumer groups' committed offsets follow their incarnation and survive crashes:
+    /// a read shows each partition's last acknowledged commit to that incarnation (or a
+    /// later one of unknown outcome), never a position of another incarnation or of a
+    /// refused commit; lists and deletions of groups agree; refusals are typed.
+    GroupOffsets,
     /// Cluster: no command observes an incarnation outside its life (from the instant
     /// its create landed to the instant its tombstone did), none says a name is absent
     /// while an incarnation of it was live all along, and a fetch shows every record
@@ -64,7 +69,7 @@ pub enum Checker {
 
 impl Checker {
     /// Every checker.
-    pub const ALL: [Checker; 20] = [
+    pub const ALL: [Checker; 21] = [
         Checker::NoOrphans,
         Checker::Durability,
         Checker::NoResurrection,
@@ -79,6 +84,7 @@ impl Checker {
         Checker::CreateOfLiveName,
         Checker::RemovalConcurrency,
         Checker::TruthfulNotices,
+        Checker::GroupOffsets,
         Checker::LinearizableLifecycle,
         Checker::OneLiveIncarnation,
         Checker::AckedReadableEverywhere,
@@ -104,6 +110,7 @@ impl Checker {
             Checker::CreateOfLiveName => "create-of-live-name",
             Checker::RemovalConcurrency => "removal-concurrency",
             Checker::TruthfulNotices => "truthful-notices",
+            Checker::GroupOffsets => "group-offsets",
             Checker::LinearizableLifecycle => "linearizable-lifecycle",
             Checker::OneLiveIncarnation => "one-live-incarnation",
             Checker::AckedReadableEverywhere => "acked-readable-everywhere",

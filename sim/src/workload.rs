@@ -1,11 +1,12 @@
 //! The seeded client workload: creates, deletes and re-creates of a few names (so
-//! incarnations collide), keyed and keyless produces (some to a named partition), fetches, lists and describes.
+//! incarnations collide), keyed and keyless produces (some to a named partition), fetches, lists and describes;
+//! for one broker, consumer groups' commits, reads, lists and deletions of offsets too.
 
 use crate::model::{ValueId, LABEL_MAX};
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
 use crate::value_crc;
-use broker_core::{Command, ProduceRecord, TopicSettings};
+use broker_core::{Command, CommittedOffset, ProduceRecord, TopicDescription, TopicId, TopicSettings, MAX_GROUP_BYTES};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::rc::Rc;
@@ -15,6 +16,34 @@ const MAX_BATCH_RECORDS: u64 = 10_000;
 
 /// How often a produce names its partition instead of letting keys choose.
 const NAMED_PARTITION: f64 = 0.15;
+
+/// The consumer groups clients use (besides an empty id and one a byte too long).
+const GROUPS: [&str; 3] = ["g0", "g1", "g2"];
+
+/// What the clients learned of a name's live incarnation from lists, describes and
+/// produce replies: where group commits aim.
+#[derive(Clone, Debug)]
+struct KnownTopic {
+    id: TopicId,
+    /// Incarnations of the name seen before this one, oldest first (a few).
+    older: Vec<TopicId>,
+    log_start: u64,
+    /// By partition: the highest high watermark seen.
+    high_watermarks: Vec<u64>,
+    /// Whether the last reply that named it showed it live.
+    live: bool,
+}
+
+impl KnownTopic {
+    /// A reply showed `partition` holding records up to `end`.
+    fn saw_end(&mut self, partition: u32, end: u64) {
+        let p = partition as usize;
+        if self.high_watermarks.len() <= p {
+            self.high_watermarks.resize(p + 1, self.log_start);
+        }
+        self.high_watermarks[p] = self.high_watermarks[p].max(end);
+    }
+}
 
 /// Generates a seed's commands.
 #[derive(Debug)]
@@ -31,6 +60,13 @@ pub struct Workload {
     ids: Vec<ValueId>,
     /// The CRC32C of a run of padding, by length (a batch's values share theirs).
     padding_crc: BTreeMap<usize, u32>,
+    /// Whether group-offset commands are drawn (one broker: a cluster node keeps none).
+    group_offsets: bool,
+    /// What the clients know of each name's live incarnation (learned only with
+    /// `group_offsets`).
+    known: BTreeMap<String, KnownTopic>,
+    /// Metadata strings made so far (each begins with a unique label).
+    metadata_made: u64,
 }
 
 /// A command the workload hands out, with the ids of the values it produces (none for
@@ -62,7 +98,17 @@ impl Workload {
             newest_offset: 0,
             ids: Vec::new(),
             padding_crc: BTreeMap::new(),
+            group_offsets: false,
+            known: BTreeMap::new(),
+            metadata_made: 0,
         }
+    }
+
+    /// This workload, drawing the group-offset commands too, at the seed's weight
+    /// ([`crate::swarm::CommandMix::groups`]).
+    pub fn with_group_offsets(mut self) -> Workload {
+        self.group_offsets = true;
+        self
     }
 
     /// A workload that issues exactly these groups of commands: the commands of a
@@ -80,6 +126,9 @@ impl Workload {
             newest_offset: 0,
             ids: Vec::new(),
             padding_crc: BTreeMap::new(),
+            group_offsets: false,
+            known: BTreeMap::new(),
+            metadata_made: 0,
         }
     }
 
@@ -88,6 +137,104 @@ impl Workload {
         if let Ok(broker_core::Reply::Produced { positions, .. }) = reply {
             let newest = positions.iter().map(|p| p.offset).max().unwrap_or(0);
             self.newest_offset = self.newest_offset.max(newest);
+        }
+    }
+
+    /// Learns from a reply to `command` as [`Workload::observe`] does and, when it draws
+    /// group commits, which incarnation of a name is live, with which log start and
+    /// high watermarks: where a consumer's commits aim.
+    pub fn observe_answer(
+        &mut self,
+        command: Option<&Command>,
+        reply: &Result<broker_core::Reply, broker_core::BrokerError>,
+    ) {
+        use broker_core::{BrokerError, Reply};
+        self.observe(reply);
+        if !self.group_offsets {
+            return;
+        }
+        match (reply, command) {
+            (Err(BrokerError::TopicNotFound { name }), _) => {
+                if let Some(k) = self.known.get_mut(name) {
+                    k.live = false;
+                }
+            }
+            (Ok(Reply::DeleteAccepted { topic }), Some(Command::DeleteTopic { name })) => {
+                if let Some(k) = self.known.get_mut(name).filter(|k| k.id <= *topic) {
+                    k.live = false;
+                }
+            }
+            (Ok(Reply::OffsetsCommitted { topic }), Some(Command::CommitOffsets { topic: name, .. })) => {
+                self.incarnation(name, *topic);
+            }
+            (Ok(Reply::Created { topic }), Some(Command::CreateTopic { name, partitions, .. })) => {
+                // It begins past its name's older incarnations, as far as the clients saw.
+                if let Some(k) = self.incarnation(name, *topic).filter(|k| k.high_watermarks.is_empty()) {
+                    k.high_watermarks = vec![k.log_start; *partitions as usize];
+                }
+            }
+            (Ok(Reply::Produced { topic, positions }), Some(Command::Produce { topic: name, .. })) => {
+                if let Some(k) = self.incarnation(name, *topic) {
+                    for p in positions {
+                        k.saw_end(p.partition, p.offset + 1);
+                    }
+                }
+            }
+            (Ok(Reply::Fetched { topic, high_watermark, .. }), Some(Command::Fetch { topic: name, partition, .. })) => {
+                if let Some(k) = self.incarnation(name, *topic) {
+                    k.saw_end(*partition, *high_watermark);
+                }
+            }
+            (Ok(Reply::Offsets { topic, .. }), Some(Command::FetchOffsets { topic: name, .. })) => {
+                self.incarnation(name, *topic);
+            }
+            (Ok(Reply::Topics(list)), _) => {
+                for k in self.known.values_mut() {
+                    k.live = false;
+                }
+                for d in list {
+                    self.learn(d);
+                }
+            }
+            (Ok(Reply::Described(d)), _) => self.learn(d),
+            _ => {}
+        }
+    }
+
+    /// What the clients know of `name` once a reply showed its incarnation `id` live;
+    /// `None` if they know a newer one (the reply is old news).
+    fn incarnation(&mut self, name: &str, id: TopicId) -> Option<&mut KnownTopic> {
+        let known = self.known.entry(name.to_string()).or_insert_with(|| KnownTopic {
+            id,
+            older: Vec::new(),
+            log_start: 0,
+            high_watermarks: Vec::new(),
+            live: true,
+        });
+        if id < known.id {
+            return None;
+        }
+        if id > known.id {
+            known.older.push(known.id);
+            if known.older.len() > 4 {
+                known.older.remove(0);
+            }
+            let floor = known.high_watermarks.iter().copied().max().unwrap_or(0).max(known.log_start);
+            let older = std::mem::take(&mut known.older);
+            *known = KnownTopic { id, older, log_start: floor, high_watermarks: Vec::new(), live: true };
+        }
+        known.live = true;
+        Some(known)
+    }
+
+    /// Learns a live incarnation from a list or describe.
+    fn learn(&mut self, d: &TopicDescription) {
+        if let Some(known) = self.incarnation(&d.name, d.id) {
+            known.log_start = d.log_start;
+            for (p, hw) in d.high_watermarks.iter().enumerate() {
+                known.saw_end(p as u32, *hw);
+            }
+            known.high_watermarks.truncate(d.high_watermarks.len());
         }
     }
 
@@ -166,7 +313,8 @@ impl Workload {
         }
         self.issued += 1;
         let m = &self.params.mix;
-        let weights = [m.create, m.delete, m.produce, m.fetch, m.list, m.describe];
+        let groups = if self.group_offsets { m.groups } else { 0 };
+        let weights = [m.create, m.delete, m.produce, m.fetch, m.list, m.describe, groups];
         let total: u64 = weights.iter().map(|w| u64::from(*w)).sum();
         let mut pick = self.rng.below(total.max(1));
         let mut which = 0;
@@ -223,8 +371,123 @@ impl Workload {
                 },
             },
             4 => Command::ListTopics,
-            _ => Command::DescribeTopic { name: self.name() },
+            5 => Command::DescribeTopic { name: self.name() },
+            _ => self.group_command(),
         })
+    }
+
+    /// A commit (half the time), a read, a list or a deletion of group offsets.
+    fn group_command(&mut self) -> Command {
+        match self.rng.below(20) {
+            0..=9 => self.commit(),
+            10..=15 => Command::FetchOffsets { group: self.group(), topic: self.consumed_topic() },
+            16..=17 => Command::ListGroups,
+            _ => Command::DeleteGroup { group: self.group() },
+        }
+    }
+
+    /// The topic a consumer commits to or reads its positions in: mostly one the clients
+    /// last saw live, else any name.
+    fn consumed_topic(&mut self) -> String {
+        let live: Vec<&String> = self.known.iter().filter(|(_, k)| k.live).map(|(name, _)| name).collect();
+        match self.rng.chance(0.8) {
+            true if !live.is_empty() => live[self.rng.below(live.len() as u64) as usize].clone(),
+            _ => self.name(),
+        }
+    }
+
+    /// One of a few groups; now and then an empty id, or one at or a byte past the
+    /// longest a group may have.
+    fn group(&mut self) -> String {
+        match self.rng.below(50) {
+            0 => String::new(),
+            1 => "g".repeat(MAX_GROUP_BYTES + 1),
+            2 => "g".repeat(MAX_GROUP_BYTES),
+            n => GROUPS[n as usize % GROUPS.len()].to_string(),
+        }
+    }
+
+    /// A commit as a consumer sends one, and as a confused or stale one may: positions
+    /// below the log start, at it, inside, at and past the high watermark the clients
+    /// last saw; the live incarnation named, or an older or unknown one; metadata up
+    /// to and past the limit; now and then no partition, a partition the topic lacks,
+    /// or one named twice.
+    fn commit(&mut self) -> Command {
+        let group = self.group();
+        let topic = self.consumed_topic();
+        let known = self.known.get(&topic).cloned();
+        let incarnation = match self.rng.below(20) {
+            0..=2 => known.as_ref().map(|k| k.id),
+            3 => match known.as_ref().map(|k| k.older.as_slice()).filter(|o| !o.is_empty()) {
+                Some(older) => self.rng.pick(older).copied(),
+                None => Some(TopicId(self.rng.below(16))),
+            },
+            4 => Some(TopicId(self.rng.between(1 << 20, 1 << 40))),
+            _ => None,
+        };
+        let partitions = known
+            .as_ref()
+            .map(|k| k.high_watermarks.len() as u64)
+            .filter(|n| *n > 0)
+            .unwrap_or(u64::from(self.params.max_partitions));
+        let count = if self.rng.chance(0.04) { 0 } else { self.rng.between(1, partitions) };
+        let first = self.rng.below(partitions);
+        let mut chosen: Vec<u32> = (0..count).map(|i| ((first + i) % partitions) as u32).collect();
+        if !chosen.is_empty() && self.rng.chance(0.05) {
+            let i = self.rng.below(chosen.len() as u64) as usize;
+            chosen[i] = partitions as u32;
+        }
+        if !chosen.is_empty() && self.rng.chance(0.06) {
+            let again = chosen[self.rng.below(chosen.len() as u64) as usize];
+            chosen.push(again);
+        }
+        let offsets = chosen
+            .into_iter()
+            .map(|partition| {
+                let (log_start, hw) = match &known {
+                    Some(k) => (k.log_start, k.high_watermarks.get(partition as usize).copied().unwrap_or(k.log_start)),
+                    None => (0, self.newest_offset.min(8)),
+                };
+                let offset = self.commit_offset(log_start, hw);
+                CommittedOffset { partition, offset, metadata: self.metadata() }
+            })
+            .collect();
+        Command::CommitOffsets { group, topic, incarnation, offsets }
+    }
+
+    /// A position around the partition's log start and high watermark as last seen.
+    fn commit_offset(&mut self, log_start: u64, hw: u64) -> u64 {
+        let hw = hw.max(log_start);
+        match self.rng.below(20) {
+            0 => log_start.saturating_sub(self.rng.between(1, 3)),
+            1..=2 => log_start,
+            3..=11 => self.rng.between(log_start, hw),
+            12..=15 => hw,
+            16 => hw + 1,
+            17 => hw + self.rng.between(2, 1_000),
+            _ => self.rng.below(self.newest_offset + 16),
+        }
+    }
+
+    /// Metadata: none half the time, else a unique label padded to a length from a few
+    /// bytes to past the broker's limit.
+    fn metadata(&mut self) -> String {
+        let max = broker_core::Config::default().max_offset_metadata_bytes as u64;
+        if self.rng.chance(0.5) {
+            return String::new();
+        }
+        self.metadata_made += 1;
+        let mut m = format!("m{}-", self.metadata_made);
+        let label = m.len() as u64;
+        let len = match self.rng.below(20) {
+            0..=14 => label + self.rng.below(16),
+            15..=16 => self.rng.between(label, max),
+            17 => max,
+            18 => max + 1,
+            _ => self.rng.between(max + 2, 3 * max),
+        };
+        m.extend(std::iter::repeat_n('.', len.saturating_sub(label) as usize));
+        m
     }
 }
 

@@ -71,11 +71,18 @@ fn ack_delete_before_tombstone_durable_is_caught() {
 #[test]
 fn remove_before_reads_finish_is_caught() {
     // Removal also ignores a log creation backing off after a failure: the deletion
-    // completes under it, and the create is never answered. A deletion completed under
-    // a read is acknowledged before the read is answered, from the deleted incarnation.
+    // completes under it, and the create is never answered (a later delete of the name
+    // is told not-found while that create is still in flight, seed 20). A deletion
+    // completed under a read is acknowledged before the read is answered, from the
+    // deleted incarnation.
     caught_by(
         Bug::RemoveBeforeReadsFinish,
-        &[Checker::NoPrematureRemoval, Checker::EveryRequestAnswered, Checker::FetchIncarnation],
+        &[
+            Checker::NoPrematureRemoval,
+            Checker::EveryRequestAnswered,
+            Checker::FetchIncarnation,
+            Checker::DeleteNotFound,
+        ],
     );
 }
 
@@ -340,8 +347,16 @@ fn corrupt_extent_to_high_watermark_is_caught() {
     fired_saying(Bug::CorruptExtentToHighWatermark, Checker::Durability, "were reported damaged");
 }
 
+/// Committed offsets kept by topic name: a topic deleted and created again hands its
+/// groups' positions on to the new incarnation, where a read of a group shows a
+/// position committed to the one before.
+#[test]
+fn group_offsets_keyed_by_name_is_caught() {
+    fired_saying(Bug::GroupOffsetsKeyedByName, Checker::GroupOffsets, "another incarnation of the name");
+}
+
 /// For each checker, a planted bug that makes it fire (the tests above show each).
-const WITNESSES: [(Checker, Bug); 20] = [
+const WITNESSES: [(Checker, Bug); 21] = [
     (Checker::NoOrphans, Bug::SkipResumeDeletions),
     (Checker::Durability, Bug::RetryFailedFsync),
     (Checker::NoResurrection, Bug::ReloadClearsDeleting),
@@ -356,6 +371,7 @@ const WITNESSES: [(Checker, Bug); 20] = [
     (Checker::CreateOfLiveName, Bug::CreateChecksOnlyVisibleNames),
     (Checker::RemovalConcurrency, Bug::RemovalConcurrencyOffByOne),
     (Checker::TruthfulNotices, Bug::FinishedAtTombstone),
+    (Checker::GroupOffsets, Bug::GroupOffsetsKeyedByName),
     (Checker::LinearizableLifecycle, Bug::ClusterSkipFence),
     (Checker::OneLiveIncarnation, Bug::ClusterUnconditionalAppend),
     (Checker::AckedReadableEverywhere, Bug::ClusterReconcileUnknownIds),

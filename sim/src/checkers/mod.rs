@@ -12,10 +12,11 @@
 //! as it is then), every death of the broker process, and the end of the run. They read
 //! the model; they never change it.
 //!
-//! Three of them judge replies against the reference model part by part, as the model
+//! Four of them judge replies against the reference model part by part, as the model
 //! folds each in ([`crate::model::Seen`], through [`Checkers::model_saw`]):
-//! [`model_agreement`], [`durability`] and [`no_resurrection`] (which also judges the
-//! live topics of each broker that reaches serving, [`Checkers::recovered`]).
+//! [`model_agreement`], [`durability`], [`no_resurrection`] (which also judges the
+//! live topics of each broker that reaches serving, [`Checkers::recovered`]) and
+//! group-offsets (`group_offsets.rs`: consumer groups' committed offsets).
 
 pub mod durability;
 pub mod liveness;
@@ -30,6 +31,7 @@ mod create_of_live_name;
 mod delete_not_found;
 mod every_request_answered;
 mod fetch_incarnation;
+mod group_offsets;
 mod removal_concurrency;
 mod request;
 mod truthful_notices;
@@ -53,15 +55,17 @@ pub struct Checkers {
     delete_not_found: delete_not_found::DeleteNotFound,
     create_of_live_name: create_of_live_name::CreateOfLiveName,
     removal_concurrency: removal_concurrency::RemovalConcurrency,
-    /// What [`model_agreement`], [`durability`] and [`no_resurrection`] found.
+    group_offsets: group_offsets::GroupOffsets,
+    /// What [`model_agreement`], [`durability`], [`no_resurrection`] and group-offsets found.
     against_model: Vec<Violation>,
     /// What the others found.
     violations: Vec<Violation>,
 }
 
 impl Checkers {
-    /// Checkers for a broker configured with this removal concurrency.
-    pub fn new(removal_concurrency: usize) -> Checkers {
+    /// Checkers for a broker configured with this removal concurrency and this longest
+    /// offset metadata.
+    pub fn new(removal_concurrency: usize, max_offset_metadata_bytes: usize) -> Checkers {
         Checkers {
             open: BTreeMap::new(),
             ack_after_delete: Default::default(),
@@ -70,6 +74,7 @@ impl Checkers {
             delete_not_found: Default::default(),
             create_of_live_name: Default::default(),
             removal_concurrency: removal_concurrency::RemovalConcurrency::new(removal_concurrency),
+            group_offsets: group_offsets::GroupOffsets::new(max_offset_metadata_bytes),
             against_model: Vec::new(),
             violations: Vec::new(),
         }
@@ -82,6 +87,7 @@ impl Checkers {
         self.acked_offsets.issued(model, request, command);
         self.delete_not_found.issued(now, model, open, request, command);
         self.create_of_live_name.issued(model, open, request, command);
+        self.group_offsets.issued(model, request, command);
         self.open.insert(request, Request { command: Rc::clone(command), at: now });
     }
 
@@ -113,6 +119,7 @@ impl Checkers {
         model_agreement::saw(&mut flags, model, seen);
         durability::saw(&mut flags, model, seen, rotted);
         no_resurrection::saw(&mut flags, model, seen);
+        self.group_offsets.saw(&mut flags, model, seen, rotted);
     }
 
     /// A broker reached serving after a start (or serves at the end of the run) with
@@ -155,6 +162,7 @@ impl Checkers {
         self.delete_not_found.cut_off(cut_off.keys());
         self.create_of_live_name.cut_off(cut_off.keys());
         self.removal_concurrency.process_died();
+        self.group_offsets.process_died();
     }
 
     /// The run ended with the broker process alive (it is the one that settled).

@@ -30,7 +30,7 @@ pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>) {
         Seen::UnknownRequest(request) => {
             flags.flag(Checker::ModelAgreement, format!("reply to unknown request {}", request.0));
         }
-        Seen::Reply { command, issued_at, reply } => replied(flags, model, command, *issued_at, reply),
+        Seen::Reply { command, issued_at, reply, .. } => replied(flags, model, command, *issued_at, reply),
         Seen::Produced { at: (topic, partition, offset), record, named } => {
             if let Some((old, last)) = model.last_position_before(*topic).filter(|(_, last)| offset <= last) {
                 let detail = format!(
@@ -117,7 +117,11 @@ fn replied(
         }
         (Ok(Reply::Fetched { .. }), Command::Fetch { .. })
         | (Ok(Reply::Topics(_)), Command::ListTopics)
-        | (Ok(Reply::Described(_)), Command::DescribeTopic { .. }) => {}
+        | (Ok(Reply::Described(_)), Command::DescribeTopic { .. })
+        | (Ok(Reply::OffsetsCommitted { .. }), Command::CommitOffsets { .. })
+        | (Ok(Reply::Offsets { .. }), Command::FetchOffsets { .. })
+        | (Ok(Reply::Groups(_)), Command::ListGroups)
+        | (Ok(Reply::GroupDeleted), Command::DeleteGroup { .. }) => {}
         (Err(BrokerError::TopicNotFound { name }), _) => {
             let Some((id, acked_at)) = model.definitely_live_since(name) else { return };
             if acked_at <= issued_at && !matches!(cmd, Command::CreateTopic { .. }) {
