@@ -13,7 +13,7 @@ use crate::disk::CrashMode;
 use crate::run::{RunOptions, Script};
 use crate::runner::run;
 use crate::violation::Violation;
-use broker_core::{Command, ProduceRecord, TopicSettings};
+use broker_core::{Command, CommittedOffset, ProduceRecord, TopicSettings};
 
 /// The result of an exploration.
 #[derive(Debug, Default)]
@@ -54,8 +54,22 @@ fn fetch_at(name: &str, partition: u32, offset: u64) -> Command {
     Command::Fetch { topic: name.into(), partition, offset, max_records: 10, max_bytes: None }
 }
 
+fn commit(group: &str, name: &str, positions: &[(u32, u64)]) -> Command {
+    let offsets = positions
+        .iter()
+        .map(|&(partition, offset)| CommittedOffset { partition, offset, metadata: format!("{group}@{offset}") })
+        .collect();
+    Command::CommitOffsets { group: group.into(), topic: name.into(), incarnation: None, offsets }
+}
+
+fn read_offsets(group: &str, name: &str) -> Command {
+    Command::FetchOffsets { group: group.into(), topic: name.into() }
+}
+
 /// The fixed workloads: create, produce, delete and re-create; a delete while a fetch is
-/// in flight; and enough churn to compact the journal (threshold 4 records).
+/// in flight; enough churn to compact the journal (threshold 4 records); and consumer
+/// groups committing, reading, deleted and listed around a topic's deletion and
+/// re-creation. (`k1` hashes to partition 1 of 2, `k3` to partition 0.)
 pub fn workloads() -> Vec<Script> {
     let mut compaction = Vec::new();
     for i in 0..4 {
@@ -90,6 +104,21 @@ pub fn workloads() -> Vec<Script> {
             compaction_min_records: 1_000,
         },
         Script { name: "compaction", groups: compaction, compaction_min_records: 4 },
+        Script {
+            name: "group-offsets",
+            groups: vec![
+                vec![create("t0", 2)],
+                vec![produce("t0", &[("a", Some("k3")), ("b", Some("k3")), ("c", Some("k1"))])],
+                vec![commit("g0", "t0", &[(0, 1), (1, 1)]), commit("g1", "t0", &[(1, 0)])],
+                vec![commit("g0", "t0", &[(0, 2)]), read_offsets("g0", "t0"), commit("g1", "t0", &[(0, 3)])],
+                vec![Command::DeleteGroup { group: "g1".into() }, Command::ListGroups],
+                vec![delete("t0")],
+                vec![create("t0", 1)],
+                vec![read_offsets("g0", "t0"), commit("g0", "t0", &[(0, 2)])],
+                vec![read_offsets("g0", "t0"), Command::ListGroups],
+            ],
+            compaction_min_records: 1_000,
+        },
     ]
 }
 

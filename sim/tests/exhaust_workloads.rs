@@ -29,6 +29,31 @@ fn create_produce_delete_recreate_succeeds_step_by_step() {
     assert!(r[5].contains("Topics([TopicDescription { name: \"t0\", id: TopicId(1)"), "{}", r[5]);
 }
 
+/// Commits land and read back; a commit past the high watermark is refused and leaves
+/// nothing; the deleted group is gone from the list; the topic created again starts
+/// with no position, and a commit there at its log start lands.
+#[test]
+fn group_offsets_commit_read_delete_and_start_afresh() {
+    let r = replies("group-offsets");
+    assert_eq!(r.len(), 15, "{r:#?}");
+    let answer = |req: u64| {
+        let prefix = format!("req{req} ");
+        r.iter().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no reply to req{req}: {r:#?}")).clone()
+    };
+    for req in [3, 4, 5] {
+        assert!(answer(req).contains("OffsetsCommitted { topic: TopicId(0) }"), "{r:#?}");
+    }
+    assert!(answer(6).contains("Ok(Offsets t0 p0@2+4B:") && answer(6).contains(" p1@1+4B:"), "{}", answer(6));
+    assert!(answer(7).contains("OffsetOutOfRange { offset: 3, high_watermark: 2 }"), "{}", answer(7));
+    assert!(answer(8).contains("GroupDeleted"), "{}", answer(8));
+    assert!(answer(9).contains(r#"Groups(["g0"])"#), "{}", answer(9));
+    assert!(answer(11).contains("Created { topic: TopicId(1) }"), "{}", answer(11));
+    assert!(answer(12).contains("Ok(Offsets t1 (none))"), "{}", answer(12));
+    assert!(answer(13).contains("OffsetsCommitted { topic: TopicId(1) }"), "{}", answer(13));
+    assert!(answer(14).contains("Ok(Offsets t1 p0@2+4B:"), "{}", answer(14));
+    assert!(answer(15).contains(r#"Groups(["g0"])"#), "{}", answer(15));
+}
+
 #[test]
 fn delete_races_an_in_flight_fetch() {
     let r = replies("delete-while-fetch-in-flight");
@@ -195,4 +220,24 @@ fn cluster_store_faults_catch_every_cluster_bug() {
         let report = explore_cluster(Some(bug), &mut |_| {});
         assert!(!report.violations.is_empty(), "{bug} breaks no state of the cluster workloads");
     }
+}
+
+/// With committed offsets kept by topic name, the group workload's topic created again
+/// shows the positions committed to the one before, with no crash needed.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn group_offsets_workload_catches_offsets_kept_by_name() {
+    use broker_core::planted::Bug;
+    use broker_sim::Checker;
+    let script = workloads().into_iter().find(|s| s.name == "group-offsets").expect("workload exists");
+    let bug = Some(Bug::GroupOffsetsKeyedByName);
+    let report = run(&RunOptions { script: Some(script), bug, ..RunOptions::default() });
+    assert!(
+        report
+            .violations
+            .iter()
+            .any(|v| v.checker == Checker::GroupOffsets && v.detail.contains("another incarnation of the name")),
+        "{:#?}",
+        report.violations
+    );
 }
