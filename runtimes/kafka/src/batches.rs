@@ -9,8 +9,9 @@
 //!
 //! The parser here is our own, strict and bounded: it allocates nothing a declared count
 //! asks for before the bytes are there, refuses what this broker cannot honour
-//! (compression, transactions, idempotent producer ids, log-append timestamps), and
-//! checks every length, the CRC and the record count against the bytes.
+//! (compression, transactions, log-append timestamps), and checks every length, the CRC
+//! and the record count against the bytes. An idempotent producer's batch comes with its
+//! producer id, epoch and base sequence ([`Produced::producer`]), which the core judges.
 
 use std::fmt;
 
@@ -135,23 +136,55 @@ fn put_varlong(out: &mut Vec<u8>, v: i64) {
 /// One produced record, as stored: a v2 batch holding that record alone, base offset 0.
 pub type StoredBatch = Vec<u8>;
 
+/// An idempotent producer's batch header: who sent it, and its first sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerOf {
+    /// The producer id (at least 0).
+    pub id: i64,
+    /// Its epoch (at least 0).
+    pub epoch: i16,
+    /// The first record's sequence number (at least 0).
+    pub base_sequence: i32,
+}
+
+/// The records of one partition of a produce, split for storing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Produced {
+    /// One stored batch per record, in order.
+    pub stored: Vec<StoredBatch>,
+    /// The idempotent producer that sent them, if one did (then they came in one batch).
+    pub producer: Option<ProducerOf>,
+}
+
 /// Splits the `records` of one partition of a produce request (one or more v2 batches)
 /// into stored single-record batches, in order. Nothing is returned unless every batch
-/// is valid.
-pub fn split(mut records: &[u8]) -> Result<Vec<StoredBatch>, BatchError> {
-    let mut out = Vec::new();
+/// is valid. An idempotent producer's records must come in one batch (as every Kafka
+/// client sends them): several would need their sequences judged one by one.
+pub fn split(mut records: &[u8]) -> Result<Produced, BatchError> {
+    let mut out = Produced { stored: Vec::new(), producer: None };
     if records.is_empty() {
         return Err(BatchError::Invalid("no record batch".into()));
     }
+    let mut batches = 0;
     while !records.is_empty() {
-        let used = split_one(records, &mut out)?;
+        let (used, producer) = split_one(records, &mut out.stored)?;
         records = &records[used..];
+        batches += 1;
+        if producer.is_some() {
+            out.producer = producer;
+        }
+        if out.producer.is_some() && batches > 1 {
+            return Err(BatchError::Refused(
+                "an idempotent producer's records for one partition come in one batch per request".into(),
+            ));
+        }
     }
     Ok(out)
 }
 
-/// Splits the batch at the start of `bytes` into `out`; returns the bytes it took.
-fn split_one(bytes: &[u8], out: &mut Vec<StoredBatch>) -> Result<usize, BatchError> {
+/// Splits the batch at the start of `bytes` into `out`; returns the bytes it took and
+/// its idempotent producer, if it has one.
+fn split_one(bytes: &[u8], out: &mut Vec<StoredBatch>) -> Result<(usize, Option<ProducerOf>), BatchError> {
     let mut r = Reader { bytes, at: 0 };
     let _base_offset = r.i64()?;
     let length = r.i32()?;
@@ -189,20 +222,27 @@ fn split_one(bytes: &[u8], out: &mut Vec<StoredBatch>) -> Result<usize, BatchErr
     let base_timestamp = r.i64()?;
     let _max_timestamp = r.i64()?;
     let producer_id = r.i64()?;
-    let _producer_epoch = r.i16()?;
-    let _base_sequence = r.i32()?;
-    if producer_id != -1 {
-        return Err(BatchError::Refused(format!(
-            "producer id {producer_id}: idempotent producers are not supported (set enable.idempotence=false)"
-        )));
-    }
+    let producer_epoch = r.i16()?;
+    let base_sequence = r.i32()?;
+    let producer = match producer_id {
+        -1 => None,
+        id if id >= 0 && producer_epoch >= 0 && base_sequence >= 0 => {
+            Some(ProducerOf { id, epoch: producer_epoch, base_sequence })
+        }
+        id => {
+            return Err(BatchError::Invalid(format!(
+                "producer id {id}, epoch {producer_epoch}, base sequence {base_sequence}: \
+                 an idempotent batch has all three at least 0, any other has producer id -1"
+            )))
+        }
+    };
     // Past the CRC, the bytes are what the producer meant: what does not add up in
     // them is an invalid batch, not a corrupt one.
     records(&mut r, last_offset_delta, base_timestamp, total, out).map_err(|e| match e {
         BatchError::Corrupt(why) => BatchError::Invalid(why),
         e => e,
     })?;
-    Ok(total)
+    Ok((total, producer))
 }
 
 /// The records of a batch whose header and CRC were checked, `r` at its record count,
@@ -390,7 +430,8 @@ mod tests {
         ];
         let mut produced = encode(&records, Compression::None);
         produced.extend(encode(&[record(0, Some("k4"), Some("v4"), &[])], Compression::None));
-        let stored = split(&produced).unwrap();
+        let Produced { stored, producer } = split(&produced).unwrap();
+        assert_eq!(producer, None);
         assert_eq!(stored.len(), 4);
         let mut fetched = Vec::new();
         for (i, s) in stored.iter().enumerate() {
@@ -451,11 +492,27 @@ mod tests {
         huge[17..21].copy_from_slice(&crc.to_be_bytes());
         // Behind a CRC that holds, what does not add up is invalid, not corrupt.
         assert!(matches!(split(&huge), Err(BatchError::Invalid(m)) if m.contains("record count")));
-        let mut idempotent = good;
-        idempotent[43..51].copy_from_slice(&7i64.to_be_bytes());
-        let crc = crc32c::crc32c(&idempotent[CRC_FROM..]);
-        idempotent[17..21].copy_from_slice(&crc.to_be_bytes());
-        assert!(matches!(split(&idempotent), Err(BatchError::Refused(m)) if m.contains("idempotent")));
+        // Producer id, epoch and base sequence: all at least 0, or the id -1.
+        let with_producer = |id: i64, epoch: i16, sequence: i32| {
+            let mut b = good.clone();
+            b[43..51].copy_from_slice(&id.to_be_bytes());
+            b[51..53].copy_from_slice(&epoch.to_be_bytes());
+            b[53..57].copy_from_slice(&sequence.to_be_bytes());
+            let crc = crc32c::crc32c(&b[CRC_FROM..]);
+            b[17..21].copy_from_slice(&crc.to_be_bytes());
+            b
+        };
+        let idempotent = with_producer(7, 2, 40);
+        let split_idempotent = split(&idempotent).unwrap();
+        assert_eq!(split_idempotent.producer, Some(ProducerOf { id: 7, epoch: 2, base_sequence: 40 }));
+        assert_eq!(split_idempotent.stored.len(), 1);
+        for (id, epoch, sequence) in [(7, -1, 0), (7, 0, -1), (-2, 0, 0)] {
+            let bad = with_producer(id, epoch, sequence);
+            assert!(matches!(split(&bad), Err(BatchError::Invalid(_))), "{id} {epoch} {sequence}");
+        }
+        let mut two = idempotent.clone();
+        two.extend_from_slice(&idempotent);
+        assert!(matches!(split(&two), Err(BatchError::Refused(m)) if m.contains("one batch")));
     }
 
     /// Any bytes at all: an error or batches, never a panic.

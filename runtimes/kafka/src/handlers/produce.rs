@@ -5,7 +5,7 @@ use crate::apis::Response;
 use crate::batches;
 use crate::errors::code;
 use crate::Answer;
-use broker_core::{batch_bytes, Command, ProduceRecord, Reply};
+use broker_core::{batch_bytes, Command, ProduceRecord, ProducerBatch, Reply};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::ResponseError as E;
@@ -96,8 +96,8 @@ fn append(ctx: &Context, topic: &str, index: i32, records: Option<&[u8]>) -> App
     let Ok(partition) = u32::try_from(index) else {
         return Appending::Refused(E::UnknownTopicOrPartition.code(), format!("partition {index}"));
     };
-    let stored = match batches::split(records.unwrap_or_default()) {
-        Ok(stored) => stored,
+    let batches::Produced { stored, producer } = match batches::split(records.unwrap_or_default()) {
+        Ok(produced) => produced,
         Err(e) => {
             let error = match e {
                 batches::BatchError::Corrupt(_) => E::CorruptMessage,
@@ -129,9 +129,20 @@ fn append(ctx: &Context, topic: &str, index: i32, records: Option<&[u8]>) -> App
         );
         return Appending::Refused(E::MessageTooLarge.code(), message);
     }
-    Appending::Submitted(ctx.core.submit(Command::Produce {
-        topic: topic.to_string(),
-        partition: Some(partition),
-        records,
-    }))
+    let command = match producer {
+        None => Command::Produce { topic: topic.to_string(), partition: Some(partition), records },
+        // `split` checked all three at least 0, and they fit: an id below 2^63, an epoch
+        // below 2^15, a sequence below 2^31.
+        Some(p) => Command::ProduceIdempotent {
+            topic: topic.to_string(),
+            partition,
+            producer: ProducerBatch {
+                producer_id: p.id as u64,
+                epoch: p.epoch as u16,
+                first_sequence: p.base_sequence as u32,
+            },
+            records,
+        },
+    };
+    Appending::Submitted(ctx.core.submit(command))
 }
