@@ -573,3 +573,283 @@ fn kcat_lists_produces_and_consumes_across_a_recreate() {
     assert_eq!(consume("-5"), expect("new", 40..45, 15));
     server.terminate();
 }
+
+/// The Python clients that consume through groups (`scenarios.py`'s names).
+const GROUP_CLIENTS: [&str; 3] = ["kafka-python", "confluent", "aiokafka"];
+
+/// The values of `records` (as the scenarios print them), sorted.
+fn record_values(records: &Value) -> Vec<String> {
+    let mut out: Vec<String> =
+        records.as_array().unwrap().iter().map(|r| r["value"].as_str().unwrap().to_string()).collect();
+    out.sort();
+    out
+}
+
+/// A consumer of each Python client subscribes with a group, reads, commits and stops;
+/// a second consumer of the group, in the client's default configuration (offset reset
+/// latest), reads exactly the records produced after: from the committed offsets. On
+/// disk, the two read every record of the topic, each once.
+#[test]
+fn group_consumers_resume_from_their_committed_offsets() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-group-resume");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let mut outs = Vec::new();
+    for client in GROUP_CLIENTS {
+        let topic = format!("resume-{client}");
+        let out = scenario(&mut server, &["group-resume", "--client", client, "--topic", &topic]);
+        outs.push((topic, out));
+    }
+    server.terminate();
+    for (topic, out) in outs {
+        let (first, second) = (record_values(&out["first"]), record_values(&out["second"]));
+        assert_eq!(first, (0..2).flat_map(|p| (0..5).map(move |i| format!("first-p{p}-{i}"))).collect::<Vec<_>>());
+        assert_eq!(second, (0..2).flat_map(|p| (0..5).map(move |i| format!("second-p{p}-{i}"))).collect::<Vec<_>>());
+        let mut on_disk: Vec<String> =
+            (0..2).flat_map(|p| fetched(&data, &topic, p)).map(|(_, _, v)| v.as_str().unwrap().to_string()).collect();
+        on_disk.sort();
+        let mut read = [first, second].concat();
+        read.sort();
+        assert_eq!(read, on_disk, "{topic}: the two consumers read everything on disk, once");
+        assert_eq!(out["committed"], serde_json::json!({"0": 5, "1": 5}), "{topic}: {out}");
+    }
+}
+
+/// Two members of one group (each Python client) split four partitions and each reads
+/// its own; when one leaves, the other takes all four and reads on, nothing twice.
+#[test]
+fn group_members_split_partitions_and_rebalance_when_one_leaves() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-group-split");
+    let mut server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
+    for client in GROUP_CLIENTS {
+        let topic = format!("split-{client}");
+        let out = scenario(&mut server, &["group-split", "--client", client, "--topic", &topic]);
+        let halves: Vec<BTreeSet<u64>> = out["split"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_array().unwrap().iter().map(|p| p.as_u64().unwrap()).collect())
+            .collect();
+        assert!(halves.iter().all(|h| !h.is_empty()), "{client}: {out}");
+        assert_eq!(halves[0].union(&halves[1]).count(), 4, "{client}: the halves cover the partitions: {out}");
+        assert!(halves[0].is_disjoint(&halves[1]), "{client}: {out}");
+        assert_eq!((out["first"].as_u64(), out["second"].as_u64()), (Some(12), Some(12)), "{client}: {out}");
+    }
+    server.terminate();
+}
+
+/// A topic deleted and created again while a group consumes it (each Python client):
+/// the running member reads the new topic from its first record; a group whose offset
+/// was committed at the end of the old topic (where the new one begins) has no offset
+/// in the new one, so a member in the default configuration (offset reset latest) reads
+/// none of the 30 records there before it joined, and with `earliest` all of them:
+/// never from the old offset, never skipping.
+#[test]
+fn a_group_resumes_a_recreated_topic_from_its_reset_point() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-group-recreate");
+    let mut server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
+    for client in GROUP_CLIENTS {
+        for reset in ["default", "earliest"] {
+            let topic = format!("gr-{client}-{reset}");
+            let out =
+                scenario(&mut server, &["group-recreate", "--client", client, "--reset", reset, "--topic", &topic]);
+            let read: Vec<&str> = out["read"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+            let more: Vec<String> = (0..5).map(|i| format!("more-p0-{i}")).collect();
+            let want: Vec<String> = match reset {
+                "earliest" => (0..30).map(|i| format!("new-{i}")).chain(more).collect(),
+                _ => more,
+            };
+            assert_eq!(read, want, "{client} {reset}: {out}");
+        }
+    }
+    server.terminate();
+}
+
+/// kafkajs's consumer, which always reads through a group, in its default
+/// configuration: resume from the committed offsets, two members splitting partitions
+/// and rebalancing when one leaves, and a topic created again (no committed offset is
+/// carried over; a member from the latest offset reads only what came after it).
+#[test]
+fn kafkajs_consumes_through_groups() {
+    let Some(_lock) = clients() else { return };
+    let env = [("NODE_PATH", kafkajs_modules())];
+    if tool("node", &["-e", "require('kafkajs')"], &env).is_none() {
+        return;
+    }
+    let tmp = TempDir::new("kafka-kafkajs-groups");
+    let server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/kafkajs.js");
+    for scenario in ["group-resume", "group-split", "group-recreate"] {
+        let topic = format!("js-{scenario}");
+        let out = Command::new("node")
+            .arg(script)
+            .args([&server.address, &topic, scenario])
+            .envs(env.clone())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "kafkajs {scenario}: {stderr}\n{stdout}\n{}", server.stderr());
+        let got: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        match scenario {
+            "group-resume" => {
+                assert_eq!((got["first"].as_u64(), got["second"].as_u64()), (Some(10), Some(10)), "{got}")
+            }
+            "group-split" => assert_eq!((got["first"].as_u64(), got["second"].as_u64()), (Some(12), Some(12)), "{got}"),
+            _ => assert_eq!(got["read"], serde_json::json!((0..5).map(|i| format!("more-p0-{i}")).collect::<Vec<_>>())),
+        }
+    }
+    server.terminate();
+}
+
+/// kcat's balanced consumer (`-G`), as its users run it: it reads, commits as it exits
+/// and the next run resumes there; two of them split the partitions and one takes
+/// everything when the other stops (SIGTERM); and after a delete and re-create, a group
+/// committed at the old topic's end (where the new one begins) reads nothing of the new
+/// topic with `auto.offset.reset=latest` (from the old offset it would read it all), and
+/// all of it with `earliest`.
+#[test]
+fn kcat_balanced_consumers_commit_split_and_survive_a_recreate() {
+    let Some(_lock) = clients() else { return };
+    if tool("kcat", &["-V"], &[]).is_none() {
+        return;
+    }
+    let tmp = TempDir::new("kafka-kcat-groups");
+    let mut server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
+    let (address, log) = (server.address.clone(), server.log.clone());
+    let produce = |topic: &str, partition: u32, values: &[String]| {
+        let mut child = Command::new("kcat")
+            .args(["-b", &address, "-t", topic, "-P", "-p", &partition.to_string()])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input: String = values.iter().map(|v| format!("{v}\n")).collect();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        assert!(child.wait().unwrap().success(), "kcat -P {topic}");
+    };
+    let values = |prefix: &str, n: usize| (0..n).map(|i| format!("{prefix}-{i}")).collect::<Vec<_>>();
+    // A balanced consumer that exits at the end of its partitions: the values it read.
+    // Its reset policy is librdkafka's `auto.offset.reset`, not kcat's `-o`, which
+    // kcat applies at every assignment, over the committed offsets.
+    let consume = |group: &str, topic: &str, reset: Option<&str>| -> Vec<String> {
+        let reset = reset.map(|r| format!("auto.offset.reset={r}"));
+        let mut args = vec!["-b", &address, "-G", group, "-e", "-u", "-f", "%s\\n"];
+        if let Some(r) = &reset {
+            args.extend(["-X", r]);
+        }
+        args.push(topic);
+        let out = Command::new("kcat").args(&args).stdin(Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "kcat {args:?}: {stderr}\n{}", std::fs::read_to_string(&log).unwrap());
+        let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        got.sort();
+        got
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+
+    // Resume: the second run reads only what came after the first.
+    scenario(&mut server, &["create-topic", "--topic", "kc-resume", "--partitions", "2"]);
+    produce("kc-resume", 0, &values("a0", 3));
+    produce("kc-resume", 1, &values("a1", 3));
+    assert_eq!(consume("kcg", "kc-resume", Some("earliest")), sorted([values("a0", 3), values("a1", 3)].concat()));
+    produce("kc-resume", 0, &values("b0", 2));
+    produce("kc-resume", 1, &values("b1", 2));
+    assert_eq!(consume("kcg", "kc-resume", None), sorted([values("b0", 2), values("b1", 2)].concat()));
+
+    // Split: two members, then one.
+    scenario(&mut server, &["create-topic", "--topic", "kc-split", "--partitions", "4"]);
+    let member = || {
+        let mut child = Command::new("kcat")
+            .args(["-b", &address, "-G", "kcs", "-X", "auto.offset.reset=earliest", "-u", "-f", "%p %s\\n", "kc-split"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = |r: Box<dyn Read + Send>| {
+            let got = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+            let sink = got.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(r).lines().map_while(Result::ok) {
+                    sink.lock().unwrap().push(line);
+                }
+            });
+            got
+        };
+        let out = lines(Box::new(child.stdout.take().unwrap()));
+        let err = lines(Box::new(child.stderr.take().unwrap()));
+        (child, out, err)
+    };
+    // The partitions kcat said it was assigned last ("assigned: kc-split [0], ...").
+    let assigned = |err: &Mutex<Vec<String>>| -> BTreeSet<u32> {
+        let lines = err.lock().unwrap();
+        let Some(last) = lines.iter().rev().find(|l| l.contains("rebalanced")) else { return BTreeSet::new() };
+        if !last.contains("assigned:") {
+            return BTreeSet::new();
+        }
+        last.split('[').skip(1).filter_map(|s| s.split(']').next()?.parse().ok()).collect()
+    };
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "kcat: {what} not within 60 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let (mut a, a_out, a_err) = member();
+    wait("the first member holds every partition", &|| assigned(&a_err).len() == 4);
+    let (mut b, b_out, b_err) = member();
+    wait("two members split the partitions", &|| {
+        let (sa, sb) = (assigned(&a_err), assigned(&b_err));
+        !sa.is_empty() && !sb.is_empty() && sa.is_disjoint(&sb) && sa.len() + sb.len() == 4
+    });
+    let (half_a, half_b) = (assigned(&a_err), assigned(&b_err));
+    for p in 0..4 {
+        produce("kc-split", p, &values(&format!("first-p{p}"), 3));
+    }
+    wait("the members read the first records", &|| a_out.lock().unwrap().len() + b_out.lock().unwrap().len() >= 12);
+    std::thread::sleep(Duration::from_secs(2));
+    let parts = |lines: &[String]| -> BTreeSet<u32> {
+        lines.iter().map(|l| l.split(' ').next().unwrap().parse().unwrap()).collect()
+    };
+    assert!(parts(&a_out.lock().unwrap()).is_subset(&half_a), "member a read outside {half_a:?}");
+    assert!(parts(&b_out.lock().unwrap()).is_subset(&half_b), "member b read outside {half_b:?}");
+    assert_eq!(a_out.lock().unwrap().len() + b_out.lock().unwrap().len(), 12, "each record once");
+    let before = a_out.lock().unwrap().len();
+    // SIGTERM: kcat closes its consumer, committing and leaving the group.
+    Command::new("kill").args(["-TERM", &b.id().to_string()]).status().unwrap();
+    let _ = b.wait();
+    wait("the remaining member takes every partition", &|| assigned(&a_err).len() == 4);
+    for p in 0..4 {
+        produce("kc-split", p, &values(&format!("second-p{p}"), 3));
+    }
+    wait("the remaining member reads the second records", &|| a_out.lock().unwrap().len() >= before + 12);
+    std::thread::sleep(Duration::from_secs(2));
+    let after: Vec<String> =
+        a_out.lock().unwrap()[before..].iter().map(|l| l.split_once(' ').unwrap().1.to_string()).collect();
+    let _ = a.kill();
+    let _ = a.wait();
+    assert_eq!(
+        sorted(after),
+        sorted((0..4).flat_map(|p| values(&format!("second-p{p}"), 3)).collect()),
+        "nothing twice, nothing lost"
+    );
+
+    // Re-create: both groups committed at the old topic's end.
+    scenario(&mut server, &["create-topic", "--topic", "kc-re"]);
+    produce("kc-re", 0, &values("old", 15));
+    assert_eq!(consume("kc-end", "kc-re", Some("earliest")).len(), 15);
+    assert_eq!(consume("kc-beginning", "kc-re", Some("earliest")).len(), 15);
+    scenario(&mut server, &["delete", "--topic", "kc-re"]);
+    scenario(&mut server, &["create-topic", "--topic", "kc-re"]);
+    produce("kc-re", 0, &values("new", 30));
+    assert_eq!(consume("kc-end", "kc-re", Some("latest")), Vec::<String>::new(), "the old offset is not carried over");
+    assert_eq!(consume("kc-beginning", "kc-re", Some("earliest")), sorted(values("new", 30)), "from the first record");
+    server.terminate();
+}

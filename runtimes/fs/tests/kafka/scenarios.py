@@ -738,6 +738,388 @@ async def aio_recreate(args, kp, producer, errors):
     return got, old_position
 
 
+# --- consumer groups ----------------------------------------------------------------------
+#
+# A consumer that subscribes with a group id, in its client's default configuration
+# (auto commit on, the default assignors, session and heartbeat timeouts), with
+# `auto_offset_reset` given only where a scenario needs one. The three clients behind one
+# interface, each used by one thread at a time.
+
+
+class KpGroup:
+    """kafka-python's KafkaConsumer, subscribed."""
+
+    client = "kafka-python"
+
+    def __init__(self, bootstrap, topic, group, **extra):
+        self.topic = topic
+        self.errors = []
+        self.consumer = kafka.KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, **extra)
+
+    def poll(self, t):
+        try:
+            return kp_poll(self.consumer, t)
+        except kerrors.KafkaError as e:
+            self.errors.append(type(e).__name__)
+            return []
+
+    def assigned(self):
+        return {tp.partition for tp in self.consumer.assignment() if tp.topic == self.topic}
+
+    def positions(self):
+        return {p: self.consumer.position(kafka.TopicPartition(self.topic, p)) for p in self.assigned()}
+
+    def committed(self, partitions):
+        return {p: self.consumer.committed(kafka.TopicPartition(self.topic, p)) for p in partitions}
+
+    def commit(self):
+        self.consumer.commit()
+
+    def close(self):
+        self.consumer.close()
+
+
+class CkGroup:
+    """confluent-kafka's Consumer, subscribed."""
+
+    client = "confluent-kafka"
+
+    def __init__(self, bootstrap, topic, group, auto_offset_reset=None, extra=None):
+        self.topic = topic
+        self.errors = []
+        self.buffered = []
+        config = {"bootstrap.servers": bootstrap, "group.id": group, **(extra or {})}
+        if auto_offset_reset is not None:
+            config["auto.offset.reset"] = auto_offset_reset
+        self.consumer = confluent_kafka.Consumer(config)
+        self.consumer.subscribe([topic])
+
+    def poll(self, t):
+        if self.buffered:
+            out, self.buffered = self.buffered, []
+            return out
+        return ck_poll(self.consumer, t, self.errors)
+
+    def assigned(self):
+        return {tp.partition for tp in self.consumer.assignment() if tp.topic == self.topic}
+
+    def positions(self):
+        """Polls for QUIET_S (keeping what it reads), long enough for librdkafka to look
+        its positions up, then the positions: librdkafka's are those of the last record
+        consumed, so a partition with none consumed yet is None."""
+        end = time.monotonic() + QUIET_S
+        while time.monotonic() < end:
+            self.buffered.extend(ck_poll(self.consumer, 0.1, self.errors))
+        tps = [confluent_kafka.TopicPartition(self.topic, p) for p in self.assigned()]
+        return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in self.consumer.position(tps)}
+
+    def committed(self, partitions):
+        tps = [confluent_kafka.TopicPartition(self.topic, p) for p in partitions]
+        return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in self.consumer.committed(tps, timeout=TIMEOUT_S)}
+
+    def commit(self):
+        try:
+            self.consumer.commit(asynchronous=False)
+        except KafkaException as e:
+            # Nothing new to commit is not a failure.
+            if e.args[0].code() != KafkaError._NO_OFFSET:
+                raise
+
+    def close(self):
+        self.consumer.close()
+
+
+class AioGroup:
+    """aiokafka's AIOKafkaConsumer, subscribed, driven from a thread of its own that
+    runs its event loop."""
+
+    client = "aiokafka"
+
+    def __init__(self, bootstrap, topic, group, **extra):
+        from aiokafka import AIOKafkaConsumer
+
+        self.topic = topic
+        self.errors = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+        async def start():
+            c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, **extra)
+            await c.start()
+            return c
+
+        self.consumer = self.run(start())
+
+    def run(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(2 * TIMEOUT_S)
+
+    def poll(self, t):
+        async def once():
+            try:
+                batches = await self.consumer.getmany(timeout_ms=int(t * 1000))
+            except Exception as e:  # noqa: BLE001 - an error reported is recorded
+                self.errors.append(type(e).__name__)
+                await asyncio.sleep(t)
+                return []
+            return [record(tp.topic, tp.partition, r.offset, r.key, r.value) for tp, rs in batches.items() for r in rs]
+
+        return self.run(once())
+
+    def assigned(self):
+        return {tp.partition for tp in self.consumer.assignment() if tp.topic == self.topic}
+
+    def positions(self):
+        from aiokafka import TopicPartition as AioTp
+
+        async def all_positions():
+            return {p: await self.consumer.position(AioTp(self.topic, p)) for p in self.assigned()}
+
+        return self.run(all_positions())
+
+    def committed(self, partitions):
+        from aiokafka import TopicPartition as AioTp
+
+        async def all_committed():
+            return {p: await self.consumer.committed(AioTp(self.topic, p)) for p in partitions}
+
+        return self.run(all_committed())
+
+    def commit(self):
+        self.run(self.consumer.commit())
+
+    def close(self):
+        try:
+            self.run(self.consumer.stop())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(TIMEOUT_S)
+
+
+GROUP_CLIENTS = {"kafka-python": KpGroup, "confluent": CkGroup, "aiokafka": AioGroup}
+
+
+def group_consumer(args, topic, group, fast_metadata=False, **extra):
+    """A subscribed consumer of the scenario's client; `extra` in kafka-python's names
+    (aiokafka shares them; for confluent-kafka, only auto_offset_reset).
+    `fast_metadata`: the topic's metadata is refreshed every second (instead of every
+    five minutes), so that a topic created again is seen within the scenario's time."""
+    cls = GROUP_CLIENTS[args.client]
+    if cls is CkGroup:
+        config = {"topic.metadata.refresh.interval.ms": 1000} if fast_metadata else {}
+        return CkGroup(args.bootstrap, topic, group, extra.get("auto_offset_reset"), config)
+    if fast_metadata:
+        extra["metadata_max_age_ms"] = 1000
+    return cls(args.bootstrap, topic, group, **extra)
+
+
+def until_assigned(c, want, what, poll=True):
+    """Polls `c` until its assignment is `want` (a set of partitions); what it read
+    meanwhile."""
+    got = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while c.assigned() != want:
+        check(time.monotonic() < deadline, f"{c.client} {what}: assigned {sorted(c.assigned())}, want {sorted(want)} within {TIMEOUT_S}s (errors {c.errors})")
+        if poll:
+            got.extend(c.poll(0.2))
+        else:
+            time.sleep(0.05)
+    return got
+
+
+def produce_values(bootstrap, topic, partitions, prefix, per_partition):
+    """`per_partition` keyless records to each of `partitions`, with confluent-kafka."""
+    producer = ck_producer(bootstrap)
+    out = []
+    for p in partitions:
+        out += ck_produce_all(producer, topic, [(None, f"{prefix}-p{p}-{i}".encode()) for i in range(per_partition)], p)
+    return out
+
+
+def values(records):
+    return sorted(r["value"] for r in records)
+
+
+def scenario_group_resume(args):
+    """A consumer subscribes with a group, reads, commits and stops; the records
+    produced next are read by a second consumer of the group, in its client's default
+    configuration (offset reset: latest), from the committed offsets: exactly those
+    records, none of the first ones again."""
+    topic, group, partitions = args.topic, f"{args.topic}-group", 2
+    kp = kp_admin(args.bootstrap)
+    kp_create(kp, topic, partitions)
+    first = produce_values(args.bootstrap, topic, range(partitions), "first", 5)
+    c1 = group_consumer(args, topic, group, auto_offset_reset="earliest")
+    got1 = consume_until(c1.poll, len(first), f"{c1.client} first consumer of group {group!r}")
+    check(values(got1) == values(first), f"{c1.client} first consumer read {values(got1)}, want {values(first)}")
+    c1.commit()
+    committed = c1.committed(range(partitions))
+    ends = {p: max(r["offset"] for r in first if r["partition"] == p) + 1 for p in range(partitions)}
+    check(committed == ends, f"{c1.client}: committed {committed}, want {ends}")
+    check(not c1.errors, f"{c1.client} first consumer errors: {c1.errors}")
+    c1.close()
+
+    second = produce_values(args.bootstrap, topic, range(partitions), "second", 5)
+    c2 = group_consumer(args, topic, group)
+    got2 = consume_until(c2.poll, len(second), f"{c2.client} second consumer of group {group!r}")
+    check(values(got2) == values(second), f"{c2.client} second consumer read {values(got2)}, want {values(second)} only")
+    check(not c2.errors, f"{c2.client} second consumer errors: {c2.errors}")
+    c2.close()
+    kp.close()
+    emit({"client": args.client, "group": group, "first": sorted(got1, key=key_of), "second": sorted(got2, key=key_of), "committed": committed})
+
+
+class Poller(threading.Thread):
+    """Polls one group consumer on a thread of its own until stopped, then closes it;
+    what it read and its assignment are read by the scenario's thread."""
+
+    def __init__(self, make):
+        super().__init__(daemon=True)
+        self.make = make
+        self.records = []
+        self.assignment = set()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.ready = threading.Event()
+        self.failure = None
+
+    def run(self):
+        try:
+            c = self.make()
+            self.client = c.client
+            self.ready.set()
+            while not self.stopping.is_set():
+                got = c.poll(0.2)
+                with self.lock:
+                    self.records.extend(got)
+                    self.assignment = c.assigned()
+            self.errors = c.errors
+            c.close()
+        except Exception as e:  # noqa: BLE001 - reported by the scenario
+            self.failure = f"{type(e).__name__}: {e}"
+            self.ready.set()
+
+    def snapshot(self):
+        with self.lock:
+            return set(self.assignment), list(self.records)
+
+    def stop(self):
+        self.stopping.set()
+        self.join(2 * TIMEOUT_S)
+        check(self.failure is None, f"a consumer failed: {self.failure}")
+
+
+def wait_until(what, condition, pollers):
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        for p in pollers:
+            check(p.failure is None, f"{what}: a consumer failed: {p.failure}")
+        states = [(sorted(p.snapshot()[0]), len(p.snapshot()[1])) for p in pollers]
+        check(time.monotonic() < deadline, f"{what}: not within {TIMEOUT_S}s; (assignment, records read): {states}")
+        time.sleep(0.1)
+
+
+def scenario_group_split(args):
+    """Two members of one group split four partitions between them; each reads its
+    own; when one leaves (closing, as a consumer stops), the other takes every
+    partition over and reads on from the committed offsets: every record is read once."""
+    topic, group, partitions = args.topic, f"{args.topic}-group", 4
+    kp = kp_admin(args.bootstrap)
+    kp_create(kp, topic, partitions)
+    everything = set(range(partitions))
+    a = Poller(lambda: group_consumer(args, topic, group, auto_offset_reset="earliest"))
+    a.start()
+    wait_until("the first member holds every partition", lambda: a.snapshot()[0] == everything, [a])
+    b = Poller(lambda: group_consumer(args, topic, group, auto_offset_reset="earliest"))
+    b.start()
+
+    def split():
+        (sa, _), (sb, _) = a.snapshot(), b.snapshot()
+        return sa and sb and not sa & sb and sa | sb == everything
+
+    wait_until("the two members split the partitions", split, [a, b])
+    split_a, split_b = a.snapshot()[0], b.snapshot()[0]
+    first = produce_values(args.bootstrap, topic, range(partitions), "first", 3)
+    wait_until("the two members read the first records", lambda: len(a.snapshot()[1]) + len(b.snapshot()[1]) >= len(first), [a, b])
+    time.sleep(QUIET_S)
+    read_a, read_b = a.snapshot()[1], b.snapshot()[1]
+    check({r["partition"] for r in read_a} <= split_a, f"member a read partitions outside its {sorted(split_a)}: {read_a}")
+    check({r["partition"] for r in read_b} <= split_b, f"member b read partitions outside its {sorted(split_b)}: {read_b}")
+    check(values(read_a + read_b) == values(first), f"the members read {values(read_a + read_b)}, want {values(first)} once each")
+
+    b.stop()
+    wait_until("the remaining member takes every partition", lambda: a.snapshot()[0] == everything, [a])
+    second = produce_values(args.bootstrap, topic, range(partitions), "second", 3)
+    wait_until("the remaining member reads the second records", lambda: len(a.snapshot()[1]) >= len(read_a) + len(second), [a])
+    time.sleep(QUIET_S)
+    after = a.snapshot()[1][len(read_a):]
+    a.stop()
+    check(values(after) == values(second), f"after the leave, member a read {values(after)}, want {values(second)} (nothing twice, nothing lost)")
+    kp.close()
+    emit({"client": args.client, "split": [sorted(split_a), sorted(split_b)], "first": len(first), "second": len(second)})
+
+
+def scenario_group_recreate(args):
+    """Delete a topic while a group consumes it, and create it again.
+
+    (1) A member reads 15 records, commits and goes on polling while the topic is
+    deleted, created again and given 30 new records: it reads new-0..new-29 (its
+    position is where the new incarnation begins, or its reset policy, earliest, puts
+    it there), never an old record, never the new ones from the middle.
+
+    (2) Another group reads 15 records of a second topic, commits (offset 15, where the
+    next incarnation will begin) and stops; the topic is deleted and created again with
+    30 records. The group's committed offset is then none, and a member in the default
+    configuration (offset reset: latest) reads none of the 30 (it would read all 30
+    from a committed offset carried over) and then the 5 produced after it started;
+    with `--reset earliest`, all 35."""
+    kp = kp_admin(args.bootstrap)
+    running = f"{args.topic}-running"
+    kp_create(kp, running, 1)
+    old = produce_values(args.bootstrap, running, [0], "old", 15)
+    c = Poller(lambda: group_consumer(args, running, f"{running}-group", auto_offset_reset="earliest", fast_metadata=True))
+    c.start()
+    wait_until("the member reads the old records", lambda: len(c.snapshot()[1]) >= len(old), [c])
+    time.sleep(QUIET_S)
+    check(values(c.snapshot()[1]) == values(old), f"the member read {values(c.snapshot()[1])}, want {values(old)}")
+    recreate(kp, ck_producer(args.bootstrap), running)
+    seen = len(old)
+    wait_until("the member reads the new records", lambda: len(c.snapshot()[1]) >= seen + 30, [c])
+    time.sleep(QUIET_S + 1)
+    after = c.snapshot()[1][seen:]
+    c.stop()
+    want = [f"new-{i}" for i in range(30)]
+    check(sorted(r["value"] for r in after) == sorted(want), f"while consuming through the re-create, read {[r['value'] for r in after]}, want new-0..new-29 once each")
+
+    stopped, group = f"{args.topic}-stopped", f"{args.topic}-stopped-group"
+    kp_create(kp, stopped, 1)
+    old = produce_values(args.bootstrap, stopped, [0], "old", 15)
+    c1 = group_consumer(args, stopped, group, auto_offset_reset="earliest")
+    got = consume_until(c1.poll, 15, f"{c1.client} reader of {stopped!r}")
+    check(values(got) == values(old), f"{c1.client} read {values(got)}")
+    c1.commit()
+    old_commit = c1.committed([0])[0]
+    check(old_commit == old[-1]["offset"] + 1, f"{c1.client}: committed {old_commit}, want {old[-1]['offset'] + 1}")
+    c1.close()
+    recreate(kp, ck_producer(args.bootstrap), stopped)
+    reset = {"auto_offset_reset": "earliest"} if args.reset == "earliest" else {}
+    c2 = group_consumer(args, stopped, group, **reset)
+    got = until_assigned(c2, {0}, "member after the re-create")
+    committed = c2.committed([0])[0]
+    check(committed is None, f"{c2.client}: the group's committed offset after the re-create is {committed}, want none (the old one was {old_commit})")
+    # Its position is looked up (by its reset policy) before more records come.
+    position = c2.positions()[0]
+    more = produce_values(args.bootstrap, stopped, [0], "more", 5)
+    want = 35 if args.reset == "earliest" else 5
+    got += consume_until(c2.poll, want - len(got), f"{c2.client} member after the re-create")
+    c2.close()
+    read = [r["value"] for r in sorted(got, key=key_of)]
+    expected = [f"new-{i}" for i in range(30)] + [r["value"] for r in more] if args.reset == "earliest" else [r["value"] for r in more]
+    check(read == expected, f"{args.client} ({args.reset}) after the re-create read {read}, want {expected}")
+    kp.close()
+    emit({"client": args.client, "reset": args.reset, "old_commit": old_commit, "position": position, "read": read})
+
+
 def ck_consumer_watermarks(bootstrap, topic, partition):
     consumer = ck_consumer(bootstrap)
     try:
@@ -902,6 +1284,14 @@ def main():
         p.add_argument("--reset", choices=["default", "earliest"], default="default")
 
     add("recreate", scenario_recreate, topic, recreate_client)
+
+    def group_client(p):
+        p.add_argument("--client", choices=sorted(GROUP_CLIENTS), required=True)
+        p.add_argument("--reset", choices=["default", "earliest"], default="default")
+
+    add("group-resume", scenario_group_resume, topic, group_client)
+    add("group-split", scenario_group_split, topic, group_client)
+    add("group-recreate", scenario_group_recreate, topic, group_client)
     add("create-topic", step_create, topic, partitions, config)
     add("produce", step_produce, topic, partitions, count)
     add("delete", step_delete, topic)
