@@ -466,8 +466,8 @@ fn kafkajs_modules() -> String {
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/kafka-clients-node/node_modules").into())
 }
 
-/// kafkajs, in its default configuration, as an admin and a producer (its consumer
-/// needs consumer groups): create, produce, fetchTopicOffsets (ListOffsets, which
+/// kafkajs, in its default configuration, as an admin and a producer (its consumer is
+/// run by `kafkajs_consumes_through_groups`): create, produce, fetchTopicOffsets (ListOffsets, which
 /// closed the connection at the versions kafkajs uses before 7be7f5a), delete, create
 /// again: the new topic begins past the deleted one, and its first record lands there.
 #[test]

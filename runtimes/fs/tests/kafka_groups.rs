@@ -237,6 +237,9 @@ fn two_members_join_sync_heartbeat_and_leave() {
     let transactions = FindCoordinatorRequest::default().with_key(text("tx")).with_key_type(1);
     let r: FindCoordinatorResponse = admin.call(ApiKey::FindCoordinator, 3, &transactions);
     assert_eq!(r.error_code, E::InvalidRequest.code(), "no transaction coordinator: {r:?}");
+    let share = FindCoordinatorRequest::default().with_coordinator_keys(vec![text("s")]).with_key_type(2);
+    let r: FindCoordinatorResponse = admin.call(ApiKey::FindCoordinator, 6, &share);
+    assert_eq!(r.coordinators[0].error_code, E::InvalidRequest.code(), "no share-group coordinator: {r:?}");
 
     // The first member alone: leader of generation 1 at once.
     let ma = member_id(&mut a, "g");
@@ -440,6 +443,17 @@ fn commits_follow_the_generation_and_a_stale_one_changes_nothing() {
         ]
     );
     assert_eq!(commit(&mut b, "g", 2, &mb, "t", &[(7, 1, epoch)]), [E::UnknownTopicOrPartition.code()]);
+    let long = OffsetCommitRequest::default()
+        .with_group_id(group("g"))
+        .with_generation_id_or_member_epoch(2)
+        .with_member_id(text(&mb))
+        .with_topics(vec![OffsetCommitRequestTopic::default().with_name(name("t")).with_partitions(vec![
+            OffsetCommitRequestPartition::default()
+                .with_committed_offset(1)
+                .with_committed_metadata(Some(text(&"m".repeat(4_097)))),
+        ])]);
+    let r: OffsetCommitResponse = b.call(ApiKey::OffsetCommit, 8, &long);
+    assert_eq!(r.topics[0].partitions[0].error_code, E::OffsetMetadataTooLarge.code());
     assert_eq!(commit(&mut b, "g", 2, &mb, "nope", &[(0, 1, -1)]), [E::UnknownTopicOrPartition.code()]);
     assert_eq!(
         fetch_offsets(&mut admin, "g", "t", &[0, 1]),
@@ -586,4 +600,36 @@ fn hostile_group_requests_change_nothing_and_stall_no_one() {
     assert_eq!(describe(&mut admin, "crowd").group_state.to_string(), "PreparingRebalance");
     assert!(started.elapsed() < Duration::from_secs(2), "another group waited {:?}", started.elapsed());
     drop(stalled);
+}
+
+/// A restart forgets the membership (a member's heartbeat gets UNKNOWN_MEMBER_ID, on
+/// which Kafka clients join again) and keeps the committed offsets.
+#[test]
+fn a_restart_forgets_members_and_keeps_committed_offsets() {
+    let dir = TempDir::new("kafka-groups-restart");
+    let (data, log) = (dir.path().join("data"), dir.path().join("stderr"));
+    let server = KafkaServer::start(&data, &log);
+    let mut a = Client::new(&server);
+    a.create("t", 1);
+    a.produce("t", 0, 5);
+    let epoch = a.epoch("t");
+    let m = member_id(&mut a, "g");
+    let _: JoinGroupResponse = a.call(ApiKey::JoinGroup, 7, &join_request("g", &m, b"", 10_000));
+    let _: SyncGroupResponse = a.call(ApiKey::SyncGroup, 5, &sync_request("g", 1, &m, &[]));
+    assert_eq!(commit(&mut a, "g", 1, &m, "t", &[(0, 4, epoch)]), [0]);
+    drop(a);
+    server.terminate();
+
+    let server = KafkaServer::start(&data, &log);
+    let mut a = Client::new(&server);
+    assert_eq!(heartbeat(&mut a, "g", 1, &m), E::UnknownMemberId.code());
+    assert_eq!(commit(&mut a, "g", 1, &m, "t", &[(0, 5, epoch)]), [E::UnknownMemberId.code()]);
+    assert_eq!(fetch_offsets(&mut a, "g", "t", &[0]), [(4, epoch, "meta".into(), 0)]);
+    let d = describe(&mut a, "g");
+    assert_eq!((d.group_state.to_string(), d.members.len()), ("Empty".into(), 0), "offsets only");
+    // The member joins again, as a new one, and carries on from its commit.
+    let m2 = member_id(&mut a, "g");
+    let r: JoinGroupResponse = a.call(ApiKey::JoinGroup, 7, &join_request("g", &m2, b"", 10_000));
+    assert_eq!((r.error_code, r.generation_id), (0, 1));
+    server.terminate();
 }

@@ -46,7 +46,7 @@ fn bad_frames_close_their_connection_with_a_reason_and_write_nothing() {
     let short_header = [&3i32.to_be_bytes()[..], &[0, 0, 0]].concat();
     let unknown_api =
         [&8i32.to_be_bytes()[..], &999i16.to_be_bytes(), &0i16.to_be_bytes(), &7i32.to_be_bytes()].concat();
-    let init_producer_id = frame(ApiKey::InitProducerId, 1, 8, &InitProducerIdRequest::default());
+    let describe_acls = frame(ApiKey::DescribeAcls, 1, 8, &DescribeAclsRequest::default());
     let old_produce = {
         let mut f = frame(ApiKey::Produce, 3, 9, &ProduceRequest::default());
         f[6..8].copy_from_slice(&2i16.to_be_bytes()); // Produce v2, below the served v3
@@ -71,7 +71,7 @@ fn bad_frames_close_their_connection_with_a_reason_and_write_nothing() {
         ("huge size", i32::MAX.to_be_bytes().to_vec(), "over the limit"),
         ("short header", short_header, "too short for a request header"),
         ("unknown API", unknown_api, "API key 999 is unknown"),
-        ("unserved API", init_producer_id, "InitProducerId (API key 22) is not served here"),
+        ("unserved API", describe_acls, "DescribeAcls (API key 29) is not served here"),
         ("old version", old_produce, "Produce version 2 is not supported"),
         ("huge array", huge_array, "malformed Metadata v1 request"),
         ("garbage body", garbage_body, "malformed Metadata v1 request"),

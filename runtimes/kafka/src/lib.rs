@@ -3,10 +3,16 @@
 //!
 //! - **APIs**: ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
 //!   ListOffsets and OffsetForLeaderEpoch, at the versions [`apis::SUPPORTED`] lists, one
-//!   module of [`handlers`] each. There are no consumer groups, transactions or
-//!   idempotent producers: consumers assign partitions and seek, and producers run with
+//!   module of [`handlers`] each; and, where the broker keeps groups' committed offsets
+//!   ([`Limits::group_offsets`]), the consumer-group APIs of [`apis::GROUPS`]. There are
+//!   no transactions or idempotent producers: producers run with
 //!   `enable.idempotence=false`. Anything else closes the connection with the reason on
 //!   standard error ([`listener`]).
+//! - **Consumer groups**: this listener coordinates every group, with Kafka's classic
+//!   protocol; membership is held in its memory ([`groups`]: sessions, rebalances, the
+//!   leader's assignments, bounded by [`groups::GroupLimits`]), committed offsets are the
+//!   core's (`Command::CommitOffsets`), kept by incarnation, so a topic created again
+//!   starts every group afresh. Static membership is refused.
 //! - **Records** are Kafka v2 record batches, CRC checked on produce and stored one
 //!   record per core offset, so Kafka offsets are the core's ([`batches`]); a produce is
 //!   bounded by its bytes, never its count.

@@ -13,13 +13,12 @@ Whatever the Rust side checks itself (partition choices, topic ids, offsets, the
 records it compares with `broker-fs fetch`) is printed as one JSON object on the last
 line of standard output.
 
-The server has no consumer groups, no idempotence and no compression, so:
-- producers set `enable_idempotence=False` / `enable.idempotence=false` and no
-  compression;
-- consumers read with assign and an explicit offset, never subscribe or commit.
-  kafka-python runs with `group_id=None`. confluent-kafka refuses to build a consumer
-  without `group.id` ("group.id must be set"), so it gets a throwaway one; with assign,
-  explicit offsets and no commits librdkafka sends nothing about the group.
+The server has no idempotence and no compression, so producers set
+`enable_idempotence=False` / `enable.idempotence=false` and no compression. Most
+scenarios read with assign and an explicit offset (kafka-python with `group_id=None`;
+confluent-kafka, which refuses to build a consumer without `group.id`, with a throwaway
+one it sends nothing about as long as it only assigns); the group-* scenarios subscribe
+with a group id, in each client's default configuration.
 """
 
 import argparse

@@ -274,3 +274,37 @@ fn commits_are_checked_against_the_membership() {
     let _wait = later(c.join(t, join_request(&b, "")));
     assert_eq!(c.check_commit(t, "g", 1, &a, false), Ok(()));
 }
+
+/// A leader's assignment over what a member may hold is refused and changes nothing;
+/// a rebalance timeout past the bound waits only the bound.
+#[test]
+fn oversized_assignments_and_rebalance_timeouts_are_bounded() {
+    let mut c = Coordinator::new(GroupLimits::default(), 1);
+    let t = Instant::now();
+    let a = new_id(&mut c, t, "");
+    let long = JoinRequest { rebalance_timeout_ms: i32::MAX, ..join_request(&a, "") };
+    joined(&mut later(c.join(t, long)));
+    let before = c.bytes();
+    let huge = "a".repeat((1 << 20) + 1);
+    let refused = now(c.sync(t, sync_request(&a, 1, &[(&a, &huge)])));
+    assert_eq!(refused, Err(E::UnknownServerError));
+    assert_eq!(c.bytes(), before);
+    assert_eq!(c.describe("g").unwrap().state, State::CompletingRebalance, "still awaiting the assignment");
+    now_or_later(c.sync(t, sync_request(&a, 1, &[(&a, "fine")]))).unwrap();
+
+    // A second member joins; the first never rejoins: the rebalance ends after 30 min,
+    // not the 24 days the first member asked for.
+    let t1 = t + Duration::from_secs(1);
+    let b = new_id(&mut c, t1, "");
+    let mut jb = later(c.join(t1, join_request(&b, "")));
+    for minutes in 1..30 {
+        let at = t1 + Duration::from_secs(60 * minutes);
+        // b's session is kept alive by its waiting join; a keeps heartbeating.
+        assert_eq!(c.heartbeat(at, "g", 1, &a, false), Err(E::RebalanceInProgress));
+        c.tick(at);
+    }
+    assert_eq!(jb.try_recv().unwrap_err(), TryRecvError::Empty);
+    c.tick(t1 + Duration::from_secs(30 * 60));
+    let j = joined(&mut jb);
+    assert_eq!((j.generation, j.leader.as_str(), j.members.len()), (2, b.as_str(), 1));
+}
