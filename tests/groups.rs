@@ -146,13 +146,16 @@ fn a_deleted_group_is_forgotten_durably() {
     assert_eq!(groups(d.request(Command::ListGroups)), Vec::<String>::new());
 }
 
+/// Whether an error is the one a case expects.
+type Expected = fn(&BrokerError) -> bool;
+
 #[test]
 fn bad_commits_are_refused_and_change_nothing() {
     let mut d = orders(3);
     committed(d.request(commit("g", "orders", vec![at(0, 1)])));
     let long = "g".repeat(MAX_GROUP_BYTES + 1);
     let too_big = CommittedOffset { partition: 0, offset: 2, metadata: "m".repeat(4097) };
-    let cases: Vec<(Command, fn(&BrokerError) -> bool)> = vec![
+    let cases: Vec<(Command, Expected)> = vec![
         (commit("", "orders", vec![at(0, 2)]), |e| matches!(e, BrokerError::InvalidGroup { .. })),
         (commit(&long, "orders", vec![at(0, 2)]), |e| matches!(e, BrokerError::InvalidGroup { .. })),
         (commit("g", "nope", vec![at(0, 2)]), |e| matches!(e, BrokerError::TopicNotFound { .. })),
