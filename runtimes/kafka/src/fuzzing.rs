@@ -494,6 +494,181 @@ mod tests {
     const PRODUCING: [&str; 4] =
         ["seed-kafka-python-session", "seed-confluent-kafka-session", "seed-aiokafka-session", "seed-kafkajs-session"];
 
+    /// A consumer group's session on one connection, as the seed
+    /// `built-groups-session` holds it (not `seed-*`, which `fuzz/capture-kafka-seeds`
+    /// replaces): a topic and records, then FindCoordinator, a
+    /// member joining (MEMBER_ID_REQUIRED, then with the id the fuzz target's coordinator
+    /// gives out first), its sync, heartbeat, commit, fetch of the commit, the group
+    /// listed and described, the member leaving, and the group's offsets deleted.
+    fn group_session() -> (Vec<u8>, usize) {
+        use crate::groups::{Coordinator, GroupLimits, JoinOutcome, JoinRequest, Wait};
+        use kafka_protocol::messages::create_topics_request::CreatableTopic;
+        use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+        use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+        use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
+        use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+        use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+        use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
+        const CLIENT: &str = "fuzz-seed";
+        let text = |s: &str| StrBytes::from_string(s.to_string());
+        // The id the target's coordinator (nonce 0) gives its first new member.
+        let first = JoinRequest {
+            group: "g".into(),
+            client_id: CLIENT.into(),
+            session_timeout_ms: 10_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::new())],
+            require_known_member_id: true,
+            ..JoinRequest::default()
+        };
+        let member = match Coordinator::new(GroupLimits::default(), 0).join(tokio::time::Instant::now(), first) {
+            Wait::Now(JoinOutcome::Failed { member_id, .. }) => member_id,
+            _ => unreachable!("a new member is told MEMBER_ID_REQUIRED"),
+        };
+        let mut frames: Vec<Vec<u8>> = Vec::new();
+        let mut push = |api: ApiKey, v: i16, body: &dyn Fn(&mut bytes::BytesMut, i16)| {
+            let mut buf = bytes::BytesMut::new();
+            let header = RequestHeader::default()
+                .with_request_api_key(api as i16)
+                .with_request_api_version(v)
+                .with_correlation_id(frames.len() as i32 + 1)
+                .with_client_id(Some(text(CLIENT)));
+            header.encode(&mut buf, api.request_header_version(v)).expect("a header");
+            body(&mut buf, v);
+            let mut frame = (buf.len() as i32).to_be_bytes().to_vec();
+            frame.extend_from_slice(&buf);
+            frames.push(frame);
+        };
+        fn put<M: Encodable + HeaderVersion>(m: M) -> impl Fn(&mut bytes::BytesMut, i16) {
+            move |buf, v| m.encode(buf, v).expect("a request")
+        }
+        let g = || GroupId(text("g"));
+        let join = |id: &str| {
+            JoinGroupRequest::default()
+                .with_group_id(g())
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(30_000)
+                .with_member_id(text(id))
+                .with_protocol_type(text("consumer"))
+                .with_protocols(vec![JoinGroupRequestProtocol::default().with_name(text("range"))])
+        };
+        let topic = TopicName(text("t"));
+        let records = {
+            let r = kafka_protocol::records::Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: kafka_protocol::records::TimestampType::Creation,
+                offset: 0,
+                sequence: -1,
+                timestamp: 1,
+                key: None,
+                value: Some(Bytes::from_static(b"v")),
+                headers: Default::default(),
+            };
+            let mut buf = bytes::BytesMut::new();
+            let options = kafka_protocol::records::RecordEncodeOptions {
+                version: 2,
+                compression: kafka_protocol::records::Compression::None,
+            };
+            kafka_protocol::records::RecordBatchEncoder::encode(&mut buf, &[r], &options).expect("a batch");
+            buf.freeze()
+        };
+        push(
+            ApiKey::CreateTopics,
+            7,
+            &put(CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+                .with_name(topic.clone())
+                .with_num_partitions(1)
+                .with_replication_factor(1)])),
+        );
+        push(
+            ApiKey::Produce,
+            9,
+            &put(ProduceRequest::default().with_acks(-1).with_timeout_ms(1_000).with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(topic.clone())
+                    .with_partition_data(vec![PartitionProduceData::default().with_records(Some(records))]),
+            ])),
+        );
+        push(
+            ApiKey::FindCoordinator,
+            4,
+            &put(FindCoordinatorRequest::default().with_coordinator_keys(vec![text("g")])),
+        );
+        push(ApiKey::JoinGroup, 7, &put(join("")));
+        push(ApiKey::JoinGroup, 7, &put(join(&member)));
+        let assignment = SyncGroupRequestAssignment::default().with_member_id(text(&member));
+        push(
+            ApiKey::SyncGroup,
+            5,
+            &put(SyncGroupRequest::default()
+                .with_group_id(g())
+                .with_generation_id(1)
+                .with_member_id(text(&member))
+                .with_assignments(vec![assignment])),
+        );
+        push(
+            ApiKey::Heartbeat,
+            4,
+            &put(HeartbeatRequest::default().with_group_id(g()).with_generation_id(1).with_member_id(text(&member))),
+        );
+        push(
+            ApiKey::OffsetCommit,
+            8,
+            &put(OffsetCommitRequest::default()
+                .with_group_id(g())
+                .with_generation_id_or_member_epoch(1)
+                .with_member_id(text(&member))
+                .with_topics(vec![OffsetCommitRequestTopic::default()
+                    .with_name(topic.clone())
+                    .with_partitions(vec![OffsetCommitRequestPartition::default().with_committed_offset(1)])])),
+        );
+        push(
+            ApiKey::OffsetFetch,
+            8,
+            &put(OffsetFetchRequest::default()
+                .with_groups(vec![OffsetFetchRequestGroup::default().with_group_id(g()).with_topics(None)])),
+        );
+        push(ApiKey::ListGroups, 5, &put(ListGroupsRequest::default()));
+        push(ApiKey::DescribeGroups, 6, &put(DescribeGroupsRequest::default().with_groups(vec![g()])));
+        push(
+            ApiKey::LeaveGroup,
+            5,
+            &put(LeaveGroupRequest::default()
+                .with_group_id(g())
+                .with_members(vec![kafka_protocol::messages::leave_group_request::MemberIdentity::default()
+                    .with_member_id(text(&member))])),
+        );
+        push(ApiKey::DeleteGroups, 2, &put(DeleteGroupsRequest::default().with_groups_names(vec![g()])));
+        let mut seed = vec![0u8];
+        for f in &frames {
+            seed.push(0x00);
+            seed.extend_from_slice(&(f.len() as u16).to_le_bytes());
+            seed.extend_from_slice(f);
+        }
+        seed.push(0x80);
+        (seed, frames.len())
+    }
+
+    /// The group session is answered whole (every request, none closing the
+    /// connection), and the corpus holds it as built here; `BROKER_WRITE_SEEDS=1`
+    /// writes it there.
+    #[test]
+    fn a_consumer_groups_session_is_answered_and_seeded() {
+        let (session, frames) = group_session();
+        let run = run_kafka_connection(&session, None);
+        assert_eq!(run.responses, frames, "{run:?}");
+        let path = format!("{}/../../fuzz/corpus/kafka_connection/built-groups-session", env!("CARGO_MANIFEST_DIR"));
+        if std::env::var("BROKER_WRITE_SEEDS").as_deref() == Ok("1") {
+            std::fs::write(&path, &session).expect("write the seed");
+        }
+        assert_eq!(seed("built-groups-session"), session, "{path} is not the session built here");
+    }
+
     #[test]
     fn every_clients_produce_is_written_and_reported() {
         for name in PRODUCING {
