@@ -85,7 +85,7 @@ pub struct Config {
     /// The most bytes all committed offsets may take, counted as
     /// [`crate::committed_bytes`] counts them: they are held in memory and in every
     /// journal snapshot, so their total is bounded (a snapshot frame holds at most
-    /// [`crate::journal::MAX_JOURNAL_FRAME`]).
+    /// 256 MiB).
     pub max_committed_offsets_bytes: u64,
     /// The most (partition, idempotent producer) states kept: past it, the one touched
     /// least recently is forgotten, and that producer's next batch on that partition is
