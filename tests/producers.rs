@@ -154,3 +154,18 @@ fn the_planted_bug_appends_a_retry_after_a_restart_twice() {
     let mut d = SyncDriver::start(config, d.crash());
     assert_eq!(offsets(d.request(send("t", 0, p, 0, 0, &["v"]))), vec![1], "the retry is appended again");
 }
+
+#[test]
+fn a_batch_past_a_limit_is_refused_even_at_a_retried_sequence() {
+    let mut d = start(Config { max_record_bytes: 8, ..Config::default() });
+    let p = init(d.request(Command::InitProducer));
+    assert_eq!(offsets(d.request(send("t", 0, p, 0, 0, &["a"]))), vec![0]);
+    // The sequence of the batch just acknowledged, with no record, or with one too
+    // large: refused as any produce would be, not answered as a retry of it.
+    let empty = d.request(send("t", 0, p, 0, 0, &[]));
+    assert!(matches!(empty, Err(BrokerError::InvalidRequest(_))), "{empty:?}");
+    let large = d.request(send("t", 0, p, 0, 0, &["too large!"]));
+    assert!(matches!(large, Err(BrokerError::InvalidRequest(_))), "{large:?}");
+    assert_eq!(offsets(d.request(send("t", 0, p, 0, 0, &["a"]))), vec![0], "the retry is answered");
+    assert_eq!(high_watermark(&mut d, "t", 0), 1, "refusals appended nothing");
+}

@@ -53,6 +53,10 @@ impl Broker {
         let Ok(count) = u32::try_from(records.len()) else {
             return Err(BrokerError::InvalidRequest("more records than sequence numbers".into()));
         };
+        // The records are held to every limit before the sequence is looked at, as Kafka
+        // does: a batch with no record, or one past a limit, is refused even where its
+        // sequence numbers are those of a batch kept, never answered as its retry.
+        crate::placement::check_produce(&self.config, topic, partitions, Some(partition), &records)?;
         let log = LogId { topic: id, partition };
         let (first_offset, high_watermark) = (part.next_offset, part.high_watermark);
         match self.producers.check(log, producer, count)? {
