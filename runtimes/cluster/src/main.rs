@@ -269,10 +269,16 @@ fn serve(
     // Metadata names the node by its own id, so that a client told of several nodes
     // tells them apart (checked below i32::MAX, Kafka's broker ids, at the start).
     let peers = registry.clone().map(|r| r as Arc<dyn broker_kafka::Peers>);
-    // A node keeps no consumer groups' offsets (the core refuses their commands here):
-    // the group APIs are neither advertised nor served.
-    let limits =
-        broker_kafka::Limits { node_id: kafka_id, peers, group_offsets: false, ..broker_kafka::Limits::from(&config) };
+    // A node keeps no consumer groups' offsets and no producer ids (the core refuses
+    // their commands here): the group APIs and InitProducerId are neither advertised nor
+    // served.
+    let limits = broker_kafka::Limits {
+        node_id: kafka_id,
+        peers,
+        group_offsets: false,
+        producers: false,
+        ..broker_kafka::Limits::from(&config)
+    };
     let kafka = match broker_kafka::Kafka::start(listener, handle, limits, move || {
         let _ = stop_tx.send(());
     }) {

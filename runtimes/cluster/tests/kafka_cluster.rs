@@ -202,9 +202,10 @@ fn each_node_names_itself_by_its_id() {
     }
 }
 
-/// A node keeps no consumer groups' offsets: ApiVersions lists none of the group APIs,
-/// and a FindCoordinator (a client about to join a group) closes its connection, with
-/// the reason in the log, as any API not served does. Raw frames: no client needed.
+/// A node keeps no consumer groups' offsets and no producer ids: ApiVersions lists none
+/// of the group APIs nor InitProducerId, and a FindCoordinator (a client about to join
+/// a group) closes its connection, with the reason in the log, as any API not served
+/// does. Raw frames: no client needed.
 #[test]
 fn a_node_serves_no_consumer_group_api() {
     use std::io::Write;
@@ -242,6 +243,8 @@ fn a_node_serves_no_consumer_group_api() {
     // SyncGroup, DescribeGroups, ListGroups, DeleteGroups.
     let groups = [8, 9, 10, 11, 12, 13, 14, 15, 16, 42];
     assert!(groups.iter().all(|k| !keys.contains(k)), "a group API is advertised: {keys:?}");
+    // InitProducerId: a node hands out no producer ids either.
+    assert!(!keys.contains(&22), "InitProducerId is advertised: {keys:?}");
 
     let mut s = connect();
     s.write_all(&frame(10, &[0, 1, b'g'])).unwrap();

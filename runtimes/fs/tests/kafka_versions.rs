@@ -1,7 +1,7 @@
 //! Every version of every API that ApiVersions advertises is answered: for each, the
 //! requests a client sends (and the errors they can meet) get a response that decodes
-//! at that version, on a connection that stays open. The consumer-group APIs are among
-//! them (broker-fs keeps groups' offsets). A version whose response cannot be
+//! at that version, on a connection that stays open. The consumer-group APIs and
+//! InitProducerId are among them (broker-fs keeps groups' offsets and producers). A version whose response cannot be
 //! encoded (a field set that does not exist at it) closes the connection instead, which
 //! clients report as a network or authentication failure.
 
@@ -183,7 +183,10 @@ fn check(s: &mut TcpStream, api: ApiKey, v: i16, id: &mut i32) -> Result<(), Str
             expect(errors.iter().all(|e| *e == 0) && !errors.is_empty(), "this broker coordinates groups")?;
             if v >= 1 {
                 let r = r.with_key_type(1);
-                let _: FindCoordinatorResponse = exchange(s, api, v, id, &r).map_err(at("a transaction"))?;
+                let got: FindCoordinatorResponse = exchange(s, api, v, id, &r).map_err(at("a transaction"))?;
+                let errors: Vec<i16> =
+                    if v >= 4 { got.coordinators.iter().map(|c| c.error_code).collect() } else { vec![got.error_code] };
+                expect(errors.iter().all(|e| *e == 53), "TRANSACTIONAL_ID_AUTHORIZATION_FAILED: no transactions")?;
             }
         }
         ApiKey::JoinGroup => {
@@ -325,6 +328,24 @@ fn check(s: &mut TcpStream, api: ApiKey, v: i16, id: &mut i32) -> Result<(), Str
             let got: DeleteGroupsResponse = exchange(s, api, v, id, &r).map_err(at("a delete"))?;
             let errors: Vec<i16> = got.results.iter().map(|r| r.error_code).collect();
             expect(errors == [0, 69], "deleted, and GROUP_ID_NOT_FOUND")?;
+        }
+        ApiKey::InitProducerId => {
+            let r = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000);
+            let got: InitProducerIdResponse = exchange(s, api, v, id, &r).map_err(at("an idempotent producer"))?;
+            expect(
+                got.error_code == 0 && got.producer_id.0 >= 0 && got.producer_epoch == 0,
+                &format!("a producer id: {got:?}"),
+            )?;
+            if v >= 3 {
+                // KIP-360: a producer naming its id and epoch gets a new id, as from Kafka.
+                let again = r.clone().with_producer_id(got.producer_id).with_producer_epoch(got.producer_epoch);
+                let bumped: InitProducerIdResponse =
+                    exchange(s, api, v, id, &again).map_err(at("a producer naming its id"))?;
+                expect(bumped.error_code == 0 && bumped.producer_id != got.producer_id, "a new producer id")?;
+            }
+            let txn = r.with_transactional_id(Some(TransactionalId(text("txn"))));
+            let got: InitProducerIdResponse = exchange(s, api, v, id, &txn).map_err(at("a transactional producer"))?;
+            expect(got.error_code == 53 && got.producer_id.0 == -1, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")?;
         }
         other => return Err(format!("{other:?} is advertised and this test sends nothing of it: add its requests")),
     }

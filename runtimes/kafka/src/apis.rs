@@ -40,15 +40,27 @@ pub const GROUPS: [(ApiKey, i16, i16); 10] = [
     (ApiKey::DeleteGroups, 0, 2),
 ];
 
-/// The versions of `api` this listener can serve (with groups), if any.
+/// The idempotent producers' API, served where the broker hands out producer ids
+/// ([`crate::Limits::producers`]), at every version `kafka-protocol` and Kafka 4.0 share.
+/// A transactional id is refused where it is asked for: there are no transactions.
+pub const PRODUCERS: [(ApiKey, i16, i16); 1] = [(ApiKey::InitProducerId, 0, 5)];
+
+/// The versions of `api` this listener can serve (with groups and producers), if any.
 pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
-    SUPPORTED.iter().chain(&GROUPS).find(|(a, _, _)| *a == api).map(|(_, lo, hi)| (*lo, *hi))
+    SUPPORTED.iter().chain(&GROUPS).chain(&PRODUCERS).find(|(a, _, _)| *a == api).map(|(_, lo, hi)| (*lo, *hi))
 }
 
-/// The versions of `api` served by a listener that serves groups or not.
-pub fn served(api: ApiKey, groups: bool) -> Option<(i16, i16)> {
-    let table: &[(ApiKey, i16, i16)] = if groups { &GROUPS } else { &[] };
-    SUPPORTED.iter().chain(table).find(|(a, _, _)| *a == api).map(|(_, lo, hi)| (*lo, *hi))
+/// Every API a listener within `limits` serves, with its versions: [`SUPPORTED`], and
+/// [`GROUPS`] and [`PRODUCERS`] where the broker keeps what they need.
+fn table(limits: &crate::Limits) -> impl Iterator<Item = &'static (ApiKey, i16, i16)> {
+    let groups: &[(ApiKey, i16, i16)] = if limits.group_offsets { &GROUPS } else { &[] };
+    let producers: &[(ApiKey, i16, i16)] = if limits.producers { &PRODUCERS } else { &[] };
+    SUPPORTED.iter().chain(groups).chain(producers)
+}
+
+/// The versions of `api` served by a listener within `limits`, if any.
+pub fn served(api: ApiKey, limits: &crate::Limits) -> Option<(i16, i16)> {
+    table(limits).find(|(a, _, _)| *a == api).map(|(_, lo, hi)| (*lo, *hi))
 }
 
 /// A decoded request of a served API.
@@ -90,6 +102,8 @@ pub enum Request {
     ListGroups(ListGroupsRequest),
     /// DeleteGroups.
     DeleteGroups(DeleteGroupsRequest),
+    /// InitProducerId.
+    InitProducerId(InitProducerIdRequest),
 }
 
 /// Decodes the body of a request of a served API at a served version (after
@@ -120,6 +134,9 @@ pub fn decode_body(api: ApiKey, v: i16, buf: &mut Bytes) -> Result<Request, Stri
         }
         ApiKey::ListGroups => Request::ListGroups(ListGroupsRequest::decode(buf, v).map_err(|e| e.to_string())?),
         ApiKey::DeleteGroups => Request::DeleteGroups(DeleteGroupsRequest::decode(buf, v).map_err(|e| e.to_string())?),
+        ApiKey::InitProducerId => {
+            Request::InitProducerId(InitProducerIdRequest::decode(buf, v).map_err(|e| e.to_string())?)
+        }
         other => return Err(format!("{other:?} is not served")),
     })
 }
@@ -163,6 +180,8 @@ pub enum Response {
     ListGroups(ListGroupsResponse),
     /// DeleteGroups.
     DeleteGroups(DeleteGroupsResponse),
+    /// InitProducerId.
+    InitProducerId(InitProducerIdResponse),
 }
 
 /// The whole response frame (size, header, body) for a request with `correlation_id`,
@@ -200,6 +219,7 @@ pub fn frame(correlation_id: i32, version: i16, response: &Response) -> Result<B
         Response::DescribeGroups(m) => body(m, version, correlation_id)?,
         Response::ListGroups(m) => body(m, version, correlation_id)?,
         Response::DeleteGroups(m) => body(m, version, correlation_id)?,
+        Response::InitProducerId(m) => body(m, version, correlation_id)?,
     };
     Ok(out.freeze())
 }
@@ -312,13 +332,11 @@ impl Chunks {
     }
 }
 
-/// The ApiVersions response listing [`SUPPORTED`] (and [`GROUPS`] if `groups`), with
+/// The ApiVersions response listing what a listener within `limits` serves ([`SUPPORTED`],
+/// and [`GROUPS`] and [`PRODUCERS`] where the broker keeps what they need), with
 /// `error_code`.
-pub fn api_versions(error_code: i16, groups: bool) -> ApiVersionsResponse {
-    let table: &[(ApiKey, i16, i16)] = if groups { &GROUPS } else { &[] };
-    let keys = SUPPORTED
-        .iter()
-        .chain(table)
+pub fn api_versions(error_code: i16, limits: &crate::Limits) -> ApiVersionsResponse {
+    let keys = table(limits)
         .map(|(api, lo, hi)| {
             ApiVersion::default().with_api_key(*api as i16).with_min_version(*lo).with_max_version(*hi)
         })

@@ -85,8 +85,9 @@ pub fn run_kafka_connection(data: &[u8], planted: Option<PlantedBug>) -> Connect
     let plan = Plan::parse(data);
     let config = Config { max_partitions: 4, max_batch_records: 64, ..Config::default() };
     let broker = Memory::start(config.clone(), planted);
-    // The group APIs are served, as by broker-fs, whose core keeps group offsets.
-    let limits = Limits { group_offsets: true, ..Limits::from(&config) };
+    // The group and producer APIs are served, as by broker-fs, whose core keeps group
+    // offsets and producers.
+    let limits = Limits { group_offsets: true, producers: true, ..Limits::from(&config) };
     let ctx = Context::new(Core::new(broker.clone()), limits, ([127, 0, 0, 1], 9092).into(), 0);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -355,7 +356,7 @@ fn sent_requests(bytes: &[u8]) -> Vec<Sent> {
 }
 
 fn decode_request(api: ApiKey, version: i16, frame: &[u8]) -> Option<Decoded> {
-    let (min, max) = apis::served(api, true)?;
+    let (min, max) = apis::supported(api)?;
     if !(min..=max).contains(&version) {
         return None;
     }
@@ -374,7 +375,7 @@ fn decode_request(api: ApiKey, version: i16, frame: &[u8]) -> Option<Decoded> {
 /// Decodes a response frame to the request `r`, asserting that it decodes whole.
 fn decode_response(r: &Sent, frame: &[u8]) -> Option<Response> {
     let api = r.api.expect("only requests of known APIs are answered");
-    let (_, max) = apis::served(api, true).expect("only served APIs are answered");
+    let (_, max) = apis::supported(api).expect("only served APIs are answered");
     let version = if api == ApiKey::ApiVersions && r.version > max { 0 } else { r.version };
     let mut buf = Bytes::copy_from_slice(frame);
     let header = ResponseHeader::decode(&mut buf, api.response_header_version(version))

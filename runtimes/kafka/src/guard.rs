@@ -9,7 +9,8 @@
 //! string or byte field that runs past the end. It allocates nothing.
 //!
 //! The schemas are Apache Kafka's (`clients/src/main/resources/common/message/*.json`),
-//! for the versions [`crate::apis::SUPPORTED`] lists; a walk and the crate's
+//! for the versions [`crate::apis::SUPPORTED`], [`crate::apis::GROUPS`] and
+//! [`crate::apis::PRODUCERS`] list; a walk and the crate's
 //! decoder disagreeing is caught by the tests, which encode each request at each version
 //! with the crate's own encoder and walk it.
 
@@ -153,6 +154,7 @@ fn first_flexible(api: ApiKey) -> i16 {
         ApiKey::DescribeGroups => 5,
         ApiKey::ListGroups => 3,
         ApiKey::DeleteGroups => 2,
+        ApiKey::InitProducerId => 2,
         _ => i16::MAX,
     }
 }
@@ -401,6 +403,13 @@ pub fn check(api: ApiKey, v: i16, body: &[u8]) -> Result<(), String> {
         ApiKey::DeleteGroups => {
             w.each("group names", |w| w.string())?;
         }
+        ApiKey::InitProducerId => {
+            w.string()?; // transactional id
+            w.fixed(4)?; // transaction timeout
+            if v >= 3 {
+                w.fixed(8 + 2)?; // producer id, producer epoch
+            }
+        }
         other => return Err(format!("no schema walk for {other:?}")),
     }
     // What follows the last array is fixed-size fields and tagged fields, which the
@@ -472,7 +481,7 @@ mod tests {
         let api_versions = ApiVersionsRequest::default()
             .with_client_software_name(StrBytes::from_static_str("test"))
             .with_client_software_version(StrBytes::from_static_str("1"));
-        let groups = group_requests();
+        let groups = group_requests().into_iter().chain(producer_requests());
         type Encoder = Box<dyn Fn(i16) -> Option<Vec<u8>>>;
         let cases: Vec<(ApiKey, Encoder)> = vec![
             (ApiKey::Produce, Box::new(move |v| encoded(&produce, v))),
@@ -506,7 +515,7 @@ mod tests {
                 walked += 1;
             }
             assert!(walked >= 1, "{api:?}: no version encoded");
-            if crate::apis::GROUPS.iter().any(|(a, _, _)| *a == api) {
+            if crate::apis::GROUPS.iter().chain(&crate::apis::PRODUCERS).any(|(a, _, _)| *a == api) {
                 assert_eq!(walked, range.1 - range.0 + 1, "{api:?}: every version is walked");
             }
         }
@@ -635,6 +644,27 @@ mod tests {
         ]
     }
 
+    /// InitProducerId requests: an idempotent producer's (no transactional id), one that
+    /// names its current id and epoch (version 3 on), and a transactional one.
+    #[allow(clippy::type_complexity)]
+    fn producer_requests() -> Vec<(ApiKey, Box<dyn Fn(i16) -> Option<Vec<u8>>>)> {
+        let init = move |v: i16| {
+            let r = InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("txn"))))
+                .with_transaction_timeout_ms(60_000);
+            if v >= 3 {
+                r.with_producer_id(ProducerId(7)).with_producer_epoch(2)
+            } else {
+                r
+            }
+        };
+        let idempotent = move |_: i16| InitProducerIdRequest::default().with_transaction_timeout_ms(-1);
+        vec![
+            (ApiKey::InitProducerId, Box::new(move |v| encoded(&init(v), v))),
+            (ApiKey::InitProducerId, Box::new(move |v| encoded(&idempotent(v), v))),
+        ]
+    }
+
     /// Valid requests with bytes flipped: whatever the walk lets through, the crate's
     /// decoder reads without a panic or an outsized allocation.
     #[test]
@@ -667,7 +697,7 @@ mod tests {
         for v in [2, 7] {
             bodies.push((ApiKey::CreateTopics, v, encoded(&create, v).unwrap()));
         }
-        for (api, encode) in group_requests() {
+        for (api, encode) in group_requests().into_iter().chain(producer_requests()) {
             let (lo, hi) = crate::apis::supported(api).unwrap();
             for v in [lo, (lo + hi) / 2, hi] {
                 let body = encode(v).unwrap();
@@ -725,6 +755,21 @@ mod tests {
         ] {
             let e = check(api, v, &body).expect_err("refused");
             assert!(e.contains("array of") || e.contains("length"), "{api:?}: {e}");
+        }
+    }
+
+    /// An InitProducerId has no array; a transactional id that runs past the end, in
+    /// either encoding, is refused, as is a body cut inside its fixed-size fields.
+    #[test]
+    fn init_producer_id_strings_past_the_end_are_refused() {
+        for (v, body) in [
+            (0, vec![0x7f, 0xff, b't']),
+            (1, vec![0, 3, b't', b'x', b'n', 0, 0]),
+            (3, [vec![4, b't', b'x', b'n'], vec![0; 4 + 8]].concat()),
+            (4, vec![0xff, 0xff, 0xff, 0xff, 0x07, b't']),
+        ] {
+            let e = check(ApiKey::InitProducerId, v, &body).expect_err("refused");
+            assert!(e.contains("bytes") && e.contains("left"), "v{v}: {e}");
         }
     }
 }

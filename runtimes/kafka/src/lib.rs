@@ -77,6 +77,11 @@ pub struct Limits {
     /// ([`apis::GROUPS`]) advertised and served, with this listener as every group's
     /// coordinator. A cluster node keeps none; broker-fs does.
     pub group_offsets: bool,
+    /// Whether the broker hands out producer ids and keeps their sequences (the core's
+    /// `InitProducer` and `ProduceIdempotent`): only then is InitProducerId
+    /// ([`apis::PRODUCERS`]) advertised and served, so that idempotent producers get
+    /// their ids here. A cluster node keeps none; broker-fs does.
+    pub producers: bool,
     /// The bounds on the groups' membership held in memory.
     pub groups: groups::GroupLimits,
 }
@@ -89,6 +94,7 @@ impl From<&Config> for Limits {
             node_id: 0,
             peers: None,
             group_offsets: false,
+            producers: false,
             groups: groups::GroupLimits::default(),
         }
     }

@@ -240,13 +240,12 @@ async fn read_requests(
         let body = read_body(reader, size).await?;
         let (key, version) = (i16::from_be_bytes([body[0], body[1]]), i16::from_be_bytes([body[2], body[3]]));
         let correlation_id = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-        let groups = ctx.limits.group_offsets;
-        let served = ApiKey::try_from(key).ok().and_then(|api| Some((api, apis::served(api, groups)?)));
+        let served = ApiKey::try_from(key).ok().and_then(|api| Some((api, apis::served(api, &ctx.limits)?)));
         let api = match served {
             Some((ApiKey::ApiVersions, (_, max))) if version > max => {
                 // Kafka's answer to a newer ApiVersions: version 0, with what is served.
                 let response =
-                    Response::ApiVersions(apis::api_versions(ResponseError::UnsupportedVersion.code(), groups));
+                    Response::ApiVersions(apis::api_versions(ResponseError::UnsupportedVersion.code(), &ctx.limits));
                 let pending = Box::pin(async move { Outcome::Respond(response) }) as Pending;
                 send(queue, Queued { pending, correlation_id, version: 0, _held: request_held }).await?;
                 continue;

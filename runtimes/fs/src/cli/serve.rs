@@ -29,9 +29,14 @@ pub fn run(
         None => None,
     };
     let write_timeout = Duration::from_millis(write_timeout_ms);
-    // The core keeps consumer groups' committed offsets: the group APIs are served.
-    let limits =
-        broker_kafka::Limits { write_timeout, group_offsets: true, ..broker_kafka::Limits::from(&options.config) };
+    // The core keeps consumer groups' committed offsets and idempotent producers' ids and
+    // sequences: the group APIs and InitProducerId are served.
+    let limits = broker_kafka::Limits {
+        write_timeout,
+        group_offsets: true,
+        producers: true,
+        ..broker_kafka::Limits::from(&options.config)
+    };
     let mut serve_options = ServeOptions::for_config(&options.config);
     let driver = Driver::<Input>::open(data_dir, options)?;
     let kafka = match listener {

@@ -14,6 +14,7 @@ mod describe_groups;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
+mod init_producer_id;
 mod join_group;
 mod leave_group;
 mod list_groups;
@@ -53,5 +54,6 @@ pub fn handle(ctx: &Context, v: i16, client_id: &str, request: Request) -> Pendi
         Request::ListGroups(r) => list_groups::list_groups(ctx, v, r),
         Request::DescribeGroups(r) => describe_groups::describe_groups(ctx, v, r),
         Request::DeleteGroups(r) => delete_groups::delete_groups(ctx, r),
+        Request::InitProducerId(r) => init_producer_id::init_producer_id(ctx, r),
     }
 }
