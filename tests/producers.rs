@@ -169,3 +169,27 @@ fn a_batch_past_a_limit_is_refused_even_at_a_retried_sequence() {
     assert_eq!(offsets(d.request(send("t", 0, p, 0, 0, &["a"]))), vec![0], "the retry is answered");
     assert_eq!(high_watermark(&mut d, "t", 0), 1, "refusals appended nothing");
 }
+
+#[test]
+fn a_retry_is_answered_when_the_log_of_its_first_send_no_longer_opens() {
+    use broker_core::{FileSystem, LogId};
+    // Under log-sync a batch's state is journaled with the next journal commit, its
+    // log's end only within the interval: the state holds offsets past the journal's end.
+    let config = Config { durability: Durability::LogSync { journal_ends_ms: 60_000 }, ..Config::default() };
+    let mut d = start(config.clone());
+    let topic = d.broker().live_topics()[0].id;
+    let p = init(d.request(Command::InitProducer));
+    assert_eq!(offsets(d.request(send("t", 0, p, 0, 0, &["a"]))), vec![0]);
+    d.advance_millis(60_000);
+    let second = d.submit(send("t", 0, p, 0, 1, &["b", "c"]));
+    assert_eq!(offsets(d.take_reply(second).expect("acknowledged")), vec![1, 2]);
+    // The log's header rots before the interval is over: the start cannot read the log,
+    // and keeps nothing past the journal's end (offset 1).
+    let mut fs = d.crash();
+    fs.write_at(&LogId { topic, partition: 0 }.file_name(), 0, b"rot!").expect("memfs write");
+    let mut d = SyncDriver::start(config, fs);
+    // A retry is answered (the partition is unavailable), not left waiting for a first
+    // send that no broker will acknowledge.
+    let retry = d.request(send("t", 0, p, 0, 1, &["b", "c"]));
+    assert!(matches!(retry, Err(BrokerError::Storage(_))), "{retry:?}");
+}

@@ -240,6 +240,20 @@ impl Broker {
         owner.and_then(|id| self.topics.get_mut(&id)).and_then(|t| t.partitions.get_mut(partition as usize))
     }
 
+    /// A producer's batch the start did not keep (a damaged tail cut under log-sync, a
+    /// log that cannot be read past the journal's end) is no longer its: the producers
+    /// of `partition` of `owner` with a batch reaching past `end` are forgotten, and
+    /// durably so, since those offsets may be handed out again.
+    fn forget_producers_beyond(&mut self, owner: Option<TopicId>, partition: u32, end: u64) {
+        let Some(id) = owner else { return };
+        let by_incarnation = LogId { topic: id, partition };
+        let forgot = self.producers.forget_beyond(by_incarnation, end)
+            | self.journaled_producers.forget_beyond(by_incarnation, end);
+        if forgot && !self.config.read_only {
+            self.journal.force_replace(false);
+        }
+    }
+
     pub(super) fn log_opened(&mut self, log: LogId, result: Result<Opened, StorageError>) {
         let owner = self.owner_of(log);
         let first = owner.and_then(|id| self.topics.get(&id)).map_or(0, |t| t.meta.offset_base);
@@ -270,17 +284,7 @@ impl Broker {
                     p.ready = true;
                     unjournaled = p.high_watermark > p.journaled_end;
                 }
-                // A producer's batch the start did not keep (a damaged tail cut under
-                // log-sync) is no longer its: forgotten, and durably so, since its
-                // offsets may be handed out again.
-                if let Some(id) = owner {
-                    let by_incarnation = LogId { topic: id, partition: log.partition };
-                    let forgot = self.producers.forget_beyond(by_incarnation, next)
-                        | self.journaled_producers.forget_beyond(by_incarnation, next);
-                    if forgot && !self.config.read_only {
-                        self.journal.force_replace(false);
-                    }
-                }
+                self.forget_producers_beyond(owner, log.partition, next);
                 // (A read-only start writes nothing: a writer's start journals them.)
                 if unjournaled && self.keeps_whole_tails() && !self.config.read_only {
                     // Records kept past the journal's end: the journal learns the new end
@@ -315,6 +319,9 @@ impl Broker {
                         let detail = format!("the log cannot be read: {e}");
                         self.notice(Notice::TailCut { log, offset: to, bytes: 0, detail });
                     }
+                    // Nor can a producer's batch there: a retry of it would wait for
+                    // an acknowledgement that never comes.
+                    self.forget_producers_beyond(owner, log.partition, to);
                 }
             }
             Err(e) => return self.retry_later(log, TimerPurpose::RetryOpen(log), e),
