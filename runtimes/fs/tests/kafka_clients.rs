@@ -853,3 +853,91 @@ fn kcat_balanced_consumers_commit_split_and_survive_a_recreate() {
     assert_eq!(consume("kc-beginning", "kc-re", Some("earliest")), sorted(values("new", 30)), "from the first record");
     server.terminate();
 }
+
+/// Idempotent producers deliver each record once, and a transactional producer fails
+/// at once, with every client: kafka-python in its default configuration (idempotence
+/// on), confluent-kafka and aiokafka with idempotence turned on, read back by
+/// kafka-python and on disk; kafkajs with `idempotent: true`, read back by its group
+/// consumer; kcat with `-X enable.idempotence=true`, read back by kcat. A
+/// transactional id makes each fail within seconds (messages on standard error).
+#[test]
+fn idempotent_producers_deliver_once_and_transactional_ones_fail_fast() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-idempotent");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let out = scenario(&mut server, &["idempotent", "--topic", "idem"]);
+    assert_eq!(out["read"], serde_json::json!({"kafka-python": 24, "confluent": 24, "aiokafka": 24}), "{out}");
+    let out = scenario(&mut server, &["transactional", "--topic", "idem-txn"]);
+    eprintln!("transactional producers: {out}");
+    let messages = &out["messages"];
+    for client in ["kafka-python", "confluent", "aiokafka"] {
+        let m = messages[client].as_str().unwrap_or_default();
+        assert!(
+            m.contains("TransactionalIdAuthorizationFailed") || m.contains("TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
+            "{client}: {m}"
+        );
+    }
+    assert!(messages["confluent"].as_str().unwrap().contains("does not support transactions"), "{out}");
+
+    let env = [("NODE_PATH", kafkajs_modules())];
+    if tool("node", &["-e", "require('kafkajs')"], &env).is_some() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/kafkajs.js");
+        for (scenario, topic) in [("idempotent", "js-idem"), ("transactional", "js-txn")] {
+            let out =
+                Command::new("node").arg(script).args([&server.address, topic, scenario]).envs(env.clone()).output();
+            let out = out.unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success(), "kafkajs {scenario}: {stderr}\n{stdout}\n{}", server.stderr());
+            let got: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            eprintln!("kafkajs {scenario}: {got}");
+            match scenario {
+                "idempotent" => assert_eq!(got["read"], 24, "{got}"),
+                _ => assert!(got["ms"].as_u64().unwrap() < 30_000 && got["error"].is_string(), "{got}"),
+            }
+        }
+    }
+
+    if tool("kcat", &["-V"], &[]).is_some() {
+        scenario(&mut server, &["create-topic", "--topic", "kc-idem"]);
+        let produce = |extra: &str, input: &str| {
+            let mut child = Command::new("kcat")
+                .args(["-b", &server.address, "-t", "kc-idem", "-P", "-p", "0", "-X", extra])
+                .stdin(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+            child.wait_with_output().unwrap()
+        };
+        let out = produce("enable.idempotence=true", "a\nb\nc\n");
+        assert!(out.status.success(), "kcat -P idempotent: {}", String::from_utf8_lossy(&out.stderr));
+        let started = Instant::now();
+        let out = produce("transactional.id=kc-txn", "never\n");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("kcat transactional: {stderr}");
+        assert!(!out.status.success() && stderr.contains("does not support transactions"), "kcat: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+        let read = Command::new("kcat")
+            .args(["-b", &server.address, "-t", "kc-idem", "-C", "-e", "-o", "beginning", "-f", "%o %s\\n"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&read.stdout),
+            "0 a\n1 b\n2 c\n",
+            "each record once, nothing of the transaction"
+        );
+    }
+    server.terminate();
+
+    for client in ["kafka-python", "confluent", "aiokafka"] {
+        let topic = format!("idem-{client}");
+        for p in 0..2 {
+            let values: Vec<String> =
+                fetched(&data, &topic, p).into_iter().map(|(_, _, v)| v.as_str().unwrap().to_string()).collect();
+            let want: Vec<String> =
+                (0..3).flat_map(|r| (0..4).map(move |i| format!("{client}-r{r}-p{p}-{i}"))).collect();
+            assert_eq!(values, want, "{topic} partition {p} on disk: each record once, in order");
+        }
+    }
+}

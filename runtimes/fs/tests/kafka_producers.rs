@@ -2,8 +2,9 @@
 //! from InitProducerId, then batches carrying it, judged by their epoch and sequence as
 //! Kafka judges them. A retried batch is answered with its first offsets and appended
 //! once, before and after a restart; a gap in the sequence, an old epoch and an id never
-//! handed out are refused with Kafka's errors; nothing refused changes the log. A
-//! transactional producer is refused at InitProducerId and FindCoordinator.
+//! handed out are refused with Kafka's errors, and so is a transactional batch; nothing
+//! refused changes the log. A transactional producer is refused at InitProducerId and
+//! FindCoordinator.
 
 mod common;
 
@@ -21,9 +22,14 @@ use std::net::TcpStream;
 
 /// `n` records of an idempotent producer, from sequence `first`, as one batch.
 fn idempotent(producer_id: i64, epoch: i16, first: i32, n: i32, tag: &str) -> Bytes {
+    records(producer_id, epoch, first, n, tag, false)
+}
+
+/// The same, as a transactional producer's batch (its attribute bit set).
+fn records(producer_id: i64, epoch: i16, first: i32, n: i32, tag: &str, transactional: bool) -> Bytes {
     let records: Vec<Record> = (0..n)
         .map(|i| Record {
-            transactional: false,
+            transactional,
             control: false,
             delete_horizon: false,
             partition_leader_epoch: -1,
@@ -102,6 +108,7 @@ fn idempotent_batches_are_judged_by_epoch_and_sequence() {
         (idempotent(id, 0, 9, 1, "gap"), E::OutOfOrderSequenceNumber, "a gap in the sequence"),
         (idempotent(id, 0, 4, 2, "overlap"), E::OutOfOrderSequenceNumber, "a batch overlapping the last"),
         (idempotent(id + 1_000, 0, 0, 1, "stranger"), E::UnknownProducerId, "an id never handed out"),
+        (records(id, 0, 5, 1, "txn", true), E::InvalidRecord, "a transactional batch"),
     ];
     for (records, error, case) in refused {
         assert_eq!(produce(&mut s, records), (error.code(), -1), "{case}");

@@ -7,7 +7,9 @@
 // fetchTopicOffsets (ListOffsets), delete it, create it again, read the offsets again
 // (the new topic begins past the deleted one's), produce again. The scenarios
 // group-resume, group-split and group-recreate run its consumer, which always reads
-// through a consumer group, in its default configuration (see each one below).
+// through a consumer group, in its default configuration (see each one below);
+// idempotent produces with `idempotent: true` and reads back, transactional tries a
+// transaction (see each one below).
 // Prints one JSON object on its last line; exits 1 with the reason on a failure.
 "use strict";
 
@@ -198,12 +200,55 @@ async function groupRecreate(admin, producer) {
   return { old_commit: oldCommit, read };
 }
 
+// An idempotent producer (kafkajs's `idempotent: true`; off by default) sends three
+// batches to each of two partitions; a group member from the beginning reads each
+// record exactly once. The producer id it was given is printed.
+async function idempotent(admin) {
+  check(await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true }), "create");
+  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: true });
+  await producer.connect();
+  const sent = [];
+  for (let batch = 0; batch < 3; batch++) sent.push(...(await produceValues(producer, topic, [0, 1], `idem${batch}`, 4)));
+  await producer.disconnect();
+  const c = await member(`${topic}-group`, topic, true);
+  await until("the member reads every record", () => c.read.length >= sent.length);
+  await sleep(QUIET_MS);
+  await c.consumer.disconnect();
+  const read = c.read.map((r) => r.value);
+  check(same(read, sent), `read ${read}, want each of ${sent} once`);
+  return { read: read.length };
+}
+
+// A transactional producer (`transactionalId`): its first transaction fails at once,
+// and the message it gives is printed.
+async function transactional() {
+  const producer = kafka.producer({ transactionalId: "broker-fs-txn", idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const started = Date.now();
+  let error = null;
+  try {
+    const txn = await producer.transaction();
+    await txn.abort();
+  } catch (e) {
+    error = `${e.name}: ${e.message}`;
+  }
+  await producer.disconnect();
+  check(error !== null, "a transaction began");
+  return { error, ms: Date.now() - started };
+}
+
 async function groups() {
   const admin = kafka.admin();
   await admin.connect();
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
-  const run = { "group-resume": groupResume, "group-split": groupSplit, "group-recreate": groupRecreate }[scenario];
+  const run = {
+    "group-resume": groupResume,
+    "group-split": groupSplit,
+    "group-recreate": groupRecreate,
+    idempotent,
+    transactional,
+  }[scenario];
   check(run, `unknown scenario ${scenario}`);
   const out = await run(admin, producer);
   await producer.disconnect();

@@ -13,8 +13,9 @@ Whatever the Rust side checks itself (partition choices, topic ids, offsets, the
 records it compares with `broker-fs fetch`) is printed as one JSON object on the last
 line of standard output.
 
-The server has no idempotence and no compression, so producers set
-`enable_idempotence=False` / `enable.idempotence=false` and no compression. Most
+The server has no compression, so producers set none; idempotence is left at each
+client's default (on in kafka-python, off in librdkafka), and the idempotent scenario
+turns it on in confluent-kafka and aiokafka. Most
 scenarios read with assign and an explicit offset (kafka-python with `group_id=None`;
 confluent-kafka, which refuses to build a consumer without `group.id`, with a throwaway
 one it sends nothing about as long as it only assigns); the group-* scenarios subscribe
@@ -80,10 +81,8 @@ def kp_producer(bootstrap, **extra):
         request_timeout_ms=KP_TIMEOUT_MS,
         max_block_ms=KP_TIMEOUT_MS,
     )
-    # Idempotence is on by default in recent kafka-python; the server has no
-    # InitProducerId. Older versions have no such option.
-    if "enable_idempotence" in kafka.KafkaProducer.DEFAULT_CONFIG:
-        config["enable_idempotence"] = False
+    # Idempotence is kafka-python's default (3.0 on): left on, so that the default is
+    # what every scenario runs.
     config.update(extra)
     return kafka.KafkaProducer(**config)
 
@@ -155,7 +154,8 @@ def ck_producer(bootstrap, **extra):
         "bootstrap.servers": bootstrap,
         "client.id": "broker-fs-test-producer",
         "acks": "all",
-        "enable.idempotence": False,
+        # enable.idempotence is left at librdkafka's default, false; the idempotent
+        # scenario turns it on.
         "compression.type": "none",
         "message.timeout.ms": int(TIMEOUT_S * 1000),
     }
@@ -1193,6 +1193,104 @@ def scenario_metadata_missing(args):
     emit({"topic": name, "confluent_error": ck_error, "kafka_python_error_code": desc["error_code"], "topics": all_topics})
 
 
+def scenario_idempotent(args):
+    """Idempotent producers: kafka-python in its default configuration, confluent-kafka
+    and aiokafka with idempotence turned on, each produce three rounds to two partitions
+    of its own topic; each topic is read back (kafka-python's consumer, by assign): every
+    record exactly once, at dense offsets from 0."""
+    ck = ck_admin(args.bootstrap)
+    counts = {}
+    for client in ["kafka-python", "confluent", "aiokafka"]:
+        topic = f"{args.topic}-{client}"
+        err = ck_create(ck, topic, 2)
+        check(err is None, f"confluent-kafka CreateTopics {topic!r}: {err}")
+        rounds = [[(None, f"{client}-r{r}-p{p}-{i}".encode()) for i in range(4)] for r in range(3) for p in range(2)]
+        produced = []
+        if client == "kafka-python":
+            kpp = kp_producer(args.bootstrap)
+            check(kpp.config["enable_idempotence"], "kafka-python: idempotence is not on by default")
+            for n, items in enumerate(rounds):
+                produced += kp_produce_all(kpp, topic, items, partition=n % 2)
+            kpp.close(timeout=TIMEOUT_S)
+        elif client == "confluent":
+            ckp = ck_producer(args.bootstrap, **{"enable.idempotence": True})
+            for n, items in enumerate(rounds):
+                produced += ck_produce_all(ckp, topic, items, partition=n % 2)
+        else:
+            produced += asyncio.run(aio_produce(args.bootstrap, topic, rounds))
+        check_dense(produced, 2, f"{client} idempotent acknowledgements")
+        kpc = kp_consumer(args.bootstrap)
+        kp_assign_from(kpc, topic, range(2), 0)
+        got = consume_until(lambda t: kp_poll(kpc, t), len(produced), f"{client} read back")
+        kpc.close()
+        check(sorted(got, key=key_of) == sorted(produced, key=key_of), f"{client}: read {got}, want {produced} once each")
+        counts[client] = len(got)
+    emit({"read": counts})
+
+
+async def aio_produce(bootstrap, topic, rounds):
+    """aiokafka with enable_idempotence=True: each round to its partition, acknowledged."""
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, request_timeout_ms=KP_TIMEOUT_MS)
+    await producer.start()
+    out = []
+    try:
+        for n, items in enumerate(rounds):
+            futures = [await producer.send(topic, value=v, key=k, partition=n % 2) for k, v in items]
+            for (k, v), f in zip(items, futures):
+                md = await f
+                out.append(record(topic, md.partition, md.offset, k, v))
+    finally:
+        await producer.stop()
+    return out
+
+
+def scenario_transactional(args):
+    """A transactional producer of each Python client (transactional_id set) fails at its
+    first step, within seconds; the message each gives is printed."""
+    messages = {}
+    started = time.monotonic()
+    kpp = kp_producer(args.bootstrap, transactional_id="broker-fs-txn")
+    try:
+        kpp.init_transactions()
+        raise ScenarioFailed("kafka-python init_transactions succeeded")
+    except kerrors.KafkaError as e:
+        messages["kafka-python"] = f"{type(e).__name__}: {e}"
+    kpp.close(timeout=TIMEOUT_S)
+
+    ckp = ck_producer(args.bootstrap, **{"transactional.id": "broker-fs-txn"})
+    try:
+        ckp.init_transactions(TIMEOUT_S)
+        raise ScenarioFailed("confluent-kafka init_transactions succeeded")
+    except KafkaException as e:
+        err = e.args[0]
+        messages["confluent"] = f"{err.name()}: {err.str()} (fatal: {err.fatal()})"
+
+    async def aio():
+        from aiokafka import AIOKafkaProducer
+
+        producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, transactional_id="broker-fs-txn")
+        try:
+            await producer.start()
+            async with producer.transaction():
+                await producer.send_and_wait(args.topic, b"never")
+            raise ScenarioFailed("aiokafka's transaction went through")
+        except kerrors.KafkaError as e:
+            return f"{type(e).__name__}: {e}"
+        except Exception as e:  # aiokafka's own error classes
+            if isinstance(e, ScenarioFailed):
+                raise
+            return f"{type(e).__name__}: {e}"
+        finally:
+            await producer.stop()
+
+    messages["aiokafka"] = asyncio.run(asyncio.wait_for(aio(), TIMEOUT_S))
+    seconds = time.monotonic() - started
+    check(seconds < TIMEOUT_S, f"the transactional producers took {seconds:.1f}s to fail")
+    emit({"messages": messages, "seconds": round(seconds, 1)})
+
+
 # --- steps for the kill -9 test ----------------------------------------------------------
 
 
@@ -1277,6 +1375,8 @@ def main():
     add("delete-while-polling", scenario_delete_while_polling, topic, client)
     add("partitioner", scenario_partitioner, prefix)
     add("metadata-missing", scenario_metadata_missing, topic)
+    add("idempotent", scenario_idempotent, topic)
+    add("transactional", scenario_transactional, topic)
 
     def recreate_client(p):
         p.add_argument("--client", choices=["confluent", "kafka-python", "aiokafka"], required=True)
