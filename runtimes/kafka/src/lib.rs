@@ -4,10 +4,18 @@
 //! - **APIs**: ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
 //!   ListOffsets and OffsetForLeaderEpoch, at the versions [`apis::SUPPORTED`] lists, one
 //!   module of [`handlers`] each; and, where the broker keeps groups' committed offsets
-//!   ([`Limits::group_offsets`]), the consumer-group APIs of [`apis::GROUPS`]. There are
-//!   no transactions or idempotent producers: producers run with
-//!   `enable.idempotence=false`. Anything else closes the connection with the reason on
-//!   standard error ([`listener`]).
+//!   ([`Limits::group_offsets`]), the consumer-group APIs of [`apis::GROUPS`]; where it
+//!   keeps producers ([`Limits::producers`]), InitProducerId ([`apis::PRODUCERS`]).
+//!   Anything else closes the connection with the reason on standard error
+//!   ([`listener`]).
+//! - **Idempotent producers**: InitProducerId hands out the core's producer ids (a new
+//!   one at epoch 0, also to a producer that names its old one, as Kafka does without a
+//!   transactional id), and a produce whose batch carries an id is the core's
+//!   `ProduceIdempotent`: a retry is answered with its first offsets and appended once,
+//!   and Kafka's errors answer a sequence gap, an old epoch and an unknown id.
+//! - **Transactions** are refused: FindCoordinator for a transactional id and
+//!   InitProducerId with one answer `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`, which
+//!   clients take as fatal at once; no transaction API is advertised.
 //! - **Consumer groups**: this listener coordinates every group, with Kafka's classic
 //!   protocol; membership is held in its memory ([`groups`]: sessions, rebalances, the
 //!   leader's assignments, bounded by [`groups::GroupLimits`]), committed offsets are the
