@@ -22,6 +22,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import kafka  # noqa: E402
 import scenarios as s  # noqa: E402
 
+# A cluster node keeps no idempotent producer state and does not serve InitProducerId,
+# so kafka-python's producers run here with idempotence off (its default is on), as the
+# cluster's README tells users to run them.
+_kp_producer = s.kp_producer
+
+
+def kp_producer_without_idempotence(bootstrap, **extra):
+    return _kp_producer(bootstrap, **{"enable_idempotence": False, **extra})
+
+
+s.kp_producer = kp_producer_without_idempotence
+
 
 def step_consume(args):
     """Every record of every partition, from offset 0 to the end, with kafka-python."""
