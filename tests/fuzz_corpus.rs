@@ -310,6 +310,45 @@ impl Steps {
         self.group(group);
         self
     }
+    fn init_producer(&mut self) -> &mut Self {
+        self.0.extend([0, 16]);
+        self
+    }
+    /// A batch of the first producer handed out, at epoch 0 or 1, to partition 0 of
+    /// `name`: its first sequence `sequence` (as [`Seq`] says), values up to 6 bytes.
+    fn idempotent(&mut self, name: &str, epoch: u16, sequence: Seq, values: &[&[u8]]) -> &mut Self {
+        let count_idx = match values.len() {
+            0 => 4,
+            1 => 0,
+            2 => 2,
+            3 => 3,
+            _ => panic!("0..=3 records"),
+        };
+        let epoch_idx = match epoch {
+            0 => 0,
+            1 => 3,
+            _ => panic!("epoch 0 or 1"),
+        };
+        // Not a retry; producer: the first id handed out.
+        self.0.extend([0, 17, 1, 3, epoch_idx]);
+        match sequence {
+            Seq::Next => self.0.push(0),
+            Seq::Gap(n) => self.0.extend([6, n - 1]),
+            Seq::Last => self.0.push(7),
+        }
+        self.name(name);
+        self.0.extend([0, count_idx]);
+        for value in values {
+            self.0.extend([1, value.len() as u8]);
+            self.0.extend_from_slice(value);
+        }
+        self
+    }
+    /// The `n`-th latest idempotent batch sent (0: the last), sent again.
+    fn retry(&mut self, n: u8) -> &mut Self {
+        self.0.extend([0, 17, 0, n]);
+        self
+    }
     fn complete_oldest(&mut self) -> &mut Self {
         self.0.extend([32, 0]);
         self
@@ -347,6 +386,14 @@ impl Steps {
         self.0.push(93);
         self
     }
+}
+
+/// Where an idempotent batch's sequence begins, from where the producer's last batch
+/// there (at that epoch) ended.
+enum Seq {
+    Next,
+    Gap(u8),
+    Last,
 }
 
 fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -489,6 +536,35 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
         .complete_all()
         .settle();
 
+    // A producer's first batch, a retry of it while it is in flight, the next batch
+    // pipelined behind them; the first retried once all are answered, the second after
+    // a crash (both answered with their first positions); a gap refused; a new epoch
+    // from 0 taken, after which the old one is fenced; a batch of no record refused.
+    let mut producer = Steps::config(3, 4, 1);
+    producer
+        .complete_all()
+        .create("a", 0, 0)
+        .complete_all()
+        .init_producer()
+        .complete_all()
+        .idempotent("a", 0, Seq::Next, &[b"x", b"y"])
+        .retry(0)
+        .idempotent("a", 0, Seq::Next, &[b"z"])
+        .complete_all()
+        .retry(1)
+        .complete_all()
+        .crash()
+        .complete_all()
+        .retry(1)
+        .complete_all()
+        .idempotent("a", 0, Seq::Gap(2), &[b"w"])
+        .idempotent("a", 1, Seq::Next, &[b"v"])
+        .complete_all()
+        .idempotent("a", 0, Seq::Next, &[b"u"])
+        .idempotent("a", 1, Seq::Last, &[])
+        .complete_all()
+        .settle();
+
     vec![
         ("produce-fetch", produce_fetch.0),
         ("delete-crash-recover", delete_crash.0),
@@ -498,6 +574,7 @@ fn core_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("fetch-bounded-by-bytes", bounded.0),
         ("corrupt-read-at-last-offset", corrupt_read.0),
         ("group-offsets", groups.0),
+        ("idempotent-producer", producer.0),
     ]
 }
 
@@ -671,12 +748,17 @@ fn seeds_still_decode_as_intended() {
             "fetch-bounded-by-bytes" => (1, 0, 3, 0),
             "corrupt-read-at-last-offset" => (1, 0, 1, 0),
             "group-offsets" => (2, 1, 3, 0),
+            "idempotent-producer" => (1, 0, 4, 0),
             other => panic!("no expectation for seed {other}"),
         };
         assert_eq!((run.created, run.deleted, run.acked_records, run.halts.len()), expect, "{name}: {run:#?}");
         // One commit acknowledged, its two positions read back twice, none in the new incarnation.
         let groups = if name == "group-offsets" { (1, 4) } else { (0, 0) };
         assert_eq!((run.commits_acked, run.positions_read), groups, "{name}: {run:#?}");
+        // One producer id; three batches acknowledged, their retries answered with the
+        // first positions three times (once after the crash).
+        let producers = if name == "idempotent-producer" { (1, 3, 3) } else { (0, 0, 0) };
+        assert_eq!((run.producer_ids, run.idempotent_acked, run.duplicates), producers, "{name}: {run:#?}");
     }
     for (name, input) in cluster_seeds() {
         let run = run_cluster_objects(&input);

@@ -31,9 +31,9 @@ use broker_core::executor::Executor;
 use broker_core::fs::FileSystem;
 use broker_core::{
     damaged_ranges, decode_journal, decode_records, encode_compacted, encode_header, encode_log_header, encode_records,
-    open_log, partition_for_key, BrokerError, Command, CommittedOffset, Config, JournalRecord, LogId, LogImage, MemFs,
-    MetaState, OpId, ProduceRecord, Reply, RequestId, StorageError, StoredRecord, TopicId, TopicSettings, JOURNAL_FILE,
-    JOURNAL_FIRST_FRAME, LOG_HEADER_LEN,
+    open_log, partition_for_key, sequence_after, BrokerError, Command, CommittedOffset, Config, JournalRecord, LogId,
+    LogImage, MemFs, MetaState, OpId, ProduceRecord, ProducerBatch, Reply, RequestId, StorageError, StoredRecord,
+    TopicId, TopicSettings, JOURNAL_FILE, JOURNAL_FIRST_FRAME, LOG_HEADER_LEN, MAX_SEQUENCE,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -396,6 +396,12 @@ pub struct CoreRun {
     pub commits_acked: usize,
     /// Committed positions read back (in replies to reads of a group's offsets).
     pub positions_read: usize,
+    /// Producer ids handed out.
+    pub producer_ids: usize,
+    /// Idempotent batches acknowledged (each once, at its first positions).
+    pub idempotent_acked: usize,
+    /// Retries of idempotent batches answered with their first positions.
+    pub duplicates: usize,
     /// Restarts: crashes and halts.
     pub restarts: usize,
     /// Halts, with their reasons.
@@ -434,6 +440,9 @@ pub fn run_core_commands(data: &[u8]) -> CoreRun {
     run.acked_records = h.oracle.records.acked.len();
     run.commits_acked = h.oracle.commits_acked;
     run.positions_read = h.oracle.positions_read;
+    run.producer_ids = h.oracle.producer_ids.len();
+    run.idempotent_acked = h.oracle.idempotent.len();
+    run.duplicates = h.oracle.duplicates;
     run.checked = h.oracle.trusted;
     run
 }
@@ -474,9 +483,51 @@ enum Pick {
     Nth(usize),
 }
 
+/// An idempotent producer's batch as drawn, resolved when it runs against what the
+/// harness was told (the producer ids handed out, the sequences each producer sent).
+#[derive(Debug, Clone)]
+enum Idempotent {
+    /// A new batch of `records` to `topic`/`partition`.
+    Batch {
+        producer: Producer,
+        epoch: u16,
+        sequence: Sequence,
+        topic: String,
+        partition: u32,
+        records: Vec<ProduceRecord>,
+    },
+    /// The `n`-th latest idempotent batch sent (0: the last), sent again.
+    Retry(usize),
+}
+
+/// The producer of a drawn batch.
+#[derive(Debug, Clone, Copy)]
+enum Producer {
+    /// The `n`-th of the ids handed out (modulo how many were), or 0 if none was.
+    HandedOut(usize),
+    /// This id, whether or not it was handed out.
+    Id(u64),
+}
+
+/// The first sequence number of a drawn batch.
+#[derive(Debug, Clone, Copy)]
+enum Sequence {
+    /// Where the producer's last batch there (at that epoch) ended: in sequence.
+    Next,
+    /// That many past it: a gap.
+    Gap(u32),
+    /// The first sequence of the producer's last batch there: a retry if the records
+    /// are as many, else an overlap.
+    Last,
+    /// This number (0, around `i32::MAX`, past it).
+    At(u32),
+}
+
 #[derive(Debug, Clone)]
 enum Step {
     Command(Command),
+    /// An idempotent producer's batch.
+    Idempotent(Idempotent),
     Duplicate(usize),
     Complete(Pick),
     CompleteAll,
@@ -497,7 +548,7 @@ impl Step {
     fn decode(u: &mut Unstructured<'_>) -> arbitrary::Result<Step> {
         let tag: u8 = u.int_in_range(0..=99)?;
         Ok(match tag {
-            0..=29 => Step::Command(command(u)?),
+            0..=29 => command_step(u)?,
             30..=31 => Step::Duplicate(u.int_in_range(0..=7)?),
             32..=54 => Step::Complete(pick(u)?),
             55..=62 => Step::CompleteAll,
@@ -584,11 +635,55 @@ fn commit(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
     Ok(Command::CommitOffsets { group, topic, incarnation, offsets })
 }
 
-fn command(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
+/// A command step: a client command, or an idempotent producer's batch (whose producer
+/// and sequence the harness resolves).
+fn command_step(u: &mut Unstructured<'_>) -> arbitrary::Result<Step> {
+    // A byte below 16 chooses as it did before the idempotent producers (16: a new
+    // producer id, 17: a batch), so the corpora decode as they did: the one input the
+    // fuzzer found whose byte here was 16 or more (the last command of
+    // `crash-settle-after-false-corrupt-open`) holds it modulo 16 now, which the draw
+    // of 0..=15 read the same.
+    let choice: u8 = u.int_in_range(0..=17)?;
+    Ok(match choice {
+        17 => Step::Idempotent(idempotent(u)?),
+        c => Step::Command(command(u, c)?),
+    })
+}
+
+/// An idempotent batch: mostly a new one in sequence from a producer handed out, now
+/// and then a retry of one sent, a gap, an overlap, an older or newer epoch, an id
+/// never handed out, a sequence around `i32::MAX` or past it, no record or too many.
+fn idempotent(u: &mut Unstructured<'_>) -> arbitrary::Result<Idempotent> {
+    if u.ratio(1, 4)? {
+        return Ok(Idempotent::Retry(u.int_in_range(0..=7)?));
+    }
+    let producer = match u.int_in_range(0u8..=7)? {
+        0 => Producer::Id(*u.choose(&[7, 1 << 40, u64::MAX])?),
+        i => Producer::HandedOut(usize::from(i) % 3),
+    };
+    let epoch = *u.choose(&[0u16, 0, 0, 1, 2])?;
+    let sequence = match u.int_in_range(0u8..=9)? {
+        0..=5 => Sequence::Next,
+        6 => Sequence::Gap(u.int_in_range(1..=3)?),
+        7 => Sequence::Last,
+        _ => Sequence::At(*u.choose(&[0, MAX_SEQUENCE - 1, MAX_SEQUENCE, MAX_SEQUENCE + 1])?),
+    };
+    let topic = topic_name(u)?;
+    let partition = u.int_in_range(0..=4)?;
+    let n = *u.choose(&[1usize, 1, 2, 3, 0, 7])?;
+    let mut records = Vec::with_capacity(n);
+    for _ in 0..n {
+        let value = if u.ratio(1, 30)? { vec![7; 33] } else { small_bytes(u, 6)? };
+        records.push(ProduceRecord { key: None, value: value.into() });
+    }
+    Ok(Idempotent::Batch { producer, epoch, sequence, topic, partition, records })
+}
+
+fn command(u: &mut Unstructured<'_>, choice: u8) -> arbitrary::Result<Command> {
     // A byte below 12 chooses as it did before the group commands, so the corpora
     // decode as they did: the two inputs the fuzzer found whose byte here was 12 or
     // more hold it modulo 12 now, which the draw of 0..=11 read the same.
-    Ok(match u.int_in_range(0..=15)? {
+    Ok(match choice {
         0..=1 => Command::CreateTopic {
             name: topic_name(u)?,
             partitions: *u.choose(&[1, 1, 2, 3, 4, 0, 5])?,
@@ -631,10 +726,11 @@ fn command(u: &mut Unstructured<'_>) -> arbitrary::Result<Command> {
         11 => Command::DescribeTopic { name: topic_name(u)? },
         12..=13 => commit(u)?,
         14 => Command::FetchOffsets { group: group(u)?, topic: topic_name(u)? },
-        _ => match u.int_in_range(0u8..=2)? {
+        15 => match u.int_in_range(0u8..=2)? {
             0 => Command::ListGroups,
             _ => Command::DeleteGroup { group: group(u)? },
         },
+        _ => Command::InitProducer,
     })
 }
 
@@ -811,6 +907,8 @@ struct Oracle {
     producer_ids: BTreeSet<u64>,
     /// The positions each idempotent batch was first answered with.
     idempotent: BTreeMap<IdempotentBatch, Vec<(u32, u64)>>,
+    /// Retries answered with their batch's first positions.
+    duplicates: usize,
 }
 
 impl Oracle {
@@ -856,9 +954,11 @@ impl Oracle {
                     let at = (*id, pos.partition, pos.offset);
                     // A re-created name never hands out a position of a deleted incarnation:
                     // a reader still there is told it is out of range, not served this one.
+                    // (Judged where both creates were acknowledged: an incarnation whose
+                    // create was cut off by a crash has no name the oracle knows.)
                     let name = self.created.get(id).map(|(n, _)| n);
-                    for old in self.deleted.iter().filter(|d| **d < *id && self.created.get(d).map(|(n, _)| n) == name)
-                    {
+                    let same_name = |d: &TopicId| name.is_some() && self.created.get(d).map(|(n, _)| n) == name;
+                    for old in self.deleted.iter().filter(|d| **d < *id && same_name(d)) {
                         let last = self.records.acked.keys().filter(|(t, _, _)| t == old).map(|(_, _, o)| *o).max();
                         assert!(
                             last.is_none_or(|l| pos.offset > l),
@@ -937,7 +1037,10 @@ impl Oracle {
                 let got: Vec<(u32, u64)> = positions.iter().map(|p| (p.partition, p.offset)).collect();
                 let Some(batch) = batch else { panic!("idempotent produce to a hidden topic succeeded") };
                 match self.idempotent.get(batch) {
-                    Some(first) => assert_eq!(first, &got, "a retried batch {batch:?} is answered as its first send"),
+                    Some(first) => {
+                        assert_eq!(first, &got, "a retried batch {batch:?} is answered as its first send");
+                        self.duplicates += 1;
+                    }
                     None => {
                         self.idempotent.insert(*batch, got);
                         self.judge(produce, &Ok(reply.clone()));
@@ -967,6 +1070,11 @@ struct Harness {
     degraded: bool,
     oracle: Oracle,
     run: CoreRun,
+    /// Each producer's last batch to a partition of a topic name at an epoch: its first
+    /// sequence and the one after its last (what a batch in sequence begins with).
+    sequences: BTreeMap<(String, u32, u64, u16), (u32, u32)>,
+    /// The latest idempotent batches sent, oldest first: what a retry sends again.
+    sent_batches: std::collections::VecDeque<Command>,
 }
 
 impl Harness {
@@ -978,6 +1086,8 @@ impl Harness {
             degraded: false,
             oracle: Oracle { trusted: true, ..Oracle::default() },
             run: CoreRun::default(),
+            sequences: BTreeMap::new(),
+            sent_batches: std::collections::VecDeque::new(),
         };
         h.drain();
         h
@@ -987,6 +1097,11 @@ impl Harness {
         match step {
             Step::Command(c) => {
                 self.submit(c);
+            }
+            Step::Idempotent(i) => {
+                if let Some(c) = self.idempotent_command(i) {
+                    self.submit(c);
+                }
             }
             Step::Duplicate(i) => {
                 if let Some(&request) = self.oracle.inflight.keys().nth(i) {
@@ -1058,6 +1173,39 @@ impl Harness {
             self.crash();
         }
         self.check_no_orphans();
+    }
+
+    /// The command a drawn idempotent batch stands for: its producer and sequence
+    /// resolved against the ids handed out and the batches sent so far.
+    fn idempotent_command(&mut self, drawn: Idempotent) -> Option<Command> {
+        let command = match drawn {
+            Idempotent::Retry(n) => self.sent_batches.iter().rev().nth(n % self.sent_batches.len().max(1)).cloned()?,
+            Idempotent::Batch { producer, epoch, sequence, topic, partition, records } => {
+                let ids = &self.oracle.producer_ids;
+                let producer_id = match producer {
+                    Producer::HandedOut(n) => ids.iter().nth(n % ids.len().max(1)).copied().unwrap_or(0),
+                    Producer::Id(id) => id,
+                };
+                let key = (topic.clone(), partition, producer_id, epoch);
+                let (last, next) = self.sequences.get(&key).copied().unwrap_or((0, 0));
+                let first_sequence = match sequence {
+                    Sequence::Next => next,
+                    Sequence::Gap(n) => sequence_after(next, n),
+                    Sequence::Last => last,
+                    Sequence::At(s) => s,
+                };
+                if first_sequence <= MAX_SEQUENCE {
+                    self.sequences.insert(key, (first_sequence, sequence_after(first_sequence, records.len() as u32)));
+                }
+                let producer = ProducerBatch { producer_id, epoch, first_sequence };
+                Command::ProduceIdempotent { topic, partition, producer, records }
+            }
+        };
+        self.sent_batches.push_back(command.clone());
+        if self.sent_batches.len() > 8 {
+            self.sent_batches.pop_front();
+        }
+        Some(command)
     }
 
     /// Picks a pending operation: with `in_order`, only one that may run now (the
