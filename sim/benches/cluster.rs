@@ -35,7 +35,7 @@ fn params(seed: u64, nodes: u32, tail_every_ms: u64) -> SwarmParams {
         names: 3,
         max_partitions: 2,
         grace_choices: vec![0],
-        mix: CommandMix { create: 2, delete: 2, produce: 10, fetch: 4, list: 1, describe: 1, groups: 0 },
+        mix: CommandMix { create: 2, delete: 2, produce: 10, fetch: 4, list: 1, describe: 1, groups: 0, producers: 0 },
         keyed: 0.5,
         max_batch: 4,
         value_pad: 48,

@@ -51,6 +51,16 @@ pub struct Summary {
     pub deletions_started: u64,
     /// Deletions completed.
     pub deletions_completed: u64,
+    /// Producer ids handed out.
+    pub producer_ids: u64,
+    /// Idempotent batches acknowledged.
+    pub idempotent_batches: u64,
+    /// Retries answered with their batch's first positions.
+    pub duplicate_answers: u64,
+    /// Of those, by a later life of the broker.
+    pub duplicates_across_crash: u64,
+    /// Batches acknowledged after an earlier send was cut off by a crash.
+    pub acked_after_cut_off: u64,
     /// Faults injected, by kind.
     pub faults: BTreeMap<&'static str, u64>,
     /// Violations, by checker.
@@ -81,6 +91,11 @@ impl Summary {
         self.restarts += r.stats.restarts;
         self.deletions_started += r.stats.deletions_started;
         self.deletions_completed += r.stats.deletions_completed;
+        self.producer_ids += r.stats.producer_ids;
+        self.idempotent_batches += r.stats.idempotent_batches;
+        self.duplicate_answers += r.stats.duplicate_answers;
+        self.duplicates_across_crash += r.stats.duplicates_across_crash;
+        self.acked_after_cut_off += r.stats.acked_after_cut_off;
         for (kind, n) in fault_kinds(r) {
             *self.faults.entry(kind).or_default() += n;
         }

@@ -232,6 +232,11 @@ fn print_summary(s: &Summary, wall: f64, jobs: usize) {
     // happens, so more deletions can complete than were acknowledged.
     row("deletions started (acked)", s.deletions_started.to_string());
     row("deletions completed", s.deletions_completed.to_string());
+    row("producer ids handed out", s.producer_ids.to_string());
+    row("idempotent batches acked", s.idempotent_batches.to_string());
+    let across = format!("{} ({} across a crash)", s.duplicate_answers, s.duplicates_across_crash);
+    row("retries answered as dups", across);
+    row("acked after a cut-off send", s.acked_after_cut_off.to_string());
     say!("  faults injected:");
     for (kind, n) in &s.faults {
         row(&format!("  {kind}"), n.to_string());

@@ -6,6 +6,7 @@
 //! reply to the checkers ([`crate::checkers`]) before it folds that part in.
 
 pub mod groups;
+pub mod producers;
 
 use broker_core::{BrokerError, Bytes, Command, LogId, Reply, RequestId, Time, TopicId};
 use broker_testkit::ledger::Ledger;
@@ -35,7 +36,7 @@ pub struct ValueId {
 }
 
 /// The longest label a [`ValueId`] keeps.
-pub(crate) const LABEL_MAX: usize = 24;
+pub(crate) const LABEL_MAX: usize = producers::LABEL_MAX;
 
 impl ValueId {
     fn label(&self) -> &[u8] {
@@ -44,6 +45,11 @@ impl ValueId {
 
     fn key(&self) -> (&[u8], usize, u32) {
         (self.label(), self.len, self.crc)
+    }
+
+    /// Its label and length, as the producers' model finds a value's batch by.
+    fn label_of(&self) -> producers::Label {
+        producers::Label::new(self.label(), self.len)
     }
 }
 
@@ -126,7 +132,9 @@ impl ValueId {
     /// a produce may carry megabytes.
     pub fn of_command(command: &Command) -> Rc<[ValueId]> {
         match command {
-            Command::Produce { records, .. } => records.iter().map(|r| ValueId::of(&r.value)).collect(),
+            Command::Produce { records, .. } | Command::ProduceIdempotent { records, .. } => {
+                records.iter().map(|r| ValueId::of(&r.value)).collect()
+            }
             _ => Rc::from([]),
         }
     }
@@ -191,6 +199,8 @@ pub struct Model {
     pub deletes_acked: u64,
     /// Consumer groups' commits and deletions, with their outcomes.
     pub groups: groups::Groups,
+    /// Idempotent producers: ids handed out, sends with their outcomes, batches.
+    pub producers: producers::Producers,
 }
 
 impl Model {
@@ -198,6 +208,14 @@ impl Model {
     /// ([`ValueId::of_command`]).
     pub fn issued(&mut self, now: Time, request: RequestId, command: &Rc<Command>, values: &Rc<[ValueId]>) {
         self.groups.issued(request, command);
+        let (live, labels) = match &**command {
+            Command::ProduceIdempotent { topic, .. } => {
+                let labels: Vec<producers::Label> = values.iter().map(|id| id.label_of()).collect();
+                (self.definitely_live(topic), labels)
+            }
+            _ => (None, Vec::new()),
+        };
+        self.producers.issued(request, command, &labels, live);
         match &**command {
             Command::DeleteTopic { name } => {
                 let st = self.names.entry(name.clone()).or_default();
@@ -205,7 +223,7 @@ impl Model {
                 st.last_delete_issued = Some(now);
                 self.delete_requests.entry(name.clone()).or_default().insert(request);
             }
-            Command::Produce { topic, records, .. } => {
+            Command::Produce { topic, records, .. } | Command::ProduceIdempotent { topic, records, .. } => {
                 assert_eq!(values.len(), records.len(), "an id for every value of a produce");
                 let topic: Rc<str> = Rc::from(topic.as_str());
                 for id in values.iter() {
@@ -221,6 +239,8 @@ impl Model {
     /// A start cut `log` from `offset` on ([`broker_core::Notice::TailCut`]): what
     /// clients were told is there is gone, and the offsets will be given again.
     pub fn tail_cut(&mut self, log: LogId, offset: u64) {
+        let name = self.names_of.get(&log.topic).map(String::as_str);
+        self.producers.tail_cut(log, name);
         let from = (log.topic, log.partition, offset);
         let to = (log.topic, log.partition, u64::MAX);
         for ledger in [&mut self.records.acked, &mut self.records.served] {
@@ -243,6 +263,7 @@ impl Model {
             self.cut_off(&cmd);
         }
         self.groups.crashed();
+        self.producers.crashed();
     }
 
     /// The command of request `request`, while it is in flight.
@@ -343,6 +364,7 @@ impl Model {
         };
         match (reply, &*cmd) {
             (Ok(Reply::Produced { topic: id, .. }), Command::Produce { topic: name, .. })
+            | (Ok(Reply::Produced { topic: id, .. }), Command::ProduceIdempotent { topic: name, .. })
             | (Ok(Reply::Fetched { topic: id, .. }), Command::Fetch { topic: name, .. })
             | (Ok(Reply::Created { topic: id }), Command::CreateTopic { name, .. })
             | (Ok(Reply::DeleteAccepted { topic: id }), Command::DeleteTopic { name })
@@ -362,6 +384,7 @@ impl Model {
         }
         observe(self, Seen::Reply { request, command: &cmd, issued_at, reply });
         self.groups.replied(request, reply);
+        self.producers.replied(request, &cmd, reply);
         match (reply, &*cmd) {
             (Err(BrokerError::Halted(_)), _) => self.cut_off(&cmd),
             (Ok(Reply::Created { topic }), Command::CreateTopic { name, partitions, .. }) => {
@@ -386,27 +409,20 @@ impl Model {
                 self.groups.topic_deleted(*topic);
             }
             (Ok(Reply::Produced { topic, positions }), Command::Produce { partition: named, records, .. }) => {
-                // Nor one that acknowledges another number of records than were sent.
-                if positions.len() != records.len() {
-                    return;
-                }
-                // One id per record: `issued` holds every produce to that.
-                for ((pos, rec), id) in positions.iter().zip(records).zip(values.iter()) {
-                    let at = (*topic, pos.partition, pos.offset);
-                    let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
-                    observe(self, Seen::Produced { at, record: &bytes, named: *named });
-                    if let Some(before) = self.records.acknowledge(at, bytes) {
-                        let record = &self.records.acked[&at];
-                        observe(self, Seen::AckedAgain { at, before: &before, record });
-                    }
-                    self.value_home.insert(id.clone(), at);
-                }
+                self.acknowledged(observe, *topic, positions, records, &values, *named, false);
+            }
+            (
+                Ok(Reply::Produced { topic, positions }),
+                Command::ProduceIdempotent { partition: named, records, .. },
+            ) => {
+                self.acknowledged(observe, *topic, positions, records, &values, Some(*named), true);
             }
             (Ok(Reply::Fetched { topic, records, .. }), Command::Fetch { partition, offset, .. }) => {
                 for (i, r) in records.iter().enumerate() {
                     let at = (*topic, *partition, r.offset);
                     let record = RecordBytes { key: r.key.clone(), value: r.value.clone() };
                     observe(self, Seen::Fetched { at, from: *offset, index: i as u64, record: &record });
+                    self.producers.saw_record(&record.value, at);
                     self.records.serve(at, record);
                 }
             }
@@ -419,6 +435,43 @@ impl Model {
                 self.visible(observe, d.id, &d.name, d.partitions);
             }
             _ => {}
+        }
+    }
+
+    /// Folds in the positions a produce was acknowledged at. `idempotent`: a retry
+    /// answered with the positions of its batch's first send acknowledges again what
+    /// the model holds there, which is no second acknowledgement.
+    #[allow(clippy::too_many_arguments)]
+    fn acknowledged(
+        &mut self,
+        observe: &mut dyn FnMut(&Model, Seen<'_>),
+        topic: TopicId,
+        positions: &[broker_core::RecordPosition],
+        records: &[broker_core::ProduceRecord],
+        values: &[ValueId],
+        named: Option<u32>,
+        idempotent: bool,
+    ) {
+        // Nor one that acknowledges another number of records than were sent.
+        if positions.len() != records.len() {
+            return;
+        }
+        // One id per record: `issued` holds every produce to that.
+        for ((pos, rec), id) in positions.iter().zip(records).zip(values.iter()) {
+            let at = (topic, pos.partition, pos.offset);
+            let bytes = RecordBytes { key: rec.key.clone(), value: rec.value.clone() };
+            observe(self, Seen::Produced { at, record: &bytes, named });
+            if idempotent {
+                self.producers.saw_record(&bytes.value, at);
+                if self.records.acked.get(&at) == Some(&bytes) {
+                    continue;
+                }
+            }
+            if let Some(before) = self.records.acknowledge(at, bytes) {
+                let record = &self.records.acked[&at];
+                observe(self, Seen::AckedAgain { at, before: &before, record });
+            }
+            self.value_home.insert(id.clone(), at);
         }
     }
 

@@ -123,12 +123,15 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
     let config = Config { durability: opts.durability(), ..core_config(&params, opts.bug) };
     let clients = params.clients as usize;
     let think_us = params.think_us;
-    let checkers = Checkers::new(config.removal_concurrency, config.max_offset_metadata_bytes);
+    let mut checkers = Checkers::new(config.removal_concurrency, config.max_offset_metadata_bytes);
+    checkers.set_produce_limits(&config);
+    let mut model = Model::default();
+    model.producers.log_sync = matches!(config.durability, broker_core::Durability::LogSync { .. });
     let mut sim = Sim {
         now: Time::ZERO,
         workload: match &opts.script {
             Some(script) => Workload::scripted(&script.groups),
-            None => Workload::new(opts.seed, &params).with_group_offsets(),
+            None => Workload::new(opts.seed, &params).with_group_offsets().with_idempotent_producers(),
         },
         crash_at: opts.crash_at,
         params,
@@ -143,7 +146,7 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
         next_request: 1,
         chaos: true,
         crash_now: false,
-        model: Model::default(),
+        model,
         checkers,
         violations: Vec::new(),
         trace: Trace::new(opts.keep_trace),
@@ -165,6 +168,12 @@ pub fn run(opts: &RunOptions, params: SwarmParams) -> RunReport {
     sim.run_events();
     sim.final_checks();
     sim.stats.deletions_started = sim.model.deleted.len() as u64;
+    let producers = sim.model.producers.stats;
+    sim.stats.producer_ids = producers.ids;
+    sim.stats.idempotent_batches = producers.batches_acked;
+    sim.stats.duplicate_answers = producers.duplicates;
+    sim.stats.duplicates_across_crash = producers.duplicates_across_crash;
+    sim.stats.acked_after_cut_off = producers.acked_after_cut_off;
     let faults = sim.disk().counters();
     let (violations, excused) = {
         let mut v = std::mem::take(&mut sim.violations);
@@ -271,6 +280,7 @@ impl Sim {
         self.count_completions(&node.broker);
         self.model.crashed();
         self.checkers.process_died();
+        self.workload.process_died();
         self.outstanding.iter_mut().for_each(|o| *o = 0);
         let mut disk = node.exec.into_fs();
         disk.disarm();
@@ -385,7 +395,7 @@ impl Sim {
             self.next_request += 1;
             self.outstanding[c] += 1;
             self.stats.commands += 1;
-            if let Command::Produce { records, .. } = cmd {
+            if let Command::Produce { records, .. } | Command::ProduceIdempotent { records, .. } = cmd {
                 let bytes = broker_core::batch_bytes(records);
                 let largest = records.iter().map(|r| r.key.as_ref().map_or(0, Vec::len) + r.value.len()).max();
                 self.stats.large_batches += u64::from(bytes > crate::disk::SECTOR_SIZE);
@@ -455,6 +465,7 @@ impl Sim {
             self.crash_now = true;
             return;
         }
+        self.model.producers.storage_executed(id, result.is_ok());
         if let Some((k, mode)) = self.crash_at {
             if self.stats.storage_ops == k {
                 self.kill_with(&format!("exhaustive crash after op {k}"), true, Some(mode));
@@ -555,6 +566,7 @@ impl Sim {
             n.lanes.insert(lane, at);
         }
         self.checkers.storage_issued(self.now, id, &op);
+        self.model.producers.storage_issued(id, &op);
         n.ops.insert(id, op);
         let life = self.life;
         self.schedule(at, Event::Execute { life, id });

@@ -123,6 +123,19 @@ pub struct RunStats {
     pub large_batches: u64,
     /// Produces over the broker's batch or record limit (refused with a typed error).
     pub batches_over_limit: u64,
+    /// Producer ids handed out (one broker).
+    pub producer_ids: u64,
+    /// Idempotent batches acknowledged, each once per incarnation.
+    pub idempotent_batches: u64,
+    /// Retries of idempotent batches answered with the positions of an earlier
+    /// acknowledgement of their batch.
+    pub duplicate_answers: u64,
+    /// Of those, answered by a later life of the broker than the one that first
+    /// acknowledged the batch (its state survived a crash or a halt).
+    pub duplicates_across_crash: u64,
+    /// Idempotent batches acknowledged after an earlier send of theirs was cut off by
+    /// a crash or a halt.
+    pub acked_after_cut_off: u64,
     /// Cluster: nodes (0: one broker on the simulated disk).
     pub nodes: u32,
     /// Cluster: store operations the store failed (nothing happened).

@@ -21,6 +21,9 @@ pub struct CommandMix {
     /// Commit, read, list or delete consumer groups' offsets (one broker only: a cluster
     /// node keeps none, and its workload draws none).
     pub groups: u32,
+    /// Hand out producer ids and send idempotent batches, retried and hostile (one
+    /// broker only: a cluster node refuses both commands, and its workload draws none).
+    pub producers: u32,
 }
 
 impl CommandMix {
@@ -29,6 +32,18 @@ impl CommandMix {
     /// to about a fifth of the commands.
     pub fn draw_groups(seed: u64) -> u32 {
         let mut r = SimRng::fork(seed, "groups");
+        if r.chance(0.2) {
+            0
+        } else {
+            r.between(1, 6) as u32
+        }
+    }
+
+    /// The weight of the idempotent producers' commands, from the seed's own stream for
+    /// this (so every other parameter is drawn as before): none in one seed in five,
+    /// else up to about a fifth of the commands.
+    pub fn draw_producers(seed: u64) -> u32 {
+        let mut r = SimRng::fork(seed, "producers");
         if r.chance(0.2) {
             0
         } else {
@@ -129,6 +144,7 @@ impl SwarmParams {
             list: w(&mut r, 2),
             describe: w(&mut r, 2),
             groups: CommandMix::draw_groups(seed),
+            producers: CommandMix::draw_producers(seed),
         };
         if mix.produce + mix.fetch == 0 {
             mix.produce = 4;

@@ -272,6 +272,23 @@ fn command(f: &mut Formatter<'_>, cmd: &Command, values: &[ValueId]) -> fmt::Res
             }
             write!(f, " {} records, {} bytes, crc={c:08x}", records.len(), batch_bytes(records))
         }
+        Command::ProduceIdempotent { topic, partition, producer, records } => {
+            let c = if values.len() == records.len() {
+                records_crc(records.iter().zip(values).map(|(r, id)| (r.key.as_deref(), id.len_and_crc().1)))
+            } else {
+                records_crc(records.iter().map(|r| (r.key.as_deref(), crc(&r.value))))
+            };
+            write!(
+                f,
+                "ProduceIdempotent {topic:?} to partition {partition} producer {}/{} seq {} {} records, {} bytes, \
+                 crc={c:08x}",
+                producer.producer_id,
+                producer.epoch,
+                producer.first_sequence,
+                records.len(),
+                batch_bytes(records)
+            )
+        }
         Command::CommitOffsets { group, topic, incarnation, offsets } => {
             write!(f, "CommitOffsets {} {topic:?}", GroupText(group))?;
             if let Some(id) = incarnation {

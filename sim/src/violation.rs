@@ -43,6 +43,11 @@ pub enum Checker {
     /// later one of unknown outcome), never a position of another incarnation or of a
     /// refused commit; lists and deletions of groups agree; refusals are typed.
     GroupOffsets,
+    /// An idempotent producer's batch is appended once: a retry is answered with the
+    /// positions its batch was acknowledged at, its records are never in a partition
+    /// twice (the documented exceptions of log-sync aside); producer ids are handed out
+    /// once; refusals are typed and change nothing.
+    AppendedOnce,
     /// Cluster: no command observes an incarnation outside its life (from the instant
     /// its create landed to the instant its tombstone did), none says a name is absent
     /// while an incarnation of it was live all along, and a fetch shows every record
@@ -69,7 +74,7 @@ pub enum Checker {
 
 impl Checker {
     /// Every checker.
-    pub const ALL: [Checker; 21] = [
+    pub const ALL: [Checker; 22] = [
         Checker::NoOrphans,
         Checker::Durability,
         Checker::NoResurrection,
@@ -85,6 +90,7 @@ impl Checker {
         Checker::RemovalConcurrency,
         Checker::TruthfulNotices,
         Checker::GroupOffsets,
+        Checker::AppendedOnce,
         Checker::LinearizableLifecycle,
         Checker::OneLiveIncarnation,
         Checker::AckedReadableEverywhere,
@@ -111,6 +117,7 @@ impl Checker {
             Checker::RemovalConcurrency => "removal-concurrency",
             Checker::TruthfulNotices => "truthful-notices",
             Checker::GroupOffsets => "group-offsets",
+            Checker::AppendedOnce => "appended-once",
             Checker::LinearizableLifecycle => "linearizable-lifecycle",
             Checker::OneLiveIncarnation => "one-live-incarnation",
             Checker::AckedReadableEverywhere => "acked-readable-everywhere",

@@ -1,13 +1,18 @@
 //! The seeded client workload: creates, deletes and re-creates of a few names (so
 //! incarnations collide), keyed and keyless produces (some to a named partition), fetches, lists and describes;
-//! for one broker, consumer groups' commits, reads, lists and deletions of offsets too.
+//! for one broker, consumer groups' commits, reads, lists and deletions of offsets too,
+//! and idempotent producers (in `producers.rs`).
+
+mod producers;
 
 use crate::model::{ValueId, LABEL_MAX};
 use crate::rng::SimRng;
 use crate::swarm::SwarmParams;
 use crate::value_crc;
-use broker_core::{Command, CommittedOffset, ProduceRecord, TopicDescription, TopicId, TopicSettings, MAX_GROUP_BYTES};
-use std::collections::BTreeMap;
+use broker_core::{
+    Command, CommittedOffset, ProduceRecord, ProducerBatch, TopicDescription, TopicId, TopicSettings, MAX_GROUP_BYTES,
+};
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write as _;
 use std::rc::Rc;
 
@@ -45,6 +50,64 @@ impl KnownTopic {
     }
 }
 
+// The idempotent producers' clients' state (`producers.rs` holds what they do).
+
+/// One batch as sent: what a retry sends again, byte for byte.
+#[derive(Clone, Debug)]
+struct Sent {
+    topic: String,
+    partition: u32,
+    producer: ProducerBatch,
+    records: Vec<ProduceRecord>,
+    values: Rc<[ValueId]>,
+    /// Sent in sequence by its producer (not hostile): a refusal of it tells the
+    /// producer where the broker stands.
+    in_sequence: bool,
+    /// A retry: its refusal tells the producer nothing new.
+    retry: bool,
+}
+
+/// One producer: its id, epoch, and the next sequence number of each partition it
+/// writes to.
+#[derive(Clone, Debug)]
+struct Producer {
+    id: u64,
+    epoch: u16,
+    next: BTreeMap<(String, u32), u32>,
+}
+
+/// What the producers' clients know and have to send.
+#[derive(Debug, Default)]
+struct Clients {
+    producers: Vec<Producer>,
+    /// Batches to send next, before any other command: pipelined batches and
+    /// immediate retries.
+    queued: VecDeque<Sent>,
+    /// Batches sent and not answered yet.
+    in_flight: Vec<Sent>,
+    /// Batches whose reply a crash or halt cut off: retried after the restart.
+    lost: Vec<Sent>,
+    /// Batches acknowledged lately.
+    acked: VecDeque<Sent>,
+    /// Batches sent in sequence lately, whatever became of them.
+    recent: VecDeque<Sent>,
+    /// Producer draws left that retry first (after a restart).
+    retry_burst: u32,
+    /// The largest producer id a reply showed.
+    largest_id: Option<u64>,
+    /// The records of every batch sent, by what names a batch to the broker (topic,
+    /// partition, producer id, epoch, first sequence, record count); `None` for a batch
+    /// too large to keep. A batch named as one sent before carries its records: the
+    /// broker tells batches apart by their names only, and so must a retry.
+    contents: BTreeMap<BatchName, Option<Records>>,
+}
+
+/// What names a batch to the broker.
+type BatchName = (String, u32, u64, u16, u32, usize);
+
+/// A batch's records, and their values' ids.
+type Records = (Vec<ProduceRecord>, Rc<[ValueId]>);
+
 /// Generates a seed's commands.
 #[derive(Debug)]
 pub struct Workload {
@@ -67,6 +130,14 @@ pub struct Workload {
     known: BTreeMap<String, KnownTopic>,
     /// Metadata strings made so far (each begins with a unique label).
     metadata_made: u64,
+    /// Whether idempotent producers' commands are drawn (one broker: a cluster node
+    /// refuses them).
+    idempotent: bool,
+    /// The idempotent producers' clients.
+    producers: Clients,
+    /// The ids of the values of the command being handed out, when it is not a plain
+    /// produce whose values were built just now (an idempotent batch, new or retried).
+    issue_values: Option<Rc<[ValueId]>>,
 }
 
 /// A command the workload hands out, with the ids of the values it produces (none for
@@ -101,6 +172,9 @@ impl Workload {
             group_offsets: false,
             known: BTreeMap::new(),
             metadata_made: 0,
+            idempotent: false,
+            producers: Clients::default(),
+            issue_values: None,
         }
     }
 
@@ -108,6 +182,13 @@ impl Workload {
     /// ([`crate::swarm::CommandMix::groups`]).
     pub fn with_group_offsets(mut self) -> Workload {
         self.group_offsets = true;
+        self
+    }
+
+    /// This workload, drawing idempotent producers' commands too, at the seed's weight
+    /// ([`crate::swarm::CommandMix::producers`]).
+    pub fn with_idempotent_producers(mut self) -> Workload {
+        self.idempotent = true;
         self
     }
 
@@ -129,6 +210,9 @@ impl Workload {
             group_offsets: false,
             known: BTreeMap::new(),
             metadata_made: 0,
+            idempotent: false,
+            producers: Clients::default(),
+            issue_values: None,
         }
     }
 
@@ -150,7 +234,10 @@ impl Workload {
     ) {
         use broker_core::{BrokerError, Reply};
         self.observe(reply);
-        if !self.group_offsets {
+        if self.idempotent {
+            self.producer_answered(command, reply);
+        }
+        if !self.group_offsets && !self.idempotent {
             return;
         }
         match (reply, command) {
@@ -173,7 +260,8 @@ impl Workload {
                     k.high_watermarks = vec![k.log_start; *partitions as usize];
                 }
             }
-            (Ok(Reply::Produced { topic, positions }), Some(Command::Produce { topic: name, .. })) => {
+            (Ok(Reply::Produced { topic, positions }), Some(Command::Produce { topic: name, .. }))
+            | (Ok(Reply::Produced { topic, positions }), Some(Command::ProduceIdempotent { topic: name, .. })) => {
                 if let Some(k) = self.incarnation(name, *topic) {
                     for p in positions {
                         k.saw_end(p.partition, p.offset + 1);
@@ -289,7 +377,11 @@ impl Workload {
     /// while the client is busy with the previous group).
     pub fn next_command(&mut self, client_idle: bool) -> Option<Issue> {
         self.ids.clear();
+        self.issue_values = None;
         let command = self.draw_command(client_idle)?;
+        if let Some(values) = self.issue_values.take() {
+            return Some(Issue { command, values });
+        }
         let values = match &command {
             Command::Produce { records, .. } if self.ids.len() == records.len() => {
                 Rc::from(std::mem::take(&mut self.ids))
@@ -312,9 +404,13 @@ impl Workload {
             return Some(cmd);
         }
         self.issued += 1;
+        if let Some(command) = self.next_queued() {
+            return Some(command);
+        }
         let m = &self.params.mix;
         let groups = if self.group_offsets { m.groups } else { 0 };
-        let weights = [m.create, m.delete, m.produce, m.fetch, m.list, m.describe, groups];
+        let producers = if self.idempotent { m.producers } else { 0 };
+        let weights = [m.create, m.delete, m.produce, m.fetch, m.list, m.describe, groups, producers];
         let total: u64 = weights.iter().map(|w| u64::from(*w)).sum();
         let mut pick = self.rng.below(total.max(1));
         let mut which = 0;
@@ -372,7 +468,8 @@ impl Workload {
             },
             4 => Command::ListTopics,
             5 => Command::DescribeTopic { name: self.name() },
-            _ => self.group_command(),
+            6 => self.group_command(),
+            _ => self.producer_command(),
         })
     }
 

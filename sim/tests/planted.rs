@@ -355,8 +355,18 @@ fn group_offsets_keyed_by_name_is_caught() {
     fired_saying(Bug::GroupOffsetsKeyedByName, Checker::GroupOffsets, "another incarnation of the name");
 }
 
+/// Producers' states forgotten at every start: a batch retried after a restart is
+/// appended a second time, at other positions than its first send was acknowledged at
+/// (the clients retry acknowledged batches after every restart). appended-once alone
+/// sees it: the records are distinct values the model holds at both positions.
+#[test]
+fn producer_state_not_recovered_is_caught() {
+    caught_by(Bug::ProducerStateNotRecovered, &[Checker::AppendedOnce]);
+    fired_saying(Bug::ProducerStateNotRecovered, Checker::AppendedOnce, "appended again");
+}
+
 /// For each checker, a planted bug that makes it fire (the tests above show each).
-const WITNESSES: [(Checker, Bug); 21] = [
+const WITNESSES: [(Checker, Bug); 22] = [
     (Checker::NoOrphans, Bug::SkipResumeDeletions),
     (Checker::Durability, Bug::RetryFailedFsync),
     (Checker::NoResurrection, Bug::ReloadClearsDeleting),
@@ -372,6 +382,7 @@ const WITNESSES: [(Checker, Bug); 21] = [
     (Checker::RemovalConcurrency, Bug::RemovalConcurrencyOffByOne),
     (Checker::TruthfulNotices, Bug::FinishedAtTombstone),
     (Checker::GroupOffsets, Bug::GroupOffsetsKeyedByName),
+    (Checker::AppendedOnce, Bug::ProducerStateNotRecovered),
     (Checker::LinearizableLifecycle, Bug::ClusterSkipFence),
     (Checker::OneLiveIncarnation, Bug::ClusterUnconditionalAppend),
     (Checker::AckedReadableEverywhere, Bug::ClusterReconcileUnknownIds),

@@ -6,7 +6,8 @@
 //! hidden), and request ids ascend in issue order. So a produce issued before the
 //! create that answered `Created { topic }` cannot have written to `topic` (it did not
 //! exist yet), and a produce issued after a delete that answered `DeleteAccepted {
-//! topic }` cannot have either (the name no longer led to it).
+//! topic }` cannot have either (the name no longer led to it). A retried idempotent
+//! batch's values were sent by each of its sends: one of them must fit.
 
 use super::request::Request;
 use crate::model::{label, ByValueId, ValueId};
@@ -16,8 +17,11 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Default)]
 pub(super) struct FetchIncarnation {
-    /// The produce that sent each value (values are unique in a run; looked up only).
+    /// The produce that sent each value (values are unique in a run, but for the sends
+    /// of a retried idempotent batch; looked up only).
     produced_by: ByValueId<ValueId, RequestId>,
+    /// The later sends of each value sent again (a retried idempotent batch's).
+    sent_again: ByValueId<ValueId, Vec<RequestId>>,
     /// The create request that answered `Created` for each incarnation.
     created_by: BTreeMap<TopicId, RequestId>,
     /// The earliest-issued delete request that answered `DeleteAccepted` for each incarnation.
@@ -28,7 +32,14 @@ impl FetchIncarnation {
     /// A produce was issued with values of these ids (none for other commands).
     pub(super) fn issued(&mut self, request: RequestId, values: &[ValueId]) {
         for id in values {
-            self.produced_by.insert(id.clone(), request);
+            match self.produced_by.entry(id.clone()) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(request);
+                }
+                std::collections::hash_map::Entry::Occupied(_) => {
+                    self.sent_again.entry(id.clone()).or_default().push(request);
+                }
+            }
         }
     }
 
@@ -57,8 +68,18 @@ impl FetchIncarnation {
                     flags.flag(Checker::FetchIncarnation, detail);
                 }
                 for r in records {
-                    let Some(by) = self.produced_by.get(&ValueId::of(&r.value)) else { continue };
-                    if let Some(created) = self.created_by.get(topic).filter(|c| by < *c) {
+                    let id = ValueId::of(&r.value);
+                    let Some(by) = self.produced_by.get(&id) else { continue };
+                    let created = self.created_by.get(topic);
+                    let deleted = self.deleted_by.get(topic);
+                    if let Some(again) = self.sent_again.get(&id) {
+                        // One of its sends was issued in the incarnation's life.
+                        let fits = |s: &RequestId| created.is_none_or(|c| s > c) && deleted.is_none_or(|d| s < d);
+                        if fits(by) || again.iter().any(fits) {
+                            continue;
+                        }
+                    }
+                    if let Some(created) = created.filter(|c| by < *c) {
                         let detail = format!(
                             "{topic}/p{partition}@{} holds {}, produced by req{} before {topic} was created by req{}",
                             r.offset,
@@ -68,7 +89,7 @@ impl FetchIncarnation {
                         );
                         flags.flag(Checker::FetchIncarnation, detail);
                     }
-                    if let Some(deleted) = self.deleted_by.get(topic).filter(|d| by > *d) {
+                    if let Some(deleted) = deleted.filter(|d| by > *d) {
                         let detail = format!(
                             "{topic}/p{partition}@{} holds {}, produced by req{} after req{} deleted {topic}",
                             r.offset,

@@ -12,11 +12,12 @@
 //! as it is then), every death of the broker process, and the end of the run. They read
 //! the model; they never change it.
 //!
-//! Four of them judge replies against the reference model part by part, as the model
+//! Five of them judge replies against the reference model part by part, as the model
 //! folds each in ([`crate::model::Seen`], through [`Checkers::model_saw`]):
 //! [`model_agreement`], [`durability`], [`no_resurrection`] (which also judges the
-//! live topics of each broker that reaches serving, [`Checkers::recovered`]) and
-//! group-offsets (`group_offsets.rs`: consumer groups' committed offsets).
+//! live topics of each broker that reaches serving, [`Checkers::recovered`]),
+//! group-offsets (`group_offsets.rs`: consumer groups' committed offsets) and
+//! appended-once (`appended_once.rs`: idempotent producers' batches and ids).
 
 pub mod durability;
 pub mod liveness;
@@ -27,6 +28,7 @@ pub mod no_resurrection;
 
 mod ack_after_delete;
 mod acked_offsets;
+mod appended_once;
 mod create_of_live_name;
 mod delete_not_found;
 mod every_request_answered;
@@ -56,7 +58,9 @@ pub struct Checkers {
     create_of_live_name: create_of_live_name::CreateOfLiveName,
     removal_concurrency: removal_concurrency::RemovalConcurrency,
     group_offsets: group_offsets::GroupOffsets,
-    /// What [`model_agreement`], [`durability`], [`no_resurrection`] and group-offsets found.
+    appended_once: appended_once::AppendedOnce,
+    /// What [`model_agreement`], [`durability`], [`no_resurrection`], group-offsets and
+    /// appended-once found.
     against_model: Vec<Violation>,
     /// What the others found.
     violations: Vec<Violation>,
@@ -75,9 +79,16 @@ impl Checkers {
             create_of_live_name: Default::default(),
             removal_concurrency: removal_concurrency::RemovalConcurrency::new(removal_concurrency),
             group_offsets: group_offsets::GroupOffsets::new(max_offset_metadata_bytes),
+            appended_once: Default::default(),
             against_model: Vec::new(),
             violations: Vec::new(),
         }
+    }
+
+    /// Judges produces against this broker's limits (`Config::max_record_bytes`, its
+    /// batch limit and `max_batch_records`; the defaults' until set).
+    pub fn set_produce_limits(&mut self, config: &broker_core::Config) {
+        self.appended_once.set_limits(appended_once::Limits::of(config));
     }
 
     /// A request is issued (call before the model sees it).
@@ -120,6 +131,7 @@ impl Checkers {
         durability::saw(&mut flags, model, seen, rotted);
         no_resurrection::saw(&mut flags, model, seen);
         self.group_offsets.saw(&mut flags, model, seen, rotted);
+        self.appended_once.saw(&mut flags, model, seen);
     }
 
     /// A broker reached serving after a start (or serves at the end of the run) with

@@ -109,7 +109,8 @@ fn replied(
                 flags.flag(Checker::ModelAgreement, detail);
             }
         }
-        (Ok(Reply::Produced { positions, .. }), Command::Produce { records, .. }) => {
+        (Ok(Reply::Produced { positions, .. }), Command::Produce { records, .. })
+        | (Ok(Reply::Produced { positions, .. }), Command::ProduceIdempotent { records, .. }) => {
             if positions.len() != records.len() {
                 let detail = format!("produce of {} records acknowledged {} positions", records.len(), positions.len());
                 flags.flag(Checker::ModelAgreement, detail);
@@ -121,7 +122,8 @@ fn replied(
         | (Ok(Reply::OffsetsCommitted { .. }), Command::CommitOffsets { .. })
         | (Ok(Reply::Offsets { .. }), Command::FetchOffsets { .. })
         | (Ok(Reply::Groups(_)), Command::ListGroups)
-        | (Ok(Reply::GroupDeleted), Command::DeleteGroup { .. }) => {}
+        | (Ok(Reply::GroupDeleted), Command::DeleteGroup { .. })
+        | (Ok(Reply::ProducerInitialized { .. }), Command::InitProducer) => {}
         (Err(BrokerError::TopicNotFound { name }), _) => {
             let Some((id, acked_at)) = model.definitely_live_since(name) else { return };
             if acked_at <= issued_at && !matches!(cmd, Command::CreateTopic { .. }) {

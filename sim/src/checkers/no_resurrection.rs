@@ -5,8 +5,10 @@
 //!   (when it reaches serving after a start, and at the end of the run), nor shown by a
 //!   list or describe reply;
 //! - a record a fetch shows at a position where the model holds none (neither
-//!   acknowledged nor served there) is not a value acknowledged at another position,
-//!   and was not produced to another topic name than the incarnation's.
+//!   acknowledged nor served there) is not a value acknowledged at another position
+//!   (but for a retried idempotent batch's, which may have gone to two incarnations
+//!   of its name, and whose place in one appended-once judges), and was not produced
+//!   to another topic name than the incarnation's.
 //!
 //! The checker reads each part of a reply as the model folds it in ([`Seen`]), and the
 //! live incarnations of each broker that reaches serving.
@@ -21,7 +23,7 @@ pub(super) fn saw(flags: &mut Flags, model: &Model, seen: &Seen<'_>) {
         Seen::Fetched { at, record, .. } if !model.holds(at) => {
             let (topic, partition, offset) = *at;
             if let Some(home) = model.home_of(&record.value) {
-                if home != *at {
+                if home != *at && !model.producers.resent(&record.value) {
                     let detail = format!(
                         "{topic}/p{partition}@{offset} holds {}, acknowledged at {}/p{}@{}",
                         label(&record.value),

@@ -92,7 +92,7 @@ impl Groups {
     pub fn issued(&mut self, request: RequestId, command: &Command) {
         self.last_issued = self.last_issued.max(request.0);
         let (group, kind) = match command {
-            Command::Produce { records, .. } => {
+            Command::Produce { records, .. } | Command::ProduceIdempotent { records, .. } => {
                 self.records_sent += records.len() as u64;
                 return;
             }
