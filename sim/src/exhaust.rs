@@ -13,7 +13,7 @@ use crate::disk::CrashMode;
 use crate::run::{RunOptions, Script};
 use crate::runner::run;
 use crate::violation::Violation;
-use broker_core::{Command, CommittedOffset, ProduceRecord, TopicSettings};
+use broker_core::{Command, CommittedOffset, ProduceRecord, ProducerBatch, TopicSettings};
 
 /// The result of an exploration.
 #[derive(Debug, Default)]
@@ -66,10 +66,22 @@ fn read_offsets(group: &str, name: &str) -> Command {
     Command::FetchOffsets { group: group.into(), topic: name.into() }
 }
 
+/// A batch of producer 0 (the first id a broker hands out), epoch 0, to partition 0.
+fn idempotent(name: &str, first_sequence: u32, values: &[&str]) -> Command {
+    Command::ProduceIdempotent {
+        topic: name.into(),
+        partition: 0,
+        producer: ProducerBatch { producer_id: 0, epoch: 0, first_sequence },
+        records: values.iter().map(|v| ProduceRecord { key: None, value: v.as_bytes().to_vec().into() }).collect(),
+    }
+}
+
 /// The fixed workloads: create, produce, delete and re-create; a delete while a fetch is
 /// in flight; enough churn to compact the journal (threshold 4 records); and consumer
 /// groups committing, reading, deleted and listed around a topic's deletion and
-/// re-creation. (`k1` hashes to partition 1 of 2, `k3` to partition 0.)
+/// re-creation; an idempotent producer whose batches are retried in flight and after
+/// whatever crash came before (compacting after a few records, so that a snapshot holds
+/// its state). (`k1` hashes to partition 1 of 2, `k3` to partition 0.)
 pub fn workloads() -> Vec<Script> {
     let mut compaction = Vec::new();
     for i in 0..4 {
@@ -118,6 +130,22 @@ pub fn workloads() -> Vec<Script> {
                 vec![read_offsets("g0", "t0"), Command::ListGroups],
             ],
             compaction_min_records: 1_000,
+        },
+        Script {
+            name: "idempotent-producer",
+            groups: vec![
+                vec![create("t0", 1)],
+                vec![Command::InitProducer],
+                vec![
+                    idempotent("t0", 0, &["i1-a", "i2-b"]),
+                    idempotent("t0", 0, &["i1-a", "i2-b"]),
+                    idempotent("t0", 2, &["i3-c"]),
+                ],
+                vec![idempotent("t0", 0, &["i1-a", "i2-b"]), idempotent("t0", 2, &["i3-c"])],
+                vec![idempotent("t0", 9, &["i4-gap"]), idempotent("t0", 3, &["i5-d"])],
+                vec![idempotent("t0", 2, &["i3-c"]), fetch("t0")],
+            ],
+            compaction_min_records: 6,
         },
     ]
 }

@@ -132,8 +132,8 @@ fn fault_kinds_name_every_counter() {
 fn exhaustive_crash_exploration_finds_nothing() {
     let mut lines = Vec::new();
     let report = broker_sim::exhaust::explore(None, &mut |l| lines.push(l));
-    assert_eq!(report.workloads, 4);
-    assert!(report.states >= 4 * 5 * 10, "only {} crash states: {lines:?}", report.states);
+    assert_eq!(report.workloads, 5);
+    assert!(report.states >= 5 * 5 * 10, "only {} crash states: {lines:?}", report.states);
     assert!(report.violations.is_empty(), "{:#?}", &report.violations[..report.violations.len().min(5)]);
 }
 

@@ -54,6 +54,51 @@ fn group_offsets_commit_read_delete_and_start_afresh() {
     assert!(answer(15).contains(r#"Groups(["g0"])"#), "{}", answer(15));
 }
 
+/// Without a crash: the producer gets id 0; its first batch and the retry sent right
+/// after it are answered with the same positions, and so are both retries sent once
+/// they were; a gap is refused; the next batch follows; a fetch shows each record once.
+#[test]
+fn idempotent_producer_retries_are_answered_with_the_first_positions() {
+    let r = replies("idempotent-producer");
+    assert_eq!(r.len(), 11, "{r:#?}");
+    let answer = |req: u64| {
+        let prefix = format!("req{req} ");
+        r.iter().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no reply to req{req}: {r:#?}")).clone()
+    };
+    assert!(answer(2).contains("ProducerInitialized { producer_id: 0, epoch: 0 }"), "{}", answer(2));
+    let first = "positions: [RecordPosition { partition: 0, offset: 0 }, RecordPosition { partition: 0, offset: 1 }]";
+    for req in [3, 4, 6] {
+        assert!(answer(req).contains(first), "req{req}: {}", answer(req));
+    }
+    let third = "positions: [RecordPosition { partition: 0, offset: 2 }]";
+    for req in [5, 7, 10] {
+        assert!(answer(req).contains(third), "req{req}: {}", answer(req));
+    }
+    assert!(answer(8).contains("OutOfOrderSequence { producer_id: 0, expected: 3, got: 9 }"), "{}", answer(8));
+    assert!(answer(9).contains("positions: [RecordPosition { partition: 0, offset: 3 }]"), "{}", answer(9));
+    assert!(answer(11).contains("Fetched t0 4 records from 0"), "{}", answer(11));
+}
+
+/// With producers' states forgotten at every start, a crash between the producer's
+/// first batches and their retries has a retry appended again: appended-once sees it.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn idempotent_producer_workload_catches_state_not_recovered() {
+    use broker_core::planted::Bug;
+    use broker_sim::disk::CrashMode;
+    use broker_sim::Checker;
+    let script = workloads().into_iter().find(|s| s.name == "idempotent-producer").expect("workload exists");
+    let bug = Some(Bug::ProducerStateNotRecovered);
+    let base = RunOptions { script: Some(script), bug, ..RunOptions::default() };
+    let clean = run(&base);
+    assert!(clean.violations.is_empty(), "without a crash the bug shows nothing: {:?}", clean.violations);
+    let caught = (1..=clean.stats.storage_ops).find(|k| {
+        let r = run(&RunOptions { crash_at: Some((*k, CrashMode::DropAll)), seed: *k, ..base.clone() });
+        r.violations.iter().any(|v| v.checker == Checker::AppendedOnce && v.detail.contains("appended again"))
+    });
+    assert!(caught.is_some(), "no crash point of the workload shows a batch appended again");
+}
+
 #[test]
 fn delete_races_an_in_flight_fetch() {
     let r = replies("delete-while-fetch-in-flight");
