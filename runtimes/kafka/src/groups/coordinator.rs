@@ -2,10 +2,12 @@
 //! protocol against them, and the deadlines that move them on. Pure: time is passed in
 //! (`now`), answers that must wait go out through the oneshot channels they were given.
 
-use super::group::{Books, Group, State, GROUP_OVERHEAD, PENDING_OVERHEAD};
+use super::group::{Books, Group, GROUP_OVERHEAD, PENDING_OVERHEAD};
 use super::member::{protocols_bytes, Member, MEMBER_OVERHEAD};
+use super::messages::{
+    GroupLimits, GroupView, JoinOutcome, JoinRequest, Listed, MemberView, State, SyncOutcome, SyncRequest, Synced, Wait,
+};
 use super::timers::Timer;
-use super::{GroupLimits, GroupView, JoinOutcome, JoinRequest, Listed, MemberView, SyncOutcome, SyncRequest, Wait};
 use bytes::Bytes;
 use kafka_protocol::ResponseError as E;
 use std::collections::BTreeMap;
@@ -241,7 +243,7 @@ impl Coordinator {
             State::Stable => {
                 group.touch(&r.member_id, now, books);
                 let assignment = group.members.get(&r.member_id).map(|m| m.assignment.clone()).unwrap_or_default();
-                Wait::Now(Ok(super::Synced {
+                Wait::Now(Ok(Synced {
                     protocol_type: group.protocol_type.clone(),
                     protocol_name: group.protocol.clone(),
                     assignment,

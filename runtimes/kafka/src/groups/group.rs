@@ -3,8 +3,8 @@
 //! `Stable` (everyone has its assignment), and the moves between them.
 
 use super::member::Member;
+use super::messages::{JoinOutcome, Joined, State, Synced};
 use super::timers::{Timer, Timers};
-use super::{JoinOutcome, Joined, Synced};
 use bytes::Bytes;
 use kafka_protocol::ResponseError as E;
 use std::collections::BTreeMap;
@@ -14,31 +14,6 @@ use tokio::time::Instant;
 pub(super) const GROUP_OVERHEAD: usize = 512;
 /// What a member told `MEMBER_ID_REQUIRED` takes besides its id.
 pub(super) const PENDING_OVERHEAD: usize = 128;
-
-/// A group's state, as Kafka names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    /// No member (members told `MEMBER_ID_REQUIRED` may be pending).
-    Empty,
-    /// A rebalance began: members rejoin until all have, or its timeout passes.
-    PreparingRebalance,
-    /// The rebalance's members are known: the leader's SyncGroup is awaited.
-    CompletingRebalance,
-    /// Every member has (or may fetch) its assignment.
-    Stable,
-}
-
-impl State {
-    /// Kafka's name of the state (DescribeGroups, ListGroups).
-    pub fn name(self) -> &'static str {
-        match self {
-            State::Empty => "Empty",
-            State::PreparingRebalance => "PreparingRebalance",
-            State::CompletingRebalance => "CompletingRebalance",
-            State::Stable => "Stable",
-        }
-    }
-}
 
 /// What every group shares: the deadlines and the bytes held.
 #[derive(Debug, Default)]

@@ -1,7 +1,7 @@
 //! A member of a group: who it is, what it supports, what it was assigned, and the
 //! responses it waits for.
 
-use super::{JoinOutcome, SyncOutcome};
+use super::messages::{JoinOutcome, SyncOutcome};
 use bytes::Bytes;
 use std::time::Duration;
 use tokio::sync::oneshot;
