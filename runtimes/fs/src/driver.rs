@@ -55,13 +55,14 @@ pub struct DriverOptions {
     pub durability: Option<Durability>,
 }
 
-/// The most records one produce may carry in broker-fs: as many as the smallest Kafka
-/// records fill one log frame with, so that a Kafka produce is bounded by its bytes
-/// (`MESSAGE_TOO_LARGE`, which the Java producer answers by splitting the batch) and
-/// never by a count no Kafka client knows of. The core's default, 10,000, is what
-/// librdkafka puts in one batch by default; a producer with a larger `batch.size` sends
-/// more small records than that.
-pub const MAX_BATCH_RECORDS: usize = broker_core::MAX_LOG_FRAME / broker_kafka::batches::MIN_STORED;
+/// The most records one produce may carry in broker-fs: more than the smallest Kafka
+/// records (7 bytes each) fill the largest batch (1 MiB) with, so that an uncompressed
+/// Kafka produce is bounded by its bytes (`MESSAGE_TOO_LARGE`, which the Java producer
+/// answers by splitting the batch), never by a count no Kafka client knows of. A
+/// compressed batch can hold more; past this it is refused as too large, with a message
+/// to send smaller batches. It bounds what one produce holds: a core record per offset.
+/// The core's default, 10,000, is what librdkafka puts in one batch by default.
+pub const MAX_BATCH_RECORDS: usize = 1 << 18;
 
 /// The core's configuration as broker-fs runs it: the core's defaults, with a produce's
 /// record count at [`MAX_BATCH_RECORDS`].

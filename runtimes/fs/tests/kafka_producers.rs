@@ -9,10 +9,8 @@
 mod common;
 
 use bytes::Bytes;
-use common::wire::{batch, connect, frame, high_watermarks, name, response, start};
+use common::wire::{batch, connect, create_t, frame, high_watermarks, produce_to_t, response, start};
 use common::{KafkaServer, TempDir};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Record, TimestampType};
@@ -48,16 +46,6 @@ fn records(producer_id: i64, epoch: i16, first: i32, n: i32, tag: &str, transact
     batch(&records)
 }
 
-fn create_t(s: &mut TcpStream) {
-    let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![CreatableTopic::default()
-        .with_name(name("t"))
-        .with_num_partitions(1)
-        .with_replication_factor(1)]);
-    s.write_all(&frame(ApiKey::CreateTopics, 7, 1, &request)).unwrap();
-    let (_, r) = response::<CreateTopicsResponse>(s, 7);
-    assert_eq!(r.topics[0].error_code, 0);
-}
-
 /// InitProducerId v4 (`transactional_id` if given): error, producer id, epoch.
 fn init(s: &mut TcpStream, transactional_id: Option<&str>) -> (i16, i64, i16) {
     let request = InitProducerIdRequest::default()
@@ -70,15 +58,8 @@ fn init(s: &mut TcpStream, transactional_id: Option<&str>) -> (i16, i64, i16) {
 
 /// Produce v9 of `records` to partition 0 of "t", acks=-1: error and base offset.
 fn produce(s: &mut TcpStream, records: Bytes) -> (i16, i64) {
-    let request = ProduceRequest::default().with_acks(-1).with_timeout_ms(30_000).with_topic_data(vec![
-        TopicProduceData::default()
-            .with_name(name("t"))
-            .with_partition_data(vec![PartitionProduceData::default().with_index(0).with_records(Some(records))]),
-    ]);
-    s.write_all(&frame(ApiKey::Produce, 9, 3, &request)).unwrap();
-    let (_, r) = response::<ProduceResponse>(s, 9);
-    let p = &r.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    let (error, _, base) = produce_to_t(s, 9, records);
+    (error, base)
 }
 
 /// A retried batch gets the first answer and is appended once; a sequence gap, an old

@@ -1,9 +1,10 @@
 //! Every version of every API that ApiVersions advertises is answered: for each, the
 //! requests a client sends (and the errors they can meet) get a response that decodes
 //! at that version, on a connection that stays open. The consumer-group APIs and
-//! InitProducerId are among them (broker-fs keeps groups' offsets and producers). A version whose response cannot be
-//! encoded (a field set that does not exist at it) closes the connection instead, which
-//! clients report as a network or authentication failure.
+//! InitProducerId are among them (broker-fs keeps groups' offsets and producers), and so
+//! are the admin APIs DescribeConfigs, DescribeCluster and CreatePartitions. A version
+//! whose response cannot be encoded (a field set that does not exist at it) closes the
+//! connection instead, which clients report as a network or authentication failure.
 
 mod common;
 
@@ -346,6 +347,59 @@ fn check(s: &mut TcpStream, api: ApiKey, v: i16, id: &mut i32) -> Result<(), Str
             let txn = r.with_transactional_id(Some(TransactionalId(text("txn"))));
             let got: InitProducerIdResponse = exchange(s, api, v, id, &txn).map_err(at("a transactional producer"))?;
             expect(got.error_code == 53 && got.producer_id.0 == -1, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")?;
+        }
+        ApiKey::DescribeConfigs => {
+            use describe_configs_request::DescribeConfigsResource;
+            let resource = |kind: i8, name_: &str, keys: Option<Vec<&str>>| {
+                DescribeConfigsResource::default()
+                    .with_resource_type(kind)
+                    .with_resource_name(text(name_))
+                    .with_configuration_keys(keys.map(|k| k.into_iter().map(text).collect()))
+            };
+            let r = DescribeConfigsRequest::default()
+                .with_resources(vec![
+                    resource(2, "t", None),
+                    resource(2, "t", Some(vec!["retention.ms", "no.such.config"])),
+                    resource(2, "nope", None),
+                    resource(4, "0", None),
+                    resource(4, "", None),
+                    resource(8, "0", None),
+                ])
+                .with_include_synonyms(true)
+                .with_include_documentation(v >= 3);
+            let got: DescribeConfigsResponse =
+                exchange(s, api, v, id, &r).map_err(at("topics, brokers and a broker logger"))?;
+            let errors: Vec<i16> = got.results.iter().map(|r| r.error_code).collect();
+            expect(errors == [0, 0, 3, 0, 0, 42], &format!("UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST: {errors:?}"))?;
+            let counts: Vec<usize> = got.results.iter().map(|r| r.configs.len()).collect();
+            expect(counts[1] == 1 && counts[0] > 1 && counts[3] > 1 && counts[4] == 0, "the configs asked for")?;
+        }
+        ApiKey::DescribeCluster => {
+            let r = DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
+            let r = if v >= 2 { r.with_include_fenced_brokers(true) } else { r };
+            let got: DescribeClusterResponse = exchange(s, api, v, id, &r).map_err(at("the brokers"))?;
+            expect(got.error_code == 0 && got.brokers.len() == 1 && got.controller_id.0 == 0, "one broker, 0")?;
+            if v >= 1 {
+                let controllers: DescribeClusterResponse =
+                    exchange(s, api, v, id, &r.with_endpoint_type(2)).map_err(at("the controllers"))?;
+                expect(controllers.error_code == 114, "MISMATCHED_ENDPOINT_TYPE")?;
+            }
+        }
+        ApiKey::CreatePartitions => {
+            use create_partitions_request::CreatePartitionsTopic;
+            for validate_only in [false, true] {
+                let r = CreatePartitionsRequest::default()
+                    .with_topics(vec![
+                        CreatePartitionsTopic::default().with_name(name("t")).with_count(2),
+                        CreatePartitionsTopic::default().with_name(name("nope")).with_count(2),
+                    ])
+                    .with_timeout_ms(30_000)
+                    .with_validate_only(validate_only);
+                let got: CreatePartitionsResponse =
+                    exchange(s, api, v, id, &r).map_err(at("a topic and an unknown one"))?;
+                let errors: Vec<i16> = got.results.iter().map(|r| r.error_code).collect();
+                expect(errors == [37, 3], "INVALID_PARTITIONS and UNKNOWN_TOPIC_OR_PARTITION")?;
+            }
         }
         other => return Err(format!("{other:?} is advertised and this test sends nothing of it: add its requests")),
     }

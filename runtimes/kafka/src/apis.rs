@@ -8,18 +8,24 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 /// Every API served, with the versions advertised (inclusive). The lowest are Kafka 4.0's
 /// own minimums; the highest stop before each API's switch from topic names to topic ids
-/// (Produce 13, Fetch 13, DeleteTopics 6), so that every request names its topics, and
-/// before ListOffsets 7, whose only addition is a lookup of the newest timestamp, which
-/// needs a time index this broker does not keep.
-pub const SUPPORTED: [(ApiKey, i16, i16); 8] = [
+/// (Produce 13, Fetch 13, DeleteTopics 6), so that every request names its topics;
+/// ListOffsets stops at 7, whose addition is the lookup of the largest timestamp
+/// (answered from the listener's time index, [`crate::time_index`]), before 8's of
+/// tiered storage. The admin APIs that tools call
+/// (DescribeConfigs, DescribeCluster, CreatePartitions) need only what every broker
+/// behind the listener answers (a topic's description), so cluster nodes serve them too.
+pub const SUPPORTED: [(ApiKey, i16, i16); 11] = [
     (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 6),
+    (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::CreatePartitions, 0, 3),
 ];
 
 /// The consumer-group APIs (Kafka's classic group protocol), served where the broker
@@ -104,6 +110,12 @@ pub enum Request {
     DeleteGroups(DeleteGroupsRequest),
     /// InitProducerId.
     InitProducerId(InitProducerIdRequest),
+    /// DescribeConfigs.
+    DescribeConfigs(DescribeConfigsRequest),
+    /// DescribeCluster.
+    DescribeCluster(DescribeClusterRequest),
+    /// CreatePartitions.
+    CreatePartitions(CreatePartitionsRequest),
 }
 
 /// Decodes the body of a request of a served API at a served version (after
@@ -136,6 +148,15 @@ pub fn decode_body(api: ApiKey, v: i16, buf: &mut Bytes) -> Result<Request, Stri
         ApiKey::DeleteGroups => Request::DeleteGroups(DeleteGroupsRequest::decode(buf, v).map_err(|e| e.to_string())?),
         ApiKey::InitProducerId => {
             Request::InitProducerId(InitProducerIdRequest::decode(buf, v).map_err(|e| e.to_string())?)
+        }
+        ApiKey::DescribeConfigs => {
+            Request::DescribeConfigs(DescribeConfigsRequest::decode(buf, v).map_err(|e| e.to_string())?)
+        }
+        ApiKey::DescribeCluster => {
+            Request::DescribeCluster(DescribeClusterRequest::decode(buf, v).map_err(|e| e.to_string())?)
+        }
+        ApiKey::CreatePartitions => {
+            Request::CreatePartitions(CreatePartitionsRequest::decode(buf, v).map_err(|e| e.to_string())?)
         }
         other => return Err(format!("{other:?} is not served")),
     })
@@ -182,6 +203,12 @@ pub enum Response {
     DeleteGroups(DeleteGroupsResponse),
     /// InitProducerId.
     InitProducerId(InitProducerIdResponse),
+    /// DescribeConfigs.
+    DescribeConfigs(DescribeConfigsResponse),
+    /// DescribeCluster.
+    DescribeCluster(DescribeClusterResponse),
+    /// CreatePartitions.
+    CreatePartitions(CreatePartitionsResponse),
 }
 
 /// The whole response frame (size, header, body) for a request with `correlation_id`,
@@ -220,6 +247,9 @@ pub fn frame(correlation_id: i32, version: i16, response: &Response) -> Result<B
         Response::ListGroups(m) => body(m, version, correlation_id)?,
         Response::DeleteGroups(m) => body(m, version, correlation_id)?,
         Response::InitProducerId(m) => body(m, version, correlation_id)?,
+        Response::DescribeConfigs(m) => body(m, version, correlation_id)?,
+        Response::DescribeCluster(m) => body(m, version, correlation_id)?,
+        Response::CreatePartitions(m) => body(m, version, correlation_id)?,
     };
     Ok(out.freeze())
 }

@@ -407,6 +407,9 @@ fn decode_response(r: &Sent, frame: &[u8]) -> Option<Response> {
         ApiKey::DescribeGroups => Response::DescribeGroups(body(b, api, version)),
         ApiKey::ListGroups => Response::ListGroups(body(b, api, version)),
         ApiKey::DeleteGroups => Response::DeleteGroups(body(b, api, version)),
+        ApiKey::DescribeConfigs => Response::DescribeConfigs(body(b, api, version)),
+        ApiKey::DescribeCluster => Response::DescribeCluster(body(b, api, version)),
+        ApiKey::CreatePartitions => Response::CreatePartitions(body(b, api, version)),
         _ => return None,
     })
 }

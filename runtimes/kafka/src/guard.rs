@@ -155,6 +155,9 @@ fn first_flexible(api: ApiKey) -> i16 {
         ApiKey::ListGroups => 3,
         ApiKey::DeleteGroups => 2,
         ApiKey::InitProducerId => 2,
+        ApiKey::DescribeConfigs => 4,
+        ApiKey::DescribeCluster => 0,
+        ApiKey::CreatePartitions => 2,
         _ => i16::MAX,
     }
 }
@@ -410,6 +413,32 @@ pub fn check(api: ApiKey, v: i16, body: &[u8]) -> Result<(), String> {
                 w.fixed(8 + 2)?; // producer id, producer epoch
             }
         }
+        ApiKey::DescribeConfigs => {
+            w.each("resources", |w| {
+                w.fixed(1)?; // resource type
+                w.string()?; // resource name
+                w.each("configuration keys", |w| w.string())?; // nullable
+                w.tags()
+            })?;
+            // Booleans follow: include synonyms, include documentation (v3+).
+        }
+        ApiKey::DescribeCluster => {
+            // Booleans and an int8 only: nothing sized from a count.
+        }
+        ApiKey::CreatePartitions => {
+            w.each("topics", |w| {
+                w.string()?; // name
+                w.fixed(4)?; // count
+                w.each("assignments", |w| {
+                    // nullable
+                    let n = w.count("broker ids")?;
+                    w.skip(4 * n, "broker ids")?;
+                    w.tags()
+                })?;
+                w.tags()
+            })?;
+            // Fixed-size fields follow: timeout, validate only.
+        }
         other => return Err(format!("no schema walk for {other:?}")),
     }
     // What follows the last array is fixed-size fields and tagged fields, which the
@@ -481,7 +510,7 @@ mod tests {
         let api_versions = ApiVersionsRequest::default()
             .with_client_software_name(StrBytes::from_static_str("test"))
             .with_client_software_version(StrBytes::from_static_str("1"));
-        let groups = group_requests().into_iter().chain(producer_requests());
+        let groups = group_requests().into_iter().chain(producer_requests()).chain(admin_requests());
         type Encoder = Box<dyn Fn(i16) -> Option<Vec<u8>>>;
         let cases: Vec<(ApiKey, Encoder)> = vec![
             (ApiKey::Produce, Box::new(move |v| encoded(&produce, v))),
@@ -515,7 +544,10 @@ mod tests {
                 walked += 1;
             }
             assert!(walked >= 1, "{api:?}: no version encoded");
-            if crate::apis::GROUPS.iter().chain(&crate::apis::PRODUCERS).any(|(a, _, _)| *a == api) {
+            let admin = [ApiKey::DescribeConfigs, ApiKey::DescribeCluster, ApiKey::CreatePartitions];
+            if crate::apis::GROUPS.iter().chain(&crate::apis::PRODUCERS).any(|(a, _, _)| *a == api)
+                || admin.contains(&api)
+            {
                 assert_eq!(walked, range.1 - range.0 + 1, "{api:?}: every version is walked");
             }
         }
@@ -665,6 +697,54 @@ mod tests {
         ]
     }
 
+    /// The admin APIs' requests with every array filled in: DescribeConfigs of two
+    /// resources, one naming keys and one asking for every key; DescribeCluster; and
+    /// CreatePartitions of two topics, one with replica assignments.
+    #[allow(clippy::type_complexity)]
+    fn admin_requests() -> Vec<(ApiKey, Box<dyn Fn(i16) -> Option<Vec<u8>>>)> {
+        use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
+        use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+        fn s(x: &str) -> StrBytes {
+            StrBytes::from_string(x.to_string())
+        }
+        let configs = move |v: i16| {
+            DescribeConfigsRequest::default()
+                .with_resources(vec![
+                    DescribeConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(s("t"))
+                        .with_configuration_keys(Some(vec![s("retention.ms"), s("max.message.bytes")])),
+                    DescribeConfigsResource::default().with_resource_type(4).with_resource_name(s("0")),
+                ])
+                .with_include_synonyms(true)
+                .with_include_documentation(v >= 3)
+        };
+        let cluster = move |v: i16| {
+            DescribeClusterRequest::default()
+                .with_include_cluster_authorized_operations(true)
+                .with_endpoint_type(if v >= 1 { 2 } else { 1 })
+                .with_include_fenced_brokers(v >= 2)
+        };
+        let partitions = move |_: i16| {
+            let assigned = CreatePartitionsAssignment::default().with_broker_ids(vec![BrokerId(0), BrokerId(1)]);
+            CreatePartitionsRequest::default()
+                .with_topics(vec![
+                    CreatePartitionsTopic::default().with_name(name("t")).with_count(3).with_assignments(None),
+                    CreatePartitionsTopic::default()
+                        .with_name(name("u"))
+                        .with_count(4)
+                        .with_assignments(Some(vec![assigned.clone(), assigned])),
+                ])
+                .with_timeout_ms(30_000)
+                .with_validate_only(true)
+        };
+        vec![
+            (ApiKey::DescribeConfigs, Box::new(move |v| encoded(&configs(v), v))),
+            (ApiKey::DescribeCluster, Box::new(move |v| encoded(&cluster(v), v))),
+            (ApiKey::CreatePartitions, Box::new(move |v| encoded(&partitions(v), v))),
+        ]
+    }
+
     /// Valid requests with bytes flipped: whatever the walk lets through, the crate's
     /// decoder reads without a panic or an outsized allocation.
     #[test]
@@ -697,7 +777,7 @@ mod tests {
         for v in [2, 7] {
             bodies.push((ApiKey::CreateTopics, v, encoded(&create, v).unwrap()));
         }
-        for (api, encode) in group_requests().into_iter().chain(producer_requests()) {
+        for (api, encode) in group_requests().into_iter().chain(producer_requests()).chain(admin_requests()) {
             let (lo, hi) = crate::apis::supported(api).unwrap();
             for v in [lo, (lo + hi) / 2, hi] {
                 let body = encode(v).unwrap();
@@ -752,6 +832,10 @@ mod tests {
             // OffsetFetch v8: a billion groups, in the compact form.
             (ApiKey::OffsetFetch, 8, vec![0xff, 0xff, 0xff, 0xff, 0x03]),
             (ApiKey::DescribeGroups, 0, i32::MAX.to_be_bytes().to_vec()),
+            // DescribeConfigs v1: one topic "t" whose keys are two billion names.
+            (ApiKey::DescribeConfigs, 1, [vec![0, 0, 0, 1, 2, 0, 1, b't'], i32::MAX.to_be_bytes().to_vec()].concat()),
+            // CreatePartitions v2 (compact): topic "t", count 3, a billion assignments.
+            (ApiKey::CreatePartitions, 2, vec![2, 2, b't', 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff, 0x03]),
         ] {
             let e = check(api, v, &body).expect_err("refused");
             assert!(e.contains("array of") || e.contains("length"), "{api:?}: {e}");

@@ -2,8 +2,10 @@
 //! to, fetch from, list and delete topics of broker-core.
 //!
 //! - **APIs**: ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
-//!   ListOffsets and OffsetForLeaderEpoch, at the versions [`apis::SUPPORTED`] lists, one
-//!   module of [`handlers`] each; and, where the broker keeps groups' committed offsets
+//!   ListOffsets, OffsetForLeaderEpoch, and the admin APIs DescribeConfigs,
+//!   DescribeCluster and CreatePartitions (refused for every topic: a partition count is
+//!   fixed at creation), at the versions [`apis::SUPPORTED`] lists, one module of
+//!   [`handlers`] each; and, where the broker keeps groups' committed offsets
 //!   ([`Limits::group_offsets`]), the consumer-group APIs of [`apis::GROUPS`]; where it
 //!   keeps producers ([`Limits::producers`]), InitProducerId ([`apis::PRODUCERS`]).
 //!   Anything else closes the connection with the reason on standard error
@@ -21,9 +23,14 @@
 //!   leader's assignments, bounded by [`groups::GroupLimits`]), committed offsets are the
 //!   core's (`Command::CommitOffsets`), kept by incarnation, so a topic created again
 //!   starts every group afresh. Static membership is refused.
-//! - **Records** are Kafka v2 record batches, CRC checked on produce and stored one
-//!   record per core offset, so Kafka offsets are the core's ([`batches`]); a produce is
-//!   bounded by its bytes, never its count.
+//! - **Records** are Kafka v2 record batches, compressed (gzip, snappy, lz4, zstd) or
+//!   not, checked whole on produce (CRC, and every record, decompressed within a bound:
+//!   [`batches`]) and stored whole, as they came, served back byte for byte; each Kafka
+//!   offset is a core offset ([`stored`]). Compressed bytes that do not decompress are
+//!   refused with `CORRUPT_MESSAGE`.
+//! - **Offsets by time**: ListOffsets answers a timestamp with the first offset whose
+//!   record's timestamp is at least it, and (version 7) the record of the largest
+//!   timestamp, from an index held in memory and rebuilt from the log ([`time_index`]).
 //! - **Deletion**: a topic whose deletion is acknowledged is gone from Metadata at once,
 //!   and produce and fetch get `UNKNOWN_TOPIC_OR_PARTITION`, while its logs are removed in
 //!   the background; creating the name again works at once, with a new topic id, a
@@ -48,6 +55,7 @@
 
 pub mod apis;
 pub mod batches;
+pub mod compression;
 pub mod errors;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
@@ -55,6 +63,8 @@ pub mod groups;
 pub mod guard;
 pub mod handlers;
 pub mod listener;
+pub mod stored;
+pub mod time_index;
 
 use broker_core::{BrokerError, Command, Config, Reply};
 use std::net::TcpListener;

@@ -116,3 +116,59 @@ pub fn rotten_batch() -> Vec<u8> {
 pub fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }
+
+/// Creates the topic "t" with one partition (CreateTopics v7); it must succeed.
+pub fn create_t(s: &mut TcpStream) {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![CreatableTopic::default()
+        .with_name(name("t"))
+        .with_num_partitions(1)
+        .with_replication_factor(1)]);
+    s.write_all(&frame(ApiKey::CreateTopics, 7, 1, &request)).unwrap();
+    let (_, r) = response::<CreateTopicsResponse>(s, 7);
+    assert_eq!(r.topics[0].error_code, 0);
+}
+
+/// Deletes the topic "t" (DeleteTopics v5); it must succeed.
+pub fn delete_t(s: &mut TcpStream) {
+    let request = DeleteTopicsRequest::default().with_timeout_ms(30_000).with_topic_names(vec![name("t")]);
+    s.write_all(&frame(ApiKey::DeleteTopics, 5, 2, &request)).unwrap();
+    let (_, r) = response::<DeleteTopicsResponse>(s, 5);
+    assert_eq!(r.responses[0].error_code, 0);
+}
+
+/// Produce (version `v`, acks=-1) of `records` to partition 0 of "t": its error, message
+/// and base offset.
+pub fn produce_to_t(s: &mut TcpStream, v: i16, records: Bytes) -> (i16, String, i64) {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let request = ProduceRequest::default().with_acks(-1).with_timeout_ms(30_000).with_topic_data(vec![
+        TopicProduceData::default()
+            .with_name(name("t"))
+            .with_partition_data(vec![PartitionProduceData::default().with_index(0).with_records(Some(records))]),
+    ]);
+    s.write_all(&frame(ApiKey::Produce, v, 3, &request)).unwrap();
+    let (_, r) = response::<ProduceResponse>(s, v);
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.error_message.as_deref().unwrap_or("").to_string(), p.base_offset)
+}
+
+/// `batch` (uncompressed) with its records compressed by `compress` under codec `bits`,
+/// its length and CRC made right again.
+pub fn compressed(batch: &[u8], bits: i16, compress: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+    let mut out = batch[..61].to_vec();
+    out.extend(compress(&batch[61..]));
+    let attributes = i16::from_be_bytes([out[21], out[22]]) | bits;
+    out[21..23].copy_from_slice(&attributes.to_be_bytes());
+    let length = (out.len() - 12) as i32;
+    out[8..12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&out[21..]);
+    out[17..21].copy_from_slice(&crc.to_be_bytes());
+    out
+}
+
+/// `bytes` as one gzip member.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}

@@ -3,6 +3,7 @@
 
 use crate::apis::Response;
 use crate::groups::Groups;
+use crate::time_index::{IndexLimits, TimeIndex};
 use crate::Answer;
 use crate::{Core, Limits};
 use broker_core::{BrokerError, Command, Reply, TopicDescription, TopicId};
@@ -47,6 +48,9 @@ pub struct Context {
     pub peer: Option<SocketAddr>,
     /// The consumer groups' membership, shared by every connection of the listener.
     pub groups: Groups,
+    /// The partitions' time indexes, for ListOffsets by timestamp, shared by every
+    /// connection of the listener.
+    pub times: TimeIndex,
 }
 
 impl Context {
@@ -54,8 +58,34 @@ impl Context {
     /// group yet; member ids carry `nonce` (see [`Groups::new`]).
     pub fn new(core: Core, limits: Limits, local: SocketAddr, nonce: u64) -> Context {
         let groups = Groups::new(limits.groups.clone(), nonce);
-        Context { core, limits, local, peer: None, groups }
+        let times = TimeIndex::new(IndexLimits::default(), limits.core.max_fetch_records);
+        Context { core, limits, local, peer: None, groups, times }
     }
+}
+
+/// The brokers Metadata and DescribeCluster name, in id order, as (node id, host,
+/// port): this one at the address the connection came in on, and, on a cluster node,
+/// the other live ones it knows.
+pub(super) fn brokers(ctx: &Context) -> Vec<(i32, String, u16)> {
+    let (local, node) = (ctx.local, ctx.limits.node_id);
+    let mut brokers = vec![(node, local.ip().to_string(), local.port())];
+    if let Some(peers) = &ctx.limits.peers {
+        brokers.extend(peers.others().into_iter().filter(|(id, _, _)| *id != node));
+    }
+    brokers.sort_by_key(|(id, _, _)| *id);
+    brokers.dedup_by_key(|(id, _, _)| *id);
+    brokers
+}
+
+/// Kafka's ACL operations (`AclOperation`) that apply to the cluster: create, alter,
+/// describe, cluster action, describe configs, alter configs, idempotent write.
+pub(super) const CLUSTER_OPERATIONS: [u8; 7] = [5, 7, 8, 9, 10, 11, 12];
+
+/// The authorized operations a client asked for, as Kafka's bit field: this broker has
+/// no authorization, so every operation on the resource is allowed to everyone, as a
+/// Kafka broker without an authorizer answers.
+pub(super) fn operations(allowed: &[u8]) -> i32 {
+    allowed.iter().fold(0, |bits, op| bits | 1 << op)
 }
 
 /// The Kafka topic id of an incarnation: its core id in the low 64 bits, under a fixed

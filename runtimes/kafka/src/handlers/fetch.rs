@@ -5,6 +5,7 @@ use super::context::{epoch_mismatch, leader_epoch, ready, Context, Outcome, Pend
 use crate::apis::Response;
 use crate::batches;
 use crate::errors::code;
+use crate::stored::{self, kept, Kept};
 use crate::{Answer, Core};
 use broker_core::{Command, Reply, TopicDescription};
 use bytes::Bytes;
@@ -18,6 +19,21 @@ use std::time::Duration;
 const FETCH_POLL: Duration = Duration::from_millis(20);
 /// The longest a fetch waits for records, whatever it asks.
 const MAX_FETCH_WAIT: Duration = Duration::from_secs(30);
+
+/// The fetch version from which a consumer reads zstd batches (Kafka 2.1's): an older
+/// one is answered `UNSUPPORTED_COMPRESSION_TYPE` where one would be served, as Kafka does.
+const ZSTD_FETCH_VERSION: i16 = 10;
+/// The compression codec bits of zstd.
+const ZSTD: i16 = 4;
+
+/// How a fetch's partitions are served.
+#[derive(Clone, Copy, Debug)]
+struct Serving {
+    /// The most core records one read asks for.
+    max_records: u32,
+    /// Whether zstd batches may be served (see [`ZSTD_FETCH_VERSION`]).
+    zstd: bool,
+}
 
 /// One partition of a fetch.
 #[derive(Clone, Debug)]
@@ -71,13 +87,13 @@ fn wanted_partitions(r: &FetchRequest) -> Vec<Wanted> {
 /// session id 0, which tells the client no session was made, so it never sends an
 /// incremental one; one that does anyway (epoch above 0) names a session that does
 /// not exist, and is told so (`FETCH_SESSION_ID_NOT_FOUND`), as Kafka would.
-pub(super) fn fetch(ctx: &Context, r: FetchRequest) -> Pending {
+pub(super) fn fetch(ctx: &Context, v: i16, r: FetchRequest) -> Pending {
     if r.session_epoch > 0 {
         return ready(Response::Fetch(FetchResponse::default().with_error_code(E::FetchSessionIdNotFound.code())));
     }
     let wanted = wanted_partitions(&r);
     let core = ctx.core.clone();
-    let max_records = ctx.limits.core.max_fetch_records;
+    let how = Serving { max_records: ctx.limits.core.max_fetch_records, zstd: v >= ZSTD_FETCH_VERSION };
     // The topics' high watermarks as this request is read, in the connection's order.
     let first = describe_topics(&core, &wanted);
     let wait = Duration::from_millis(r.max_wait_ms.max(0) as u64).min(MAX_FETCH_WAIT);
@@ -87,7 +103,7 @@ pub(super) fn fetch(ctx: &Context, r: FetchRequest) -> Pending {
         let deadline = tokio::time::Instant::now() + wait;
         let mut described = first;
         loop {
-            let (response, bytes, failed) = read_partitions(&core, &wanted, described, max_bytes, max_records).await;
+            let (response, bytes, failed) = read_partitions(&core, &wanted, described, max_bytes, how).await;
             let now = tokio::time::Instant::now();
             // min_bytes 0 asks for no wait at all; an error is news worth answering at once.
             if bytes >= min_bytes || failed || now >= deadline {
@@ -119,7 +135,7 @@ async fn read_partitions(
     wanted: &[Wanted],
     described: Vec<(TopicName, Answer)>,
     max_bytes: i64,
-    max_records: u32,
+    how: Serving,
 ) -> (FetchResponse, i64, bool) {
     let mut topics_seen = Vec::new();
     for (name, answer) in described {
@@ -136,9 +152,7 @@ async fn read_partitions(
             _ => -1,
         };
         let read = match described {
-            Some(Ok(Reply::Described(t))) => {
-                read_partition(core, w, t, max_bytes - total, total == 0, max_records).await
-            }
+            Some(Ok(Reply::Described(t))) => read_partition(core, w, t, max_bytes - total, total == 0, how).await,
             Some(Err(e)) => Err(code(e)),
             Some(Ok(_)) | None => Err(E::UnknownServerError.code()),
         };
@@ -173,7 +187,7 @@ async fn read_partition(
     t: &TopicDescription,
     left: i64,
     first: bool,
-    max_records: u32,
+    how: Serving,
 ) -> Result<(Vec<u8>, i64), i16> {
     let partition = u32::try_from(w.partition).map_err(|_| E::UnknownTopicOrPartition.code())?;
     let hw = *t.high_watermarks.get(partition as usize).ok_or(E::UnknownTopicOrPartition.code())?;
@@ -192,28 +206,96 @@ async fn read_partition(
     if offset == hw || (limit == 0 && !first) {
         return Ok((Vec::new(), hw as i64));
     }
-    let max_records = (limit / batches::MIN_STORED as i64 + 1).clamp(1, i64::from(max_records)) as u32;
-    let command =
-        Command::Fetch { topic: w.topic.0.to_string(), partition, offset, max_records, max_bytes: Some(limit as u64) };
-    match core.submit(command).get().await {
+    let command = Command::Fetch {
+        topic: w.topic.0.to_string(),
+        partition,
+        offset,
+        max_records: how.max_records.max(1),
+        max_bytes: Some(limit as u64),
+    };
+    let (records, high_watermark) = match core.submit(command).get().await {
         // Re-created between the look and the read: answered as the next look will see it.
-        Ok(Reply::Fetched { topic, high_watermark, .. }) if topic != t.id => Ok((Vec::new(), high_watermark as i64)),
-        Ok(Reply::Fetched { records, high_watermark, .. }) => {
-            let stored: usize = records.iter().map(|r| r.value.len()).sum();
-            let mut out = Vec::with_capacity(stored.min(limit as usize));
-            for r in &records {
-                // Served first and taken back if it does not fit: a stored batch is
-                // recognised by its CRC, computed once.
-                let from = out.len();
-                batches::serve(&mut out, r.offset, leader_epoch(t.id), r.key.as_deref(), &r.value);
-                if out.len() as i64 > limit && !(first && from == 0) {
-                    out.truncate(from);
-                    break;
+        Ok(Reply::Fetched { topic, high_watermark, .. }) if topic != t.id => {
+            return Ok((Vec::new(), high_watermark as i64))
+        }
+        Ok(Reply::Fetched { records, high_watermark, .. }) => (records, high_watermark),
+        Ok(_) => return Err(E::UnknownServerError.code()),
+        Err(e) => return Err(code(&e)),
+    };
+    let stored: usize = records.iter().map(|r| r.value.len()).sum();
+    let mut out = Vec::with_capacity(stored.min(limit as usize));
+    let epoch = leader_epoch(t.id);
+    // The first offset not served yet: a batch served covers its continuations.
+    let mut next = offset;
+    // A read from inside a batch serves the whole batch, from its first offset.
+    if let Some(r) = records.first() {
+        if let Kept::Continuation { back } = kept(r.key.as_deref(), &r.value) {
+            if let Some((head, value)) = batch_before(core, w, t, r.offset, back).await? {
+                if let Kept::Batch { records: n, codec } = kept(None, &value) {
+                    if codec == ZSTD && !how.zstd {
+                        return Err(E::UnsupportedCompressionType.code());
+                    }
+                    stored::serve_batch(&mut out, head, epoch, &value);
+                    next = head + u64::from(n);
                 }
             }
-            Ok((out, high_watermark as i64))
         }
-        Ok(_) => Err(E::UnknownServerError.code()),
+    }
+    for r in &records {
+        if r.offset < next {
+            continue;
+        }
+        // Served first and taken back if it does not fit: a stored batch is recognised
+        // by its CRC, computed once.
+        let from = out.len();
+        match kept(r.key.as_deref(), &r.value) {
+            Kept::Batch { codec, .. } if codec == ZSTD && !how.zstd => {
+                if from == 0 {
+                    return Err(E::UnsupportedCompressionType.code());
+                }
+                break;
+            }
+            Kept::Batch { records: n, .. } => {
+                stored::serve_batch(&mut out, r.offset, epoch, &r.value);
+                next = r.offset + u64::from(n);
+            }
+            // A continuation whose batch was not served is a record produced some other
+            // way that looks like one: served as such.
+            Kept::Continuation { .. } | Kept::Other => {
+                stored::serve_other(&mut out, r.offset, epoch, r.key.as_deref(), &r.value);
+            }
+        }
+        if out.len() as i64 > limit && !(first && from == 0) {
+            out.truncate(from);
+            break;
+        }
+    }
+    Ok((out, high_watermark as i64))
+}
+
+/// The batch that a continuation at `offset`, `back` offsets past its batch's first,
+/// continues: its first offset and bytes, if the record there is a batch that reaches
+/// `offset`. None if it is not (the continuation was produced some other way), or if
+/// the topic changed since `t` was described.
+async fn batch_before(
+    core: &Core,
+    w: &Wanted,
+    t: &TopicDescription,
+    offset: u64,
+    back: u32,
+) -> Result<Option<(u64, Bytes)>, i16> {
+    let Some(head) = offset.checked_sub(u64::from(back)).filter(|h| *h >= t.log_start) else { return Ok(None) };
+    let partition = u32::try_from(w.partition).map_err(|_| E::UnknownTopicOrPartition.code())?;
+    let command =
+        Command::Fetch { topic: w.topic.0.to_string(), partition, offset: head, max_records: 1, max_bytes: None };
+    match core.submit(command).get().await {
+        Ok(Reply::Fetched { topic, records, .. }) if topic == t.id => Ok(records
+            .into_iter()
+            .next()
+            .filter(|r| r.offset == head)
+            .filter(|r| matches!(kept(r.key.as_deref(), &r.value), Kept::Batch { records, .. } if records > back))
+            .map(|r| (head, r.value))),
+        Ok(_) => Ok(None),
         Err(e) => Err(code(&e)),
     }
 }

@@ -2,7 +2,9 @@
 //! with the partitions' leadership spread over all), and the live topics asked for
 //! (never created by asking).
 
-use super::context::{leader_epoch, text, topic_uuid, Context, Outcome, Pending, CLUSTER_ID};
+use super::context::{
+    brokers, leader_epoch, operations, text, topic_uuid, Context, Outcome, Pending, CLUSTER_ID, CLUSTER_OPERATIONS,
+};
 use crate::apis::Response;
 use crate::errors::code;
 use broker_core::{Command, Reply, TopicDescription};
@@ -15,13 +17,8 @@ use std::collections::BTreeSet;
 
 pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
     let list = ctx.core.submit(Command::ListTopics);
-    let (local, node) = (ctx.local, ctx.limits.node_id);
-    let mut brokers = vec![(node, local.ip().to_string(), local.port())];
-    if let Some(peers) = &ctx.limits.peers {
-        brokers.extend(peers.others().into_iter().filter(|(id, _, _)| *id != node));
-    }
-    brokers.sort_by_key(|(id, _, _)| *id);
-    brokers.dedup_by_key(|(id, _, _)| *id);
+    let node = ctx.limits.node_id;
+    let brokers = brokers(ctx);
     let ids: Vec<i32> = brokers.iter().map(|(id, _, _)| *id).collect();
     Box::pin(async move {
         let brokers = brokers
@@ -94,16 +91,6 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
 /// Kafka's ACL operations (`AclOperation`) that apply to a topic: read, write, create,
 /// delete, alter, describe, describe configs, alter configs.
 const TOPIC_OPERATIONS: [u8; 8] = [3, 4, 5, 6, 7, 8, 10, 11];
-/// Those that apply to the cluster: create, alter, describe, cluster action, describe
-/// configs, alter configs, idempotent write.
-const CLUSTER_OPERATIONS: [u8; 7] = [5, 7, 8, 9, 10, 11, 12];
-
-/// The authorized operations a client asked for, as Kafka's bit field: this broker has
-/// no authorization, so every operation on the resource is allowed to everyone, as a
-/// Kafka broker without an authorizer answers.
-fn operations(allowed: &[u8]) -> i32 {
-    allowed.iter().fold(0, |bits, op| bits | 1 << op)
-}
 
 /// A live topic's metadata, its partitions led in turn by `brokers` (in id order), from
 /// one that the incarnation picks, so that topics do not all begin on the same broker;

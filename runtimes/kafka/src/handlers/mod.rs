@@ -7,9 +7,12 @@
 
 mod api_versions;
 mod context;
+mod create_partitions;
 mod create_topics;
 mod delete_groups;
 mod delete_topics;
+mod describe_cluster;
+mod describe_configs;
 mod describe_groups;
 mod fetch;
 mod find_coordinator;
@@ -38,8 +41,8 @@ pub fn handle(ctx: &Context, v: i16, client_id: &str, request: Request) -> Pendi
     match request {
         Request::ApiVersions(_) => api_versions::api_versions(ctx),
         Request::Metadata(r) => metadata::metadata(ctx, v, r),
-        Request::Produce(r) => produce::produce(ctx, r),
-        Request::Fetch(r) => fetch::fetch(ctx, r),
+        Request::Produce(r) => produce::produce(ctx, v, r),
+        Request::Fetch(r) => fetch::fetch(ctx, v, r),
         Request::ListOffsets(r) => list_offsets::list_offsets(ctx, v, r),
         Request::CreateTopics(r) => create_topics::create_topics(ctx, r),
         Request::DeleteTopics(r) => delete_topics::delete_topics(ctx, r),
@@ -55,5 +58,8 @@ pub fn handle(ctx: &Context, v: i16, client_id: &str, request: Request) -> Pendi
         Request::DescribeGroups(r) => describe_groups::describe_groups(ctx, v, r),
         Request::DeleteGroups(r) => delete_groups::delete_groups(ctx, r),
         Request::InitProducerId(r) => init_producer_id::init_producer_id(ctx, r),
+        Request::DescribeConfigs(r) => describe_configs::describe_configs(ctx, r),
+        Request::DescribeCluster(r) => describe_cluster::describe_cluster(ctx, v, r),
+        Request::CreatePartitions(r) => create_partitions::create_partitions(ctx, r),
     }
 }

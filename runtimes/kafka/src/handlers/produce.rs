@@ -1,11 +1,12 @@
-//! Produce: each partition's records checked, split into stored records and appended.
+//! Produce: each partition's batches checked and appended whole ([`crate::stored`]).
 
 use super::context::{text, Context, Outcome, Pending};
 use crate::apis::Response;
-use crate::batches;
 use crate::errors::code;
 use crate::Answer;
-use broker_core::{batch_bytes, Command, ProduceRecord, ProducerBatch, Reply};
+use crate::{batches, stored};
+use broker_core::{batch_bytes, Command, ProducerBatch, Reply};
+use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::ResponseError as E;
@@ -17,7 +18,7 @@ enum Appending {
     Submitted(Answer),
 }
 
-pub(super) fn produce(ctx: &Context, r: ProduceRequest) -> Pending {
+pub(super) fn produce(ctx: &Context, v: i16, r: ProduceRequest) -> Pending {
     let acks = r.acks;
     let valid_acks = matches!(acks, -1..=1);
     let mut named: BTreeMap<(&str, i32), usize> = BTreeMap::new();
@@ -39,7 +40,7 @@ pub(super) fn produce(ctx: &Context, r: ProduceRequest) -> Pending {
                 let message = format!("partition {} of {name:?} is named twice in one request", p.index);
                 Appending::Refused(E::InvalidRequest.code(), message)
             } else {
-                append(ctx, &name, p.index, p.records.as_deref())
+                append(ctx, v, &name, p.index, p.records.as_ref())
             };
             partitions.push((p.index, appending));
         }
@@ -92,34 +93,30 @@ pub(super) fn produce(ctx: &Context, r: ProduceRequest) -> Pending {
 }
 
 /// Checks one partition's records and submits them.
-fn append(ctx: &Context, topic: &str, index: i32, records: Option<&[u8]>) -> Appending {
+fn append(ctx: &Context, v: i16, topic: &str, index: i32, records: Option<&Bytes>) -> Appending {
     let Ok(partition) = u32::try_from(index) else {
         return Appending::Refused(E::UnknownTopicOrPartition.code(), format!("partition {index}"));
     };
-    let batches::Produced { stored, producer } = match batches::split(records.unwrap_or_default()) {
-        Ok(produced) => produced,
+    let limits = &ctx.limits;
+    let bounds = batches::Bounds {
+        batch_bytes: limits.core.max_record_bytes,
+        records: limits.core.max_batch_records,
+        zstd: v >= batches::ZSTD_PRODUCE_VERSION,
+    };
+    let batches::Accepted { batches, producer } = match batches::accept(&records.cloned().unwrap_or_default(), bounds) {
+        Ok(accepted) => accepted,
         Err(e) => {
             let error = match e {
                 batches::BatchError::Corrupt(_) => E::CorruptMessage,
-                batches::BatchError::Compressed(_) => E::UnsupportedCompressionType,
+                batches::BatchError::Unsupported(_) => E::UnsupportedCompressionType,
+                batches::BatchError::TooLarge(_) => E::MessageTooLarge,
                 batches::BatchError::Refused(_) | batches::BatchError::Invalid(_) => E::InvalidRecord,
             };
             return Appending::Refused(error.code(), e.to_string());
         }
     };
-    let limits = &ctx.limits;
-    if let Some(big) = stored.iter().find(|s| s.len() > limits.core.max_record_bytes) {
-        let message = format!(
-            "a record takes {} bytes as stored, over the limit of {} bytes",
-            big.len(),
-            limits.core.max_record_bytes
-        );
-        return Appending::Refused(E::MessageTooLarge.code(), message);
-    }
-    let records: Vec<ProduceRecord> =
-        stored.into_iter().map(|value| ProduceRecord { key: None, value: value.into() }).collect();
-    // By bytes, never by count: a Kafka batch is bounded by its size, and the core's
-    // count limit lies past it (see `driver::MAX_BATCH_RECORDS`).
+    let records = stored::core_records(batches);
+    // By bytes too: continuations take room in the core's batch.
     let bytes = batch_bytes(&records);
     if bytes > limits.core.batch_bytes_limit() {
         let message = format!(
