@@ -54,6 +54,8 @@
 #![warn(missing_docs)]
 
 pub mod apis;
+#[cfg(feature = "fuzzing")]
+pub mod batch_fuzzing;
 pub mod batches;
 pub mod compression;
 pub mod errors;
