@@ -423,59 +423,38 @@ impl Judge<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Checkers;
-    use crate::model::{Model, ValueId};
+    use super::super::hand_fed::HandFed;
     use crate::violation::Checker;
     use broker_core::{
-        BrokerError, Command, OpId, ProduceRecord, ProducerBatch, RecordPosition, Reply, RequestId, StorageOp,
-        StoredRecord, Time, TopicId, TopicSettings,
+        BrokerError, Command, OpId, ProduceRecord, ProducerBatch, RecordPosition, Reply, StorageOp, StoredRecord,
+        TopicId, TopicSettings,
     };
-    use std::rc::Rc;
 
     /// One client and the checkers, fed by hand: topic `t` is incarnation 1, of one
     /// partition; producer 0 was handed out.
-    struct Run {
-        model: Model,
-        checkers: Checkers,
-        next: u64,
+    struct Run(HandFed);
+
+    impl std::ops::Deref for Run {
+        type Target = HandFed;
+        fn deref(&self) -> &HandFed {
+            &self.0
+        }
+    }
+
+    impl std::ops::DerefMut for Run {
+        fn deref_mut(&mut self) -> &mut HandFed {
+            &mut self.0
+        }
     }
 
     impl Run {
         fn new(log_sync: bool) -> Run {
-            let mut run = Run { model: Model::default(), checkers: Checkers::new(1, 8), next: 1 };
+            let mut run = Run(HandFed::new());
             run.model.producers.log_sync = log_sync;
             let create = Command::CreateTopic { name: "t".into(), partitions: 1, settings: TopicSettings::default() };
             run.ask(create, Ok(Reply::Created { topic: TopicId(1) }));
             run.ask(Command::InitProducer, Ok(Reply::ProducerInitialized { producer_id: 0, epoch: 0 }));
             run
-        }
-
-        fn send(&mut self, command: Command) -> RequestId {
-            let request = RequestId(self.next);
-            self.next += 1;
-            let command = Rc::new(command);
-            let values = ValueId::of_command(&command);
-            self.checkers.issued(Time::ZERO, &self.model, request, &command, &values);
-            self.model.issued(Time::ZERO, request, &command, &values);
-            request
-        }
-
-        fn answer(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
-            let no_rot = |_| false;
-            self.checkers.replied(Time::ZERO, &self.model, request, &reply, &no_rot);
-            let checkers = &mut self.checkers;
-            self.model
-                .replied(Time::ZERO, request, &reply, &mut |m, seen| checkers.model_saw(Time::ZERO, m, &seen, &no_rot));
-        }
-
-        fn ask(&mut self, command: Command, reply: Result<Reply, BrokerError>) {
-            let request = self.send(command);
-            self.answer(request, reply);
-        }
-
-        fn crash(&mut self) {
-            self.model.crashed();
-            self.checkers.process_died();
         }
 
         /// A fetch of `t`/p0 from `offset` showing these values.

@@ -526,27 +526,33 @@ fn text(reply: &Result<Reply, BrokerError>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Checkers;
-    use crate::model::{Model, ValueId};
+    use super::super::hand_fed::HandFed;
     use crate::violation::Checker;
     use broker_core::{
-        BrokerError, Command, CommittedOffset, ProduceRecord, RecordPosition, Reply, RequestId, Time, TopicId,
-        TopicSettings,
+        BrokerError, Command, CommittedOffset, ProduceRecord, RecordPosition, Reply, TopicId, TopicSettings,
     };
-    use std::rc::Rc;
 
     /// One client and the checkers, fed by hand.
-    struct Run {
-        model: Model,
-        checkers: Checkers,
-        next: u64,
+    struct Run(HandFed);
+
+    impl std::ops::Deref for Run {
+        type Target = HandFed;
+        fn deref(&self) -> &HandFed {
+            &self.0
+        }
+    }
+
+    impl std::ops::DerefMut for Run {
+        fn deref_mut(&mut self) -> &mut HandFed {
+            &mut self.0
+        }
     }
 
     impl Run {
         /// A run where topic `t` (incarnation 1, two partitions) holds three records in
         /// partition 0 (offsets 0 to 2).
         fn new() -> Run {
-            let mut run = Run { model: Model::default(), checkers: Checkers::new(1, 8), next: 1 };
+            let mut run = Run(HandFed::new());
             run.create(1);
             let records = (0..3).map(|i| ProduceRecord { key: None, value: format!("v{i}-").into_bytes().into() });
             let produce = Command::Produce { topic: "t".into(), partition: Some(0), records: records.collect() };
@@ -558,34 +564,6 @@ mod tests {
         fn create(&mut self, id: u64) {
             let create = Command::CreateTopic { name: "t".into(), partitions: 2, settings: TopicSettings::default() };
             self.ask(create, Ok(Reply::Created { topic: TopicId(id) }));
-        }
-
-        fn send(&mut self, command: Command) -> RequestId {
-            let request = RequestId(self.next);
-            self.next += 1;
-            let command = Rc::new(command);
-            let values = ValueId::of_command(&command);
-            self.checkers.issued(Time::ZERO, &self.model, request, &command, &values);
-            self.model.issued(Time::ZERO, request, &command, &values);
-            request
-        }
-
-        fn answer(&mut self, request: RequestId, reply: Result<Reply, BrokerError>) {
-            let no_rot = |_| false;
-            self.checkers.replied(Time::ZERO, &self.model, request, &reply, &no_rot);
-            let checkers = &mut self.checkers;
-            self.model
-                .replied(Time::ZERO, request, &reply, &mut |m, seen| checkers.model_saw(Time::ZERO, m, &seen, &no_rot));
-        }
-
-        fn ask(&mut self, command: Command, reply: Result<Reply, BrokerError>) {
-            let request = self.send(command);
-            self.answer(request, reply);
-        }
-
-        fn crash(&mut self) {
-            self.model.crashed();
-            self.checkers.process_died();
         }
 
         /// What group-offsets flagged since the last call.

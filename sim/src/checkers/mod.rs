@@ -34,6 +34,8 @@ mod delete_not_found;
 mod every_request_answered;
 mod fetch_incarnation;
 mod group_offsets;
+#[cfg(test)]
+mod hand_fed;
 mod removal_concurrency;
 mod request;
 mod truthful_notices;
