@@ -14,6 +14,7 @@ mod common;
 
 use base64::Engine as _;
 use broker_core::partition_for_key;
+use common::clients::{installed, python, required};
 use common::{cli_ok, log_files, KafkaServer, TempDir};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,33 +29,9 @@ const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/scenar
 /// Longest a scenario may run (each wait inside it is bounded at 30 s).
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
 
-/// One test at a time: each starts its own server, but the clients' threads and the
-/// servers share two cores, and a starved client times out.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn python() -> String {
-    std::env::var("BROKER_KAFKA_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
-
-/// Takes the test lock and checks that both clients import. `None`: they do not, and
-/// the test is to be skipped (its one `skipped:` line is printed here).
+/// Takes the test lock and checks that the Python clients import; `None`: skip the test.
 fn clients() -> Option<MutexGuard<'static, ()>> {
-    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = Command::new(python()).env("PYTHONDONTWRITEBYTECODE", "1").arg(SCENARIOS).arg("clients").output();
-    let why = match &out {
-        Ok(o) if o.status.success() => return Some(guard),
-        Ok(o) => format!("{}: {}", o.status, String::from_utf8_lossy(&o.stderr).trim()),
-        Err(e) => e.to_string(),
-    };
-    if std::env::var("BROKER_REQUIRE_KAFKA_CLIENTS").as_deref() == Ok("1") {
-        panic!(
-            "BROKER_REQUIRE_KAFKA_CLIENTS=1 but the Kafka clients do not import with {} ({why}); \
-             run .ci/kafka-clients and set BROKER_KAFKA_PYTHON to the python it prints",
-            python()
-        );
-    }
-    println!("skipped: kafka clients not installed (run .ci/kafka-clients, see README)");
-    None
+    installed(SCENARIOS)
 }
 
 /// Runs `scenarios.py ARGS... --bootstrap ADDR`; it must exit 0. Returns the JSON
@@ -127,53 +104,80 @@ fn listed(dir: &Path) -> BTreeMap<String, Value> {
 }
 
 /// `broker-fs --json fetch` of one whole partition: (offset, key, value), keys and
-/// values as UTF-8 text. The Kafka listener stores each produced record as one core
-/// record with no key whose value is a single-record Kafka batch (v2); such a record is
-/// unwrapped here into the Kafka record's key and value.
+/// values as UTF-8 text. The Kafka listener stores each produced batch whole, as the core
+/// record at its first offset (no key, the batch as value), and a 6-byte continuation at
+/// each further offset; such a batch is unwrapped here into its Kafka records' keys and
+/// values, each at its offset.
 fn fetched(dir: &Path, topic: &str, partition: u64) -> Vec<(u64, Value, Value)> {
     let p = partition.to_string();
     // From the topic's first offset (past every offset of the topics deleted before it).
     let described: Value = serde_json::from_str(cli_ok(dir, &["--json", "describe", topic]).trim()).unwrap();
     let start = described["log_start"].as_u64().unwrap().to_string();
-    lines_json(&cli_ok(dir, &["--json", "fetch", topic, "--partition", &p, "--offset", &start, "--max", "10000"]))
-        .into_iter()
-        .map(|r| {
-            let offset = r["offset"].as_u64().unwrap();
-            let Some(b64) = r["value"]["base64"].as_str() else {
-                return (offset, r["key"].clone(), r["value"].clone());
-            };
-            assert!(r["key"].is_null(), "{topic}/{p} offset {offset}: a stored batch with a key: {r}");
-            let batch = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
-            let (key, value) = single_record_batch(&batch)
-                .unwrap_or_else(|e| panic!("{topic}/{p} offset {offset}: stored value is not a one-record batch: {e}"));
-            let text = |b: Vec<u8>| Value::String(String::from_utf8(b).unwrap());
-            (offset, key.map_or(Value::Null, text), text(value))
-        })
-        .collect()
+    let mut out: Vec<(u64, Value, Value)> = Vec::new();
+    // The first offset and the end of the last batch read.
+    let mut batch: Option<(u64, u64)> = None;
+    let core =
+        lines_json(&cli_ok(dir, &["--json", "fetch", topic, "--partition", &p, "--offset", &start, "--max", "10000"]));
+    for r in core {
+        let offset = r["offset"].as_u64().unwrap();
+        let Some(b64) = r["value"]["base64"].as_str() else {
+            out.push((offset, r["key"].clone(), r["value"].clone()));
+            continue;
+        };
+        assert!(r["key"].is_null(), "{topic}/{p} offset {offset}: a stored batch with a key: {r}");
+        let stored = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        if stored.len() == 6 && stored[..2] == [0xff, b'k'] {
+            let back = u64::from(u32::from_be_bytes(stored[2..].try_into().unwrap()));
+            assert!(
+                batch.is_some_and(|(first, end)| offset.checked_sub(back) == Some(first) && offset < end),
+                "{topic}/{p} offset {offset}: a continuation {back} back that no batch before it covers"
+            );
+            continue;
+        }
+        let records = batch_records(&stored)
+            .unwrap_or_else(|e| panic!("{topic}/{p} offset {offset}: stored value is not a batch: {e}"));
+        batch = Some((offset, offset + records.len() as u64));
+        let text = |b: Vec<u8>| Value::String(String::from_utf8(b).unwrap());
+        for (i, (key, value)) in records.into_iter().enumerate() {
+            out.push((offset + i as u64, key.map_or(Value::Null, text), text(value)));
+        }
+    }
+    out
 }
 
-/// The key and value of a Kafka record batch (format v2, uncompressed) that holds
-/// exactly one record.
-fn single_record_batch(batch: &[u8]) -> Result<(Option<Vec<u8>>, Vec<u8>), String> {
+/// A Kafka record's key (if any) and value.
+type KeyValue = (Option<Vec<u8>>, Vec<u8>);
+
+/// The keys and values of a Kafka record batch (format v2, uncompressed).
+fn batch_records(batch: &[u8]) -> Result<Vec<KeyValue>, String> {
     const HEADER: usize = 61;
     if batch.len() < HEADER || batch[16] != 2 {
         return Err(format!("{} bytes, magic {:?}", batch.len(), batch.get(16)));
     }
-    let count = i32::from_be_bytes(batch[57..61].try_into().unwrap());
-    if count != 1 {
-        return Err(format!("{count} records"));
+    if batch[22] & 0b111 != 0 {
+        return Err(format!("compressed (codec {}): this reader reads uncompressed batches", batch[22] & 0b111));
     }
+    let count = i32::from_be_bytes(batch[57..61].try_into().unwrap());
     let mut r = Cursor { bytes: batch, at: HEADER };
-    let _length = r.varint()?;
-    let _attributes = r.take(1)?;
-    let (_timestamp_delta, _offset_delta) = (r.varint()?, r.varint()?);
-    let key = match r.varint()? {
-        n if n < 0 => None,
-        n => Some(r.take(n as usize)?.to_vec()),
-    };
-    let value_len = r.varint()?;
-    let value = r.take(value_len.max(0) as usize)?.to_vec();
-    Ok((key, value))
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let length = r.varint()?;
+        let end = r.at + length as usize;
+        let _attributes = r.take(1)?;
+        let (_timestamp_delta, _offset_delta) = (r.varint()?, r.varint()?);
+        let key = match r.varint()? {
+            n if n < 0 => None,
+            n => Some(r.take(n as usize)?.to_vec()),
+        };
+        let value_len = r.varint()?;
+        let value = r.take(value_len.max(0) as usize)?.to_vec();
+        out.push((key, value));
+        r.at = end;
+    }
+    if r.at != batch.len() {
+        return Err(format!("{} bytes after {count} records", batch.len() - r.at));
+    }
+    Ok(out)
 }
 
 /// Reads a Kafka v2 record: zigzag varints and byte strings.
@@ -453,7 +457,7 @@ fn tool(program: &str, probe: &[&str], env: &[(&str, String)]) -> Option<()> {
         Ok(o) => format!("{}: {}", o.status, String::from_utf8_lossy(&o.stderr).trim()),
         Err(e) => e.to_string(),
     };
-    if std::env::var("BROKER_REQUIRE_KAFKA_CLIENTS").as_deref() == Ok("1") {
+    if required() {
         panic!("BROKER_REQUIRE_KAFKA_CLIENTS=1 but {program} {probe:?} fails ({why}); run .ci/kafka-clients (and apt-get install kcat)");
     }
     println!("skipped: {program} is not installed (.ci/kafka-clients; kcat from Debian)");
@@ -490,6 +494,28 @@ fn kafkajs_creates_produces_lists_offsets_and_recreates() {
     server.terminate();
 }
 
+/// Runs `kcat -b ADDRESS -t TOPIC ARGS...` with `input` on its standard input; it must
+/// exit 0 (else the broker's log, `log`, is shown). Its standard output.
+fn run_kcat(address: &str, topic: &str, log: &Path, args: &[&str], input: Option<String>) -> String {
+    let mut child = Command::new("kcat")
+        .args(["-b", address, "-t", topic])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(input) = input {
+        std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "kcat {args:?}: {stderr}\n{}", std::fs::read_to_string(log).unwrap());
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
 /// kcat (Debian's, librdkafka 2.0.2) as a user drives it: list, produce, consume to
 /// the end, across a delete and a re-creation of the topic. A consumer left running when
 /// the topic is deleted stops with librdkafka's "no longer available" error (as against
@@ -505,25 +531,7 @@ fn kcat_lists_produces_and_consumes_across_a_recreate() {
     let mut server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
     let topic = "kc";
     let (address, log) = (server.address.clone(), server.log.clone());
-    let kcat = |args: &[&str], input: Option<String>| {
-        let mut child = Command::new("kcat")
-            .args(["-b", &address, "-t", topic])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        if let Some(input) = input {
-            std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap();
-        }
-        drop(stdin);
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.success(), "kcat {args:?}: {stderr}\n{}", std::fs::read_to_string(&log).unwrap());
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
+    let kcat = |args: &[&str], input: Option<String>| run_kcat(&address, topic, &log, args, input);
     let produce = |prefix: &str, n: usize| {
         kcat(&["-P", "-p", "0"], Some((0..n).map(|i| format!("{prefix}-{i}\n")).collect()));
     };
@@ -670,8 +678,10 @@ fn a_group_resumes_a_recreated_topic_from_its_reset_point() {
 
 /// kafkajs's consumer, which always reads through a group, in its default
 /// configuration: resume from the committed offsets, two members splitting partitions
-/// and rebalancing when one leaves, and a topic created again (no committed offset is
-/// carried over; a member from the latest offset reads only what came after it).
+/// and rebalancing when one leaves, a topic created again (no committed offset is
+/// carried over; a member from the latest offset reads only what came after it),
+/// batches its producer compressed with gzip, and offsets looked up by timestamp (its
+/// admin's `fetchTopicOffsetsByTimestamp`).
 #[test]
 fn kafkajs_consumes_through_groups() {
     let Some(_lock) = clients() else { return };
@@ -682,7 +692,7 @@ fn kafkajs_consumes_through_groups() {
     let tmp = TempDir::new("kafka-kafkajs-groups");
     let server = KafkaServer::start(&tmp.path().join("data"), &tmp.path().join("stderr"));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/kafkajs.js");
-    for scenario in ["group-resume", "group-split", "group-recreate"] {
+    for scenario in ["group-resume", "group-split", "group-recreate", "gzip", "times"] {
         let topic = format!("js-{scenario}");
         let out = Command::new("node")
             .arg(script)
@@ -698,10 +708,32 @@ fn kafkajs_consumes_through_groups() {
                 assert_eq!((got["first"].as_u64(), got["second"].as_u64()), (Some(10), Some(10)), "{got}")
             }
             "group-split" => assert_eq!((got["first"].as_u64(), got["second"].as_u64()), (Some(12), Some(12)), "{got}"),
+            "gzip" => assert_eq!(got["read"].as_u64(), Some(120), "{got}"),
+            // Timestamps 1, 2, 3, 2.5, 4 and 5 million at offsets 0 to 5: the earliest
+            // offset whose timestamp reaches each time; past the last, kafkajs gives the
+            // high watermark, 6, where the broker answered -1.
+            "times" => assert_eq!(
+                got["answers"],
+                serde_json::json!([
+                    [0, 0],
+                    [1000000, 0],
+                    [1500000, 1],
+                    [2200000, 2],
+                    [3000001, 4],
+                    [5000000, 5],
+                    [5000001, 6]
+                ]),
+                "{got}"
+            ),
             _ => assert_eq!(got["read"], serde_json::json!((0..5).map(|i| format!("more-p0-{i}")).collect::<Vec<_>>())),
         }
     }
     server.terminate();
+    // Each gzip send is one batch of 20 records, stored compressed as it came.
+    for p in 0..2 {
+        let stored = stored_batches(&tmp.path().join("data"), "js-gzip", p);
+        assert_eq!(stored.iter().map(|(_, n, codec)| (*n, *codec)).collect::<Vec<_>>(), vec![(20, 1); 3], "{p}");
+    }
 }
 
 /// kcat's balanced consumer (`-G`), as its users run it: it reads, commits as it exits
@@ -939,5 +971,128 @@ fn idempotent_producers_deliver_once_and_transactional_ones_fail_fast() {
                 (0..3).flat_map(|r| (0..4).map(move |i| format!("{client}-r{r}-p{p}-{i}"))).collect();
             assert_eq!(values, want, "{topic} partition {p} on disk: each record once, in order");
         }
+    }
+}
+
+/// The Kafka batches stored in one partition, as `broker-fs --json fetch` reads them:
+/// (first offset, record count, compression codec bits) of each, checking on the way
+/// that every other offset is a continuation of the batch before it.
+fn stored_batches(dir: &Path, topic: &str, partition: u64) -> Vec<(u64, u32, u8)> {
+    let p = partition.to_string();
+    let described: Value = serde_json::from_str(cli_ok(dir, &["--json", "describe", topic]).trim()).unwrap();
+    let start = described["log_start"].as_u64().unwrap().to_string();
+    let core =
+        lines_json(&cli_ok(dir, &["--json", "fetch", topic, "--partition", &p, "--offset", &start, "--max", "10000"]));
+    let mut out: Vec<(u64, u32, u8)> = Vec::new();
+    for r in core {
+        let offset = r["offset"].as_u64().unwrap();
+        let stored = base64::engine::general_purpose::STANDARD.decode(r["value"]["base64"].as_str().unwrap()).unwrap();
+        if stored.len() == 6 && stored[..2] == [0xff, b'k'] {
+            let back = u64::from(u32::from_be_bytes(stored[2..].try_into().unwrap()));
+            let (first, count, _) = *out.last().unwrap_or_else(|| panic!("offset {offset}: a continuation first"));
+            assert!(offset - back == first && back < u64::from(count), "offset {offset}: continuation {back} back");
+            continue;
+        }
+        assert!(stored.len() > 61 && stored[16] == 2, "offset {offset}: not a v2 batch");
+        let count = u32::from_be_bytes(stored[57..61].try_into().unwrap());
+        out.push((offset, count, stored[22] & 0b111));
+    }
+    out
+}
+
+/// Every codec of kafka-python, confluent-kafka and aiokafka: produced in batches of
+/// many records, read back in order by all three from the first offset and from the
+/// middle of a batch; on disk each batch is kept whole and compressed, as it came.
+#[test]
+fn compressed_batches_from_every_client_are_kept_whole_and_read_back() {
+    let Some(_lock) = clients() else { return };
+    let tmp = TempDir::new("kafka-compression");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let out = scenario(&mut server, &["compression", "--topic", "zipped"]);
+    server.terminate();
+    let batches = stored_batches(&data, "zipped", 0);
+    let codec_bits =
+        |name: &str| ["none", "gzip", "snappy", "lz4", "zstd"].iter().position(|c| *c == name).unwrap() as u8;
+    let runs = out["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12, "three clients, four codecs");
+    let mut offsets = 0;
+    for run in runs {
+        let (first, count) = (run["first"].as_u64().unwrap(), run["count"].as_u64().unwrap());
+        let codec = codec_bits(run["codec"].as_str().unwrap());
+        let mine: Vec<_> = batches.iter().filter(|(o, _, _)| (first..first + count).contains(o)).collect();
+        assert!(!mine.is_empty(), "{run}: no batch stored");
+        assert!(mine.iter().all(|(_, _, c)| *c == codec), "{run}: stored {mine:?}, want codec {codec}");
+        assert!(mine.iter().any(|(_, n, _)| *n > 1), "{run}: every batch held one record: {mine:?}");
+        let held: u64 = mine.iter().map(|(_, n, _)| u64::from(*n)).sum();
+        assert_eq!(held, count, "{run}: the batches hold every record once");
+        offsets += count;
+    }
+    assert_eq!(listed(&data)["zipped"]["high_watermarks"][0].as_u64(), Some(offsets));
+    println!("{} records in {} batches", offsets, batches.len());
+}
+
+/// kcat produces with each codec librdkafka has, and reads everything back from the
+/// first offset and from inside a batch.
+#[test]
+fn kcat_produces_every_codec_and_reads_back_from_inside_a_batch() {
+    let Some(_lock) = clients() else { return };
+    if tool("kcat", &["-V"], &[]).is_none() {
+        return;
+    }
+    let tmp = TempDir::new("kafka-kcat-codecs");
+    let data = tmp.path().join("data");
+    let mut server = KafkaServer::start(&data, &tmp.path().join("stderr"));
+    let (address, log) = (server.address.clone(), server.log.clone());
+    let kcat = |args: &[&str], input: Option<String>| run_kcat(&address, "kz", &log, args, input);
+    scenario(&mut server, &["create-topic", "--topic", "kz"]);
+    let codecs = ["gzip", "snappy", "lz4", "zstd"];
+    let mut want = Vec::new();
+    for codec in codecs {
+        let lines: Vec<String> = (0..100).map(|i| format!("{codec}-{i:03}-{}", "x".repeat(50))).collect();
+        kcat(
+            &["-P", "-p", "0", "-z", codec, "-X", "linger.ms=50"],
+            Some(lines.iter().map(|l| format!("{l}\n")).collect()),
+        );
+        want.extend(lines);
+    }
+    let consume = |from: u64| -> Vec<(u64, String)> {
+        kcat(&["-C", "-p", "0", "-o", &from.to_string(), "-e", "-f", "%o %s\\n"], None)
+            .lines()
+            .map(|l| {
+                let (o, v) = l.split_once(' ').unwrap_or_else(|| panic!("kcat line {l:?}"));
+                (o.parse().unwrap(), v.to_string())
+            })
+            .collect()
+    };
+    for from in [0, 150] {
+        let expect: Vec<(u64, String)> =
+            want.iter().enumerate().skip(from as usize).map(|(o, v)| (o as u64, v.clone())).collect();
+        assert_eq!(consume(from), expect, "kcat -C -o {from}");
+    }
+    server.terminate();
+    // librdkafka 2.0.2 (Debian's) compresses with gzip, snappy or lz4 only where Produce
+    // v0 is served, which Kafka 4.0 and this broker no longer do: it sends those batches
+    // uncompressed (and says so only in its debug log). zstd it checks against Produce
+    // v7. The 2.16 of confluent-kafka compresses with all four (the Python test); 2.12 is
+    // where the check changed, by librdkafka's own account.
+    let version = String::from_utf8(Command::new("kcat").arg("-V").output().unwrap().stdout).unwrap();
+    let librdkafka: Vec<u32> = version
+        .split("librdkafka ")
+        .nth(1)
+        .and_then(|v| v.split_whitespace().next())
+        .map(|v| v.split('.').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| panic!("no librdkafka version in kcat -V: {version}"));
+    let old_librdkafka = librdkafka < vec![2, 12];
+    let batches = stored_batches(&data, "kz", 0);
+    for (i, codec) in (1u8..=4).enumerate() {
+        let run = i as u64 * 100..(i as u64 + 1) * 100;
+        let mine: Vec<_> = batches.iter().filter(|(o, _, _)| run.contains(o)).collect();
+        let sent = if old_librdkafka && codec != 4 { 0 } else { codec };
+        assert!(
+            mine.iter().all(|(_, _, c)| *c == sent) && mine.iter().any(|(_, n, _)| *n > 1),
+            "{}: {mine:?}, want codec {sent} (librdkafka {librdkafka:?})",
+            codecs[i]
+        );
     }
 }

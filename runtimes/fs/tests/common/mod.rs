@@ -2,6 +2,7 @@
 //! and a `serve` process driven over JSON lines.
 #![allow(dead_code)]
 
+pub mod clients;
 pub mod wire;
 
 use serde_json::{json, Value};

@@ -8,12 +8,13 @@
 // (the new topic begins past the deleted one's), produce again. The scenarios
 // group-resume, group-split and group-recreate run its consumer, which always reads
 // through a consumer group, in its default configuration (see each one below);
-// idempotent produces with `idempotent: true` and reads back, transactional tries a
-// transaction (see each one below).
+// idempotent produces with `idempotent: true` and reads back, gzip produces batches
+// with kafkajs's one built-in codec and reads back, times looks offsets up by
+// timestamp, transactional tries a transaction (see each one below).
 // Prints one JSON object on its last line; exits 1 with the reason on a failure.
 "use strict";
 
-const { Kafka, logLevel } = require("kafkajs");
+const { Kafka, logLevel, CompressionTypes } = require("kafkajs");
 
 const [bootstrap, topic, scenario] = process.argv.slice(2);
 const kafka = new Kafka({ clientId: "broker-fs-test-kafkajs", brokers: [bootstrap], logLevel: logLevel.NOTHING });
@@ -219,6 +220,51 @@ async function idempotent(admin) {
   return { read: read.length };
 }
 
+// Batches of 20 records compressed with gzip (kafkajs's one built-in codec; the others
+// need plugins) to each of two partitions; a group member from the beginning reads each
+// record exactly once.
+async function gzip(admin, producer) {
+  check(await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true }), "create");
+  const sent = [];
+  for (let batch = 0; batch < 3; batch++) {
+    for (const partition of [0, 1]) {
+      const values = Array.from({ length: 20 }, (_, i) => `gzip${batch}-p${partition}-${i} ${"text ".repeat(10)}`);
+      const messages = values.map((value) => ({ value, partition }));
+      const acked = await producer.send({ topic, messages, acks: -1, compression: CompressionTypes.GZIP });
+      check(acked.length === 1 && acked[0].errorCode === 0, `gzip produce: ${JSON.stringify(acked)}`);
+      sent.push(...values);
+    }
+  }
+  const c = await member(`${topic}-group`, topic, true);
+  await until("the member reads every record", () => c.read.length >= sent.length);
+  await sleep(QUIET_MS);
+  await c.consumer.disconnect();
+  const read = c.read.map((r) => r.value);
+  check(same(read, sent), `read ${read.length} records, want each of ${sent.length} once`);
+  return { read: read.length };
+}
+
+// Records with explicit timestamps (one send, so one batch), then the admin's
+// fetchTopicOffsetsByTimestamp (ListOffsets by time) for each time asked: the offsets
+// it gives are printed with their times. (Where no record's timestamp reaches the time,
+// kafkajs gives the high watermark instead of the broker's -1.)
+async function times(admin, producer) {
+  check(await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true }), "create");
+  const produced = [1000000, 2000000, 3000000, 2500000, 4000000, 5000000];
+  const messages = produced.map((t, i) => ({ value: `t${i}`, partition: 0, timestamp: String(t) }));
+  const acked = await producer.send({ topic, messages, acks: -1 });
+  check(acked.length === 1 && acked[0].errorCode === 0, `produce: ${JSON.stringify(acked)}`);
+  // Offsets from the first record's (the topic begins past the deleted topics' offsets).
+  const base = Number(acked[0].baseOffset);
+  const answers = [];
+  for (const t of [0, 1000000, 1500000, 2200000, 3000001, 5000000, 5000001]) {
+    const got = await admin.fetchTopicOffsetsByTimestamp(topic, t);
+    check(got.length === 1, `fetchTopicOffsetsByTimestamp(${t}): ${JSON.stringify(got)}`);
+    answers.push([t, Number(got[0].offset) - base]);
+  }
+  return { base, answers };
+}
+
 // A transactional producer (`transactionalId`): its first transaction fails at once,
 // and the message it gives is printed.
 async function transactional() {
@@ -247,6 +293,8 @@ async function groups() {
     "group-split": groupSplit,
     "group-recreate": groupRecreate,
     idempotent,
+    gzip,
+    times,
     transactional,
   }[scenario];
   check(run, `unknown scenario ${scenario}`);

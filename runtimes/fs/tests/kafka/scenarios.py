@@ -13,7 +13,8 @@ Whatever the Rust side checks itself (partition choices, topic ids, offsets, the
 records it compares with `broker-fs fetch`) is printed as one JSON object on the last
 line of standard output.
 
-The server has no compression, so producers set none; idempotence is left at each
+Compression is left at each client's default (none), and the compression scenario
+produces with every codec each client has; idempotence is left at each
 client's default (on in kafka-python, off in librdkafka), and the idempotent scenario
 turns it on in confluent-kafka and aiokafka. Most
 scenarios read with assign and an explicit offset (kafka-python with `group_id=None`;
@@ -77,7 +78,6 @@ def kp_producer(bootstrap, **extra):
         bootstrap_servers=bootstrap,
         client_id="broker-fs-test-producer",
         acks="all",
-        compression_type=None,
         request_timeout_ms=KP_TIMEOUT_MS,
         max_block_ms=KP_TIMEOUT_MS,
     )
@@ -156,7 +156,6 @@ def ck_producer(bootstrap, **extra):
         "acks": "all",
         # enable.idempotence is left at librdkafka's default, false; the idempotent
         # scenario turns it on.
-        "compression.type": "none",
         "message.timeout.ms": int(TIMEOUT_S * 1000),
     }
     config.update(extra)
@@ -1193,6 +1192,110 @@ def scenario_metadata_missing(args):
     emit({"topic": name, "confluent_error": ck_error, "kafka_python_error_code": desc["error_code"], "topics": all_topics})
 
 
+CODECS = ["gzip", "snappy", "lz4", "zstd"]
+
+
+def aio_produce_all(bootstrap, topic, items, **extra):
+    """Like kp_produce_all, with aiokafka's producer."""
+    from aiokafka import AIOKafkaProducer
+
+    async def run():
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=KP_TIMEOUT_MS, **extra)
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, key=key, value=value, partition=0) for key, value in items]
+            out = []
+            for (key, value), f in zip(items, futures):
+                md = await asyncio.wait_for(f, TIMEOUT_S)
+                out.append(record(topic, md.partition, md.offset, key, value))
+            return out
+        finally:
+            await producer.stop()
+
+    try:
+        return asyncio.run(run())
+    except Exception as e:  # any failure of the client is the scenario's failure
+        raise ScenarioFailed(f"aiokafka Produce to {topic!r}: {type(e).__name__}: {e}") from e
+
+
+def aio_read_from(bootstrap, topic, offset, expected_count):
+    """aiokafka: assign partition 0, seek to `offset`, read until quiet."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition as AioTp
+
+    async def run():
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, request_timeout_ms=KP_TIMEOUT_MS)
+        await consumer.start()
+        try:
+            tp = AioTp(topic, 0)
+            consumer.assign([tp])
+            consumer.seek(tp, offset)
+            got, quiet_since = [], None
+            deadline = time.monotonic() + TIMEOUT_S
+            while time.monotonic() < deadline:
+                batch = await consumer.getmany(tp, timeout_ms=200)
+                msgs = [record(m.topic, m.partition, m.offset, m.key, m.value) for m in batch.get(tp, [])]
+                got.extend(msgs)
+                if msgs:
+                    quiet_since = None
+                elif len(got) >= expected_count:
+                    quiet_since = quiet_since or time.monotonic()
+                    if time.monotonic() - quiet_since >= QUIET_S:
+                        break
+            return got
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(run())
+
+
+def scenario_compression(args):
+    """Every codec each Python client produces (gzip, snappy, lz4, zstd), in batches of
+    many records; every client reads all of them back, in order, from the first offset
+    and from the middle of a batch."""
+    topic = args.topic
+    err = ck_create(ck_admin(args.bootstrap), topic, 1)
+    check(err is None, f"confluent-kafka CreateTopics {topic!r}: {err}")
+    produced, runs = [], []
+    per_run = 40
+    for client in ["kafka-python", "confluent", "aiokafka"]:
+        for codec in CODECS:
+            # Repetitive values, so that a batch compresses; all sent before the flush,
+            # with a linger, so that they go in batches of many records.
+            items = [(f"{client}-{codec}-{i % 3}".encode(), f"{client} {codec} {i:04} ".encode() * 8) for i in range(per_run)]
+            if client == "kafka-python":
+                p = kp_producer(args.bootstrap, compression_type=codec, linger_ms=50)
+                got = kp_produce_all(p, topic, items, partition=0)
+                p.close(timeout=TIMEOUT_S)
+            elif client == "confluent":
+                got = ck_produce_all(ck_producer(args.bootstrap, **{"compression.type": codec, "linger.ms": 50}), topic, items, partition=0)
+            else:
+                got = aio_produce_all(args.bootstrap, topic, items, compression_type=codec, linger_ms=50)
+            check([r["value"] for r in got] == [v.decode() for _, v in items], f"{client} {codec}: acknowledged {got}")
+            runs.append({"client": client, "codec": codec, "first": got[0]["offset"], "count": len(got)})
+            produced += got
+    check_dense(produced, 1, "acknowledged positions")
+    want = sorted(produced, key=key_of)
+    # From the first offset, and from inside the second run's batches.
+    middle = want[per_run + per_run // 2]["offset"]
+    for start in [0, middle]:
+        expect = [r for r in want if r["offset"] >= start]
+        kpc = kp_consumer(args.bootstrap)
+        kp_assign_from(kpc, topic, [0], start)
+        got = consume_until(lambda t: kp_poll(kpc, t), len(expect), f"kafka-python Fetch from {start}")
+        kpc.close()
+        check(sorted(got, key=key_of) == expect, f"kafka-python read from {start}: {len(got)} records, want {len(expect)}: {got[:3]}")
+        ckc = ck_consumer(args.bootstrap)
+        ckc.assign([confluent_kafka.TopicPartition(topic, 0, start)])
+        errors = []
+        got = consume_until(lambda t: ck_poll(ckc, t, errors), len(expect), f"confluent-kafka Fetch from {start}")
+        ckc.close()
+        check(not errors, f"confluent-kafka consumer errors: {errors}")
+        check(sorted(got, key=key_of) == expect, f"confluent-kafka read from {start}: {len(got)} records, want {len(expect)}: {got[:3]}")
+        got = aio_read_from(args.bootstrap, topic, start, len(expect))
+        check(sorted(got, key=key_of) == expect, f"aiokafka read from {start}: {len(got)} records, want {len(expect)}: {got[:3]}")
+    emit({"topic": topic, "runs": runs, "records": want, "middle": middle})
+
+
 def scenario_idempotent(args):
     """Idempotent producers: kafka-python in its default configuration, confluent-kafka
     and aiokafka with idempotence turned on, each produce three rounds to two partitions
@@ -1377,6 +1480,7 @@ def main():
     add("metadata-missing", scenario_metadata_missing, topic)
     add("idempotent", scenario_idempotent, topic)
     add("transactional", scenario_transactional, topic)
+    add("compression", scenario_compression, topic)
 
     def recreate_client(p):
         p.add_argument("--client", choices=["confluent", "kafka-python", "aiokafka"], required=True)
