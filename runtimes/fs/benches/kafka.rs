@@ -1,11 +1,14 @@
 //! Kafka clients on a real disk: produce throughput through confluent-kafka (librdkafka)
 //! with acks=all against `broker-fs serve --kafka`, next to the raw `write` +
-//! `fdatasync` floor of the same bytes on the same disk, and fetch throughput.
+//! `fdatasync` floor of the same bytes on the same disk, fetch throughput, and the bytes
+//! the log holds per record; with each compression codec in turn (none, gzip, snappy,
+//! lz4, zstd), each on a topic of its own, in one run.
 //!
 //! ```sh
 //! .ci/kafka-clients                      # once: the clients, in target/kafka-clients-venv
 //! cargo bench -p broker-fs --bench kafka
-//! BROKER_FS_BENCH_SECS=10 BROKER_FS_BENCH_VALUE=1000 cargo bench -p broker-fs --bench kafka
+//! BROKER_FS_BENCH_SECS=10 BROKER_FS_BENCH_VALUE=100 cargo bench -p broker-fs --bench kafka
+//! BROKER_FS_BENCH_CODECS=none,zstd cargo bench -p broker-fs --bench kafka
 //! ```
 //!
 //! The load (`kafka_load.py`) produces keyless values of `BROKER_FS_BENCH_VALUE` bytes
@@ -32,6 +35,9 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const BIN: &str = env!("CARGO_BIN_EXE_broker-fs");
+/// The codecs measured, each on a topic of its own, unless `BROKER_FS_BENCH_CODECS`
+/// names others (comma-separated).
+const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 
 fn python() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/kafka-clients-venv/bin/python");
@@ -68,79 +74,94 @@ fn main() {
             break event["address"].as_str().unwrap().to_string();
         }
     };
-    let create = r#"{"id": 1, "command": {"CreateTopic": {"name": "bench", "partitions": 1, "settings": {"deletion_grace_ms": 0}}}}"#;
-    writeln!(stdin, "{create}").unwrap();
-    let id = next()["ok"]["Created"]["topic"].as_u64().expect("the topic is created");
-    let log = data.join(broker_core::LogId { topic: broker_core::TopicId(id), partition: 0 }.file_name());
-    let before = std::fs::metadata(&log).unwrap().len();
-    settle();
-
+    let codecs = std::env::var("BROKER_FS_BENCH_CODECS").unwrap_or_else(|_| CODECS.join(","));
     let load = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/kafka_load.py");
     let run = |args: &[String]| -> Value {
         let out = Command::new(&python).arg(&load).args(args).output().expect("run kafka_load.py");
         assert!(out.status.success(), "kafka_load.py failed: {}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice(&out.stdout).expect("the load's JSON line")
     };
-    let cpu_before = cpu_seconds(server.id());
-    let produced = run(&["produce".into(), address.clone(), "bench".into(), secs.to_string(), value.to_string()]);
-    let cpu_produce = cpu_seconds(server.id()) - cpu_before;
-    let grown = std::fs::metadata(&log).unwrap().len() - before;
-    let records = produced["records"].as_u64().unwrap();
-    settle();
-    let cpu_before = cpu_seconds(server.id());
-    let fetched = run(&["fetch".into(), address.clone(), "bench".into(), records.to_string()]);
-    let cpu_fetch = cpu_seconds(server.id()) - cpu_before;
-    settle();
-    let kcat_secs = kcat_fetch(&address, records);
+    for (i, codec) in codecs.split(',').enumerate() {
+        let topic = format!("bench-{codec}");
+        let create = format!(
+            r#"{{"id": {}, "command": {{"CreateTopic": {{"name": "{topic}", "partitions": 1, "settings": {{"deletion_grace_ms": 0}}}}}}}}"#,
+            i + 1
+        );
+        writeln!(stdin, "{create}").unwrap();
+        let id = next()["ok"]["Created"]["topic"].as_u64().expect("the topic is created");
+        let log = data.join(broker_core::LogId { topic: broker_core::TopicId(id), partition: 0 }.file_name());
+        let before = std::fs::metadata(&log).unwrap().len();
+        settle();
+
+        let cpu_before = cpu_seconds(server.id());
+        let produced = run(&[
+            "produce".into(),
+            address.clone(),
+            topic.clone(),
+            secs.to_string(),
+            value.to_string(),
+            codec.to_string(),
+        ]);
+        let cpu_produce = cpu_seconds(server.id()) - cpu_before;
+        let grown = std::fs::metadata(&log).unwrap().len() - before;
+        let records = produced["records"].as_u64().unwrap();
+        settle();
+        let cpu_before = cpu_seconds(server.id());
+        let fetched = run(&["fetch".into(), address.clone(), topic.clone(), records.to_string()]);
+        let cpu_fetch = cpu_seconds(server.id()) - cpu_before;
+        settle();
+        let kcat_secs = kcat_fetch(&address, &topic, records);
+
+        let requests = produced["requests"].as_u64().unwrap().max(1);
+        let produce_secs = produced["seconds"].as_f64().unwrap();
+        let fetch_secs = fetched["seconds"].as_f64().unwrap();
+        settle();
+        let floor_secs = floor(&root.join(format!("floor-{codec}")), grown, requests);
+
+        let mib = (records * value as u64) as f64 / (1024.0 * 1024.0);
+        let (kafka_rate, floor_rate) = (mib / produce_secs, mib / floor_secs);
+        println!(
+            "kafka produce (acks=all, {value}-byte values, {codec}): {records} records in {requests} requests, \
+             {:.0} records/s, {kafka_rate:.1} MiB/s; {:.1} bytes on disk per record ({:.2}x the values)",
+            records as f64 / produce_secs,
+            grown as f64 / records as f64,
+            grown as f64 / (records * value as u64) as f64,
+        );
+        println!(
+            "floor (write + fdatasync of the same {:.1} MiB of log in {requests} writes): {floor_rate:.1} MiB/s",
+            grown as f64 / (1024.0 * 1024.0)
+        );
+        println!("kafka produce / floor: {:.2} ({codec})", kafka_rate / floor_rate);
+        println!("kafka fetch: {:.0} records/s, {:.1} MiB/s ({codec})", records as f64 / fetch_secs, mib / fetch_secs);
+        match kcat_secs {
+            Some(secs) => println!(
+                "kafka fetch through kcat: {:.0} records/s, {:.1} MiB/s, {:.2}x produce ({codec})",
+                records as f64 / secs,
+                mib / secs,
+                produce_secs / secs
+            ),
+            None => println!("kafka fetch through kcat: skipped: kcat is not installed (Debian: apt install kcat)"),
+        }
+        println!(
+            "CPU seconds, broker / client: produce {cpu_produce:.1} / {:.1} over {produce_secs:.1} s; \
+             fetch {cpu_fetch:.1} / {:.1} over {fetch_secs:.1} s ({codec})",
+            produced["client_cpu_seconds"].as_f64().unwrap(),
+            fetched["client_cpu_seconds"].as_f64().unwrap(),
+        );
+    }
     let _ = server.kill();
     let _ = server.wait();
-
-    let requests = produced["requests"].as_u64().unwrap().max(1);
-    let produce_secs = produced["seconds"].as_f64().unwrap();
-    let fetch_secs = fetched["seconds"].as_f64().unwrap();
-
-    settle();
-    let floor_secs = floor(&root.join("floor"), grown, requests);
     let _ = std::fs::remove_dir_all(&root);
-
-    let mib = (records * value as u64) as f64 / (1024.0 * 1024.0);
-    let (kafka_rate, floor_rate) = (mib / produce_secs, mib / floor_secs);
-    println!(
-        "kafka produce (acks=all, {value}-byte values): {records} records in {requests} requests, \
-         {:.0} records/s, {kafka_rate:.1} MiB/s",
-        records as f64 / produce_secs
-    );
-    println!(
-        "floor (write + fdatasync of the same {:.1} MiB of log in {requests} writes): {floor_rate:.1} MiB/s",
-        grown as f64 / (1024.0 * 1024.0)
-    );
-    println!("kafka produce / floor: {:.2}", kafka_rate / floor_rate);
-    println!("kafka fetch: {:.0} records/s, {:.1} MiB/s", records as f64 / fetch_secs, mib / fetch_secs);
-    match kcat_secs {
-        Some(secs) => println!(
-            "kafka fetch through kcat: {:.0} records/s, {:.1} MiB/s, {:.2}x produce",
-            records as f64 / secs,
-            mib / secs,
-            produce_secs / secs
-        ),
-        None => println!("kafka fetch through kcat: skipped: kcat is not installed (Debian: apt install kcat)"),
-    }
-    println!(
-        "CPU seconds, broker / client: produce {cpu_produce:.1} / {:.1} over {produce_secs:.1} s; \
-         fetch {cpu_fetch:.1} / {:.1} over {fetch_secs:.1} s",
-        produced["client_cpu_seconds"].as_f64().unwrap(),
-        fetched["client_cpu_seconds"].as_f64().unwrap(),
-    );
 }
 
 /// The seconds kcat (librdkafka's C consumer, with no Python loop between the messages
 /// and the count) takes to consume the partition's `records` from the start, with the
 /// fetch sizes of the Python consumer; `None` without kcat.
-fn kcat_fetch(address: &str, records: u64) -> Option<f64> {
+fn kcat_fetch(address: &str, topic: &str, records: u64) -> Option<f64> {
     Command::new("kcat").arg("-V").output().ok().filter(|o| o.status.success())?;
     let start = Instant::now();
     let out = Command::new("kcat")
-        .args(["-b", address, "-C", "-t", "bench", "-p", "0", "-o", "beginning", "-q", "-f", ""])
+        .args(["-b", address, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-q", "-f", ""])
         .args(["-c", &records.to_string()])
         .args(["-X", "fetch.max.bytes=52428800", "-X", "max.partition.fetch.bytes=10485760"])
         .output()

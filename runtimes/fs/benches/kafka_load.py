@@ -1,19 +1,23 @@
 """Load for the `kafka` benchmark: produce through confluent-kafka (librdkafka) with
 acks=all for a while, or fetch everything back, and print one JSON line of counts.
 
-    python kafka_load.py produce BOOTSTRAP TOPIC SECONDS VALUE_BYTES
+    python kafka_load.py produce BOOTSTRAP TOPIC SECONDS VALUE_BYTES [CODEC]
     python kafka_load.py fetch BOOTSTRAP TOPIC RECORDS
 
 Each phase reports the CPU seconds this process used (librdkafka's threads included),
 so the caller can tell a busy client from a busy broker.
 
 The producer runs with librdkafka's defaults for batching (linger.ms=5,
-batch.size=1000000), acks=all and idempotence off; values are VALUE_BYTES bytes, keyless,
-to partition 0. Produce requests are counted from librdkafka's own statistics, so the
+batch.size=1000000), acks=all, idempotence off and compression.type CODEC (default none);
+values are VALUE_BYTES bytes, keyless, to partition 0: text of words drawn from a small
+vocabulary with a fixed seed, never the same value twice in one batch (at least 4,096
+different values, taken in turn, and 2 MB of them), so that a codec finds what it would in
+log lines or JSON: neither one repeated byte nor random noise. Produce requests are counted from librdkafka's own statistics, so the
 caller can match the floor's write sizes to the requests the broker really got.
 """
 
 import json
+import random
 import resource
 import sys
 import time
@@ -26,7 +30,23 @@ def cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def produce(bootstrap, topic, seconds, value_bytes):
+WORDS = ("order user id amount currency eur usd status shipped pending paid item sku "
+         "warehouse region north south east west created updated at true false null").split()
+
+
+def values(value_bytes):
+    count = max(4096, 2_000_000 // max(value_bytes, 1))
+    rng = random.Random(7)
+    out = []
+    for i in range(count):
+        text = f'{{"seq": {i}, "words": "'
+        while len(text) < value_bytes:
+            text += rng.choice(WORDS) + (" " if rng.random() < 0.8 else f" {rng.randrange(100000)} ")
+        out.append(text[:value_bytes].encode())
+    return out
+
+
+def produce(bootstrap, topic, seconds, value_bytes, codec="none"):
     stats = {}
 
     def on_stats(raw):
@@ -39,8 +59,9 @@ def produce(bootstrap, topic, seconds, value_bytes):
         "statistics.interval.ms": 100,
         "stats_cb": on_stats,
         "queue.buffering.max.kbytes": 65536,
+        "compression.type": codec,
     })
-    value = b"v" * value_bytes
+    pool = values(value_bytes)
     failures = []
 
     def delivered(err, _msg):
@@ -52,7 +73,7 @@ def produce(bootstrap, topic, seconds, value_bytes):
     deadline = start + seconds
     while time.monotonic() < deadline:
         try:
-            producer.produce(topic, value=value, partition=0, on_delivery=delivered)
+            producer.produce(topic, value=pool[sent % len(pool)], partition=0, on_delivery=delivered)
             sent += 1
         except BufferError:
             producer.poll(0.001)
@@ -104,6 +125,6 @@ def fetch(bootstrap, topic, sent):
 
 if __name__ == "__main__":
     if sys.argv[1] == "produce":
-        produce(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]))
+        produce(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), *sys.argv[6:7])
     else:
         fetch(sys.argv[2], sys.argv[3], int(sys.argv[4]))
