@@ -5,7 +5,9 @@
 //! the third, delete through one; from the delete's acknowledgement every node's
 //! Metadata refuses the topic; the name re-created is empty on every node; a node
 //! killed with SIGKILL right after the delete is acknowledged leaves the removal to the
-//! others, and no object of the deleted incarnation remains in the store.
+//! others, and no object of the deleted incarnation remains in the store. Over a
+//! directory, batches compressed with every codec of kafka-python, confluent-kafka and
+//! aiokafka go through a node whole, and offsets by time are Kafka's through another.
 //!
 //! `BROKER_CLUSTER_CYCLES` sets the number of cycles (default 3; every third kills a
 //! node). The Python comes from `BROKER_KAFKA_PYTHON` (else `python3`); without the
@@ -29,6 +31,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const STEPS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kafka/steps.py");
+/// broker-fs's offsets-by-time script, which runs against any Kafka listener.
+const TIMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fs/tests/kafka/times.py");
 
 fn python() -> String {
     std::env::var("BROKER_KAFKA_PYTHON").unwrap_or_else(|_| "python3".to_string())
@@ -36,7 +40,13 @@ fn python() -> String {
 
 /// Whether the clients import; prints the one `skipped:` line when they do not.
 fn clients() -> bool {
-    let out = Command::new(python()).args(["-c", "import kafka, confluent_kafka"]).output();
+    imports("kafka, confluent_kafka")
+}
+
+/// Whether `modules` import in the clients' Python; prints the one `skipped:` line when
+/// they do not, or fails if the clients are required.
+fn imports(modules: &str) -> bool {
+    let out = Command::new(python()).args(["-c", &format!("import {modules}")]).output();
     let why = match &out {
         Ok(o) if o.status.success() => return true,
         Ok(o) => format!("{}: {}", o.status, String::from_utf8_lossy(&o.stderr).trim()),
@@ -111,18 +121,21 @@ fn step(node: &NodeProcess, name: &str, topic: &str, args: &[&str]) -> Value {
 
 /// [`step`], its failure returned.
 fn try_step(node: &NodeProcess, name: &str, topic: &str, args: &[&str]) -> Result<Value, String> {
-    let out = Command::new(python())
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .args([STEPS, name, "--bootstrap", &node.address, "--topic", topic])
-        .args(args)
-        .output()
-        .expect("run steps.py");
+    let mut all = vec![STEPS, name, "--bootstrap", &node.address, "--topic", topic];
+    all.extend_from_slice(args);
+    run_script(&all).map_err(|why| format!("step {name} {topic} {args:?} on {}: {why}", node.address))
+}
+
+/// Runs a Python script of the clients (`args`, the script first); it must exit 0 and
+/// print a JSON line last, which is returned.
+fn run_script(args: &[&str]) -> Result<Value, String> {
+    let out = Command::new(python()).env("PYTHONDONTWRITEBYTECODE", "1").args(args).output().expect("run python");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if !out.status.success() {
-        return Err(format!("step {name} {topic} {args:?} on {} failed:\n{stderr}\n{stdout}", node.address));
+        return Err(format!("failed:\n{stderr}\n{stdout}"));
     }
-    let last = stdout.lines().last().ok_or_else(|| format!("step {name} printed nothing"))?;
-    serde_json::from_str(last).map_err(|e| format!("step {name}: {last:?}: {e}"))
+    let last = stdout.lines().last().ok_or("printed nothing")?;
+    serde_json::from_str(last).map_err(|e| format!("{last:?}: {e}"))
 }
 
 /// The store the nodes share: the arguments that name it to `serve`, and the same
@@ -199,6 +212,43 @@ fn each_node_names_itself_by_its_id() {
         let seen = step(&node, "brokers", "-", &[]);
         assert_eq!(seen["brokers"], serde_json::json!([[id, port]]), "{seen}");
         assert_eq!(seen["controller"], id, "{seen}");
+    }
+}
+
+/// Batches compressed with every codec of kafka-python, confluent-kafka and aiokafka,
+/// produced through a node, are read back by all three from the first offset and from
+/// inside a batch (broker-fs's compression scenario, through `steps.py`); offsets by
+/// time asked of another node answer Kafka's rule (the first record whose timestamp is
+/// at least the time asked) in confluent-kafka and aiokafka, whose producers are not
+/// idempotent by default (broker-fs's `times.py`).
+#[test]
+fn nodes_serve_compressed_batches_and_offsets_by_time() {
+    if !imports("kafka, confluent_kafka, aiokafka, cramjam, lz4.frame, snappy, zstandard") {
+        return;
+    }
+    let dir = TempDir::named("broker-cluster-codecs");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = Store::one(format!("file://{}", dir.0.display()), None);
+    let (one, two) = (NodeProcess::start(&store, 1), NodeProcess::start(&store, 2));
+    let zipped = step(&one, "compression", "zipped", &[]);
+    let runs = zipped["runs"].as_array().unwrap_or_else(|| panic!("{zipped}"));
+    assert_eq!(runs.len(), 12, "three clients, four codecs: {zipped}");
+    for client in ["confluent-kafka", "aiokafka"] {
+        let topic = format!("times-{client}");
+        let got = run_script(&[TIMES, client, "--bootstrap", &two.address, "--topic", &topic])
+            .unwrap_or_else(|why| panic!("times.py {client} on {}: {why}", two.address));
+        let timestamps: Vec<i64> = serde_json::from_value(got["timestamps"].clone()).expect("timestamps");
+        assert_eq!(got["produced"], serde_json::json!((0..timestamps.len()).collect::<Vec<_>>()), "{got}");
+        let answers = got["answers"].as_array().unwrap_or_else(|| panic!("{got}"));
+        assert!(answers.len() > 5, "{got}");
+        for a in answers {
+            let t = a[0].as_i64().unwrap();
+            let want = match timestamps.iter().position(|&ts| ts >= t) {
+                Some(i) => serde_json::json!([i, timestamps[i]]),
+                None => Value::Null,
+            };
+            assert_eq!(a[1], want, "{client} offsets_for_times({t}) through a node");
+        }
     }
 }
 

@@ -5,8 +5,8 @@ Driven by runtimes/cluster/tests/kafka_cluster.rs; runnable by hand too:
 
     python steps.py STEP --bootstrap 127.0.0.1:PORT [options]
 
-The steps of broker-fs's client scenarios (create-topic, produce, delete, absent)
-are reused as they are (runtimes/fs/tests/kafka/scenarios.py, whose docstring says
+The steps of broker-fs's client scenarios (create-topic, produce, delete, absent,
+and its compression scenario) are reused as they are (runtimes/fs/tests/kafka/scenarios.py, whose docstring says
 what each client is configured with); `consume` is this file's. Each step exits 0 when
 its checks hold, else 1 with the reason on standard error, and prints its result as one
 JSON line on standard output.
@@ -121,6 +121,7 @@ def main():
     add("brokers", step_brokers)
     add("leaders", step_leaders)
     add("delete", s.step_delete)
+    add("compression", s.scenario_compression)
     add("absent", s.step_absent)
 
     args = parser.parse_args()

@@ -9,8 +9,9 @@ CLIENT is kafka-python, confluent-kafka (librdkafka) or aiokafka; `python times.
 clients` only checks that they import. Each run creates its topic (one partition),
 produces one record for each of PRODUCED's timestamps with that timestamp set
 explicitly, asks the client's `offsets_for_times` for each time of ASKED, and prints one
-JSON object on the last line of standard output: the offsets the records landed at, and
-for each time asked, [offset, timestamp] or null where the client found none.
+JSON object on the last line of standard output: the timestamps produced, the offsets the
+records landed at, and for each time asked, [offset, timestamp] or null where the client
+found none.
 confluent-kafka's `offsets_for_times` gives offsets only: the timestamp it reports is the
 one of the record it then reads at that offset. It exits 1, with the reason on standard
 error, if a call fails.
@@ -163,11 +164,12 @@ def main():
 
         return
     if args.client == "kafka-python":
-        emit(run_kafka_python(args))
+        result = run_kafka_python(args)
     elif args.client == "confluent-kafka":
-        emit(run_confluent_kafka(args))
+        result = run_confluent_kafka(args)
     else:
-        emit(asyncio.run(aiokafka_run(args)))
+        result = asyncio.run(aiokafka_run(args))
+    emit({**result, "timestamps": PRODUCED})
 
 
 if __name__ == "__main__":
