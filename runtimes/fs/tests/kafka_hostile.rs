@@ -3,7 +3,8 @@
 //! byte limits of 2 GiB, sixteen such fetches pipelined and never read, five 60 MiB
 //! frames sent and their answers never read. Meanwhile another connection's requests are
 //! answered within a bound, the broker's peak memory stays bounded, and a peer that
-//! stops reading is cut off after the write timeout.
+//! stops reading is cut off after the write timeout. A request of millions of tiny
+//! elements is refused for what they would decode to, not let through for its bytes.
 
 mod common;
 
@@ -159,4 +160,52 @@ fn one_connection_can_neither_exhaust_memory_nor_stall_the_others() {
     assert!(server.stderr().contains("stopped reading"), "{}", server.stderr());
     drop(flooding.join());
     assert!(api_versions_takes(&mut other, 500) < ANSWER_BOUND);
+}
+
+/// A DescribeGroups v0 frame of `n` empty group ids, correlation id `id`: two bytes an
+/// element on the wire.
+fn empty_group_ids(n: usize, id: i32) -> Vec<u8> {
+    let mut body = Vec::with_capacity(14 + 2 * n);
+    body.extend_from_slice(&((10 + 4 + 2 * n) as i32).to_be_bytes());
+    body.extend_from_slice(&15i16.to_be_bytes()); // DescribeGroups
+    body.extend_from_slice(&0i16.to_be_bytes());
+    body.extend_from_slice(&id.to_be_bytes());
+    body.extend_from_slice(&(-1i16).to_be_bytes()); // no client id
+    body.extend_from_slice(&(n as i32).to_be_bytes());
+    body.resize(body.len() + 2 * n, 0);
+    body
+}
+
+/// A request is charged for what its elements decode to and ask of the response, not
+/// only for its bytes: a DescribeGroups of 8 million empty group ids (16 MiB on the wire,
+/// which decoded and answered took 3 GiB at the peak) is refused, its connection closed
+/// with the reason in the log, while another connection is answered; one of 100,000 ids
+/// is answered whole; the broker's peak memory grows by less than the listener's budget.
+#[test]
+fn requests_are_charged_for_what_their_elements_decode_to() {
+    let dir = TempDir::new("kafka-elements");
+    let server = KafkaServer::start(&dir.path().join("data"), &dir.path().join("stderr"));
+    let pid = server.pid();
+    let before = peak_memory(pid);
+
+    let mut hoarder = connect(&server);
+    hoarder.write_all(&empty_group_ids(8_000_000, 1)).unwrap();
+    let mut byte = [0; 1];
+    assert!(matches!(hoarder.read(&mut byte), Ok(0) | Err(_)), "8 million group ids were answered");
+    let mut other = connect(&server);
+    assert!(api_versions_takes(&mut other, 2) < ANSWER_BOUND);
+
+    let mut asker = connect(&server);
+    asker.write_all(&empty_group_ids(100_000, 3)).unwrap();
+    let (id, r) = response::<DescribeGroupsResponse>(&mut asker, 0);
+    assert_eq!((id, r.groups.len()), (3, 100_000));
+
+    let grew = peak_memory(pid).saturating_sub(before);
+    eprintln!("the broker's peak memory grew by {} MiB", grew >> 20);
+    assert!(grew < 256 << 20, "the broker's peak memory grew by {} MiB", grew >> 20);
+    let log = server.stderr();
+    assert!(
+        log.contains("a DescribeGroups request of 16000014 bytes holds 8000000 array elements"),
+        "the reason is not in the log: {log}"
+    );
 }

@@ -8,6 +8,12 @@
 //! larger than the bytes left (every element takes at least one byte), as well as any
 //! string or byte field that runs past the end. It allocates nothing.
 //!
+//! It also counts the request's array elements and tagged fields: what the request will
+//! hold once decoded, and what its response will hold, grows with them, not with its
+//! bytes (a DescribeGroups of 8 million empty group ids is 16 MiB on the wire and took
+//! 3 GiB at the peak, decoded and answered), so the listener charges each of them
+//! against the connection's memory ([`crate::listener::ELEMENT_BYTES`]).
+//!
 //! The schemas are Apache Kafka's (`clients/src/main/resources/common/message/*.json`),
 //! for the versions [`crate::apis::SUPPORTED`], [`crate::apis::GROUPS`] and
 //! [`crate::apis::PRODUCERS`] list; a walk and the crate's
@@ -22,6 +28,8 @@ struct Walk<'a> {
     at: usize,
     /// Whether this version uses the compact ("flexible") encodings and tagged fields.
     flexible: bool,
+    /// The array elements and tagged fields walked so far.
+    elements: u64,
 }
 
 type Step = Result<(), String>;
@@ -108,6 +116,7 @@ impl Walk<'_> {
         if n > self.left() as u64 {
             return Err(format!("{what}: an array of {n} elements in {} bytes", self.left()));
         }
+        self.elements += n;
         Ok(n as usize)
     }
 
@@ -117,6 +126,7 @@ impl Walk<'_> {
             return Ok(());
         }
         let n = self.uvarint()?;
+        self.elements += n;
         for _ in 0..n {
             self.uvarint()?;
             let size = self.uvarint()?;
@@ -162,10 +172,31 @@ fn first_flexible(api: ApiKey) -> i16 {
     }
 }
 
-/// Checks the body of a request of `api` at `v` (a supported version); `Err` says what
-/// is wrong with it.
-pub fn check(api: ApiKey, v: i16, body: &[u8]) -> Result<(), String> {
-    let w = &mut Walk { bytes: body, at: 0, flexible: v >= first_flexible(api) };
+/// Checks the header of a request of `api` at `v` (`frame`: the request from its API key
+/// on): the number of tagged fields it holds, or what is wrong with it. The crate's
+/// header decoder keeps each in a map, as a body's.
+pub fn check_header(api: ApiKey, v: i16, frame: &[u8]) -> Result<u64, String> {
+    let header_version = api.request_header_version(v);
+    // The client id is a classic string in every header version.
+    let w = &mut Walk { bytes: frame, at: 0, flexible: false, elements: 0 };
+    w.fixed(2 + 2 + 4)?; // API key, version, correlation id
+    if header_version >= 1 {
+        w.string()?;
+    }
+    if header_version >= 2 {
+        w.flexible = true;
+        w.tags()?;
+    }
+    Ok(w.elements)
+}
+
+/// Checks the body of a request of `api` at `v` (a supported version): the number of
+/// array elements and tagged fields it holds, or what is wrong with it. The bytes after
+/// the last array, which the walk does not follow (fixed-size fields and, in a flexible
+/// version, the request's own tagged fields), count as one element every two bytes, the
+/// fewest a tagged field takes.
+pub fn check(api: ApiKey, v: i16, body: &[u8]) -> Result<u64, String> {
+    let w = &mut Walk { bytes: body, at: 0, flexible: v >= first_flexible(api), elements: 0 };
     match api {
         ApiKey::ApiVersions => {
             if v >= 3 {
@@ -442,8 +473,9 @@ pub fn check(api: ApiKey, v: i16, body: &[u8]) -> Result<(), String> {
         other => return Err(format!("no schema walk for {other:?}")),
     }
     // What follows the last array is fixed-size fields and tagged fields, which the
-    // decoder reads without allocating from a count.
-    Ok(())
+    // decoder reads without allocating from a count; the tagged fields it keeps in a map
+    // are counted at the most there can be.
+    Ok(w.elements + w.left() as u64 / 2)
 }
 
 #[cfg(test)]
@@ -840,6 +872,42 @@ mod tests {
             let e = check(api, v, &body).expect_err("refused");
             assert!(e.contains("array of") || e.contains("length"), "{api:?}: {e}");
         }
+    }
+
+    /// A request's elements are counted: each array's, each tagged field, in the body and
+    /// in the header, and the bytes after the walk at one element every two.
+    #[test]
+    fn elements_are_counted() {
+        let groups =
+            |n: usize| DescribeGroupsRequest::default().with_groups(vec![GroupId(StrBytes::from_static_str("")); n]);
+        for n in [0, 1, 1000] {
+            // Version 0: the array alone, nothing after it.
+            assert_eq!(check(ApiKey::DescribeGroups, 0, &encoded(&groups(n), 0).unwrap()), Ok(n as u64));
+        }
+        // Version 5 (flexible): its boolean and tag count after the array count as one.
+        let body = encoded(&groups(10), 5).unwrap();
+        assert_eq!(check(ApiKey::DescribeGroups, 5, &body), Ok(11));
+        // The same with 1,000 tagged fields of its own: at least 1,000 more.
+        let mut tagged = groups(10);
+        tagged.unknown_tagged_fields = (0..1000).map(|t| (t + 10, bytes::Bytes::new())).collect();
+        let body = encoded(&tagged, 5).unwrap();
+        let counted = check(ApiKey::DescribeGroups, 5, &body).unwrap();
+        assert!((1010..=body.len() as u64).contains(&counted), "{counted}");
+        // A header of version 2 with 1,000 tagged fields: counted; version 1: none.
+        use kafka_protocol::protocol::encode_request_header_into_buffer;
+        let mut header = RequestHeader::default()
+            .with_request_api_key(ApiKey::DescribeGroups as i16)
+            .with_request_api_version(5)
+            .with_client_id(Some(StrBytes::from_static_str("c")));
+        header.unknown_tagged_fields = (0..1000).map(|t| (t, bytes::Bytes::new())).collect();
+        let mut frame = BytesMut::new();
+        encode_request_header_into_buffer(&mut frame, &header).unwrap();
+        assert_eq!(check_header(ApiKey::DescribeGroups, 5, &frame), Ok(1000));
+        let mut frame = BytesMut::new();
+        encode_request_header_into_buffer(&mut frame, &header.with_request_api_version(0)).unwrap();
+        assert_eq!(check_header(ApiKey::DescribeGroups, 0, &frame), Ok(0));
+        // A header cut inside its client id is refused.
+        assert!(check_header(ApiKey::DescribeGroups, 0, &[0, 15, 0, 0, 0, 0, 0, 1, 0, 5, b'c']).is_err());
     }
 
     /// An InitProducerId has no array; a transactional id that runs past the end, in
