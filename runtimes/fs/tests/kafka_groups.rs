@@ -15,7 +15,9 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
-use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic};
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
@@ -539,6 +541,87 @@ fn offset_fetch_of_a_recreated_topic_is_minus_one() {
     let got: Vec<(String, usize, i16)> =
         r.groups.iter().map(|g| (g.group_id.to_string(), g.topics.len(), g.error_code)).collect();
     assert_eq!(got, [("g".to_string(), 2, 0), ("nobody".to_string(), 0, 0)]);
+}
+
+/// A group's answer to OffsetFetch: its id, and each topic's (partition, offset).
+type GroupPositions = (String, Vec<(String, Vec<(i32, i64)>)>);
+
+/// A group, topic or partition named twice is answered once: a DescribeGroups naming a
+/// stable group of 1 MiB of metadata and assignment 500 times is answered with it once
+/// (not 500 MiB), and an OffsetFetch's repeated groups, topics and partitions merge.
+#[test]
+fn names_repeated_in_a_request_are_answered_once() {
+    let dir = TempDir::new("kafka-groups-repeated");
+    let server = start(&dir);
+    let mut c = Client::new(&server);
+    let wide = vec![5u8; 512 << 10];
+    let r: JoinGroupResponse = c.call(ApiKey::JoinGroup, 3, &join_request("wide", "", &wide, 30_000));
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let member = r.member_id.to_string();
+    let sync = sync_request("wide", r.generation_id, &member, &[(&member, &wide)]);
+    let r: SyncGroupResponse = c.call(ApiKey::SyncGroup, 3, &sync);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let described = describe(&mut c, "wide");
+    assert_eq!(described.members[0].member_metadata.len(), 512 << 10);
+    let request = DescribeGroupsRequest::default().with_groups(vec![group("wide"); 500]);
+    c.send(ApiKey::DescribeGroups, 6, &request);
+    let mut size = [0; 4];
+    std::io::Read::read_exact(&mut c.s, &mut size).unwrap();
+    let size = i32::from_be_bytes(size) as usize;
+    assert!(size < 2 << 20, "a group named 500 times was answered in {size} bytes");
+    let mut body = vec![0; size];
+    std::io::Read::read_exact(&mut c.s, &mut body).unwrap();
+    let mut buf = Bytes::from(body);
+    ResponseHeader::decode(&mut buf, DescribeGroupsResponse::header_version(6)).unwrap();
+    let r = DescribeGroupsResponse::decode(&mut buf, 6).unwrap();
+    let got: Vec<(String, usize)> = r.groups.iter().map(|g| (g.group_id.to_string(), g.members.len())).collect();
+    assert_eq!(got, [("wide".to_string(), 1)]);
+
+    c.create("t", 3);
+    c.create("u", 1);
+    c.produce("t", 0, 5);
+    c.produce("t", 1, 5);
+    c.produce("u", 0, 5);
+    assert_eq!(commit(&mut c, "g", -1, "", "t", &[(0, 1, -1), (1, 2, -1)]), [0, 0]);
+    assert_eq!(commit(&mut c, "g", -1, "", "u", &[(0, 3, -1)]), [0]);
+    let topic = |t: &str, ps: &[i32]| {
+        OffsetFetchRequestTopics::default().with_name(name(t)).with_partition_indexes(ps.to_vec())
+    };
+    let fetched = |c: &mut Client, groups: Vec<OffsetFetchRequestGroup>| -> Vec<GroupPositions> {
+        let r: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 8, &OffsetFetchRequest::default().with_groups(groups));
+        r.groups
+            .iter()
+            .map(|g| {
+                let topics = g
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.name.to_string(),
+                            t.partitions.iter().map(|p| (p.partition_index, p.committed_offset)).collect(),
+                        )
+                    })
+                    .collect();
+                (g.group_id.to_string(), topics)
+            })
+            .collect()
+    };
+    let named = |ts: Vec<OffsetFetchRequestTopics>| {
+        OffsetFetchRequestGroup::default().with_group_id(group("g")).with_topics(Some(ts))
+    };
+    let got = fetched(
+        &mut c,
+        vec![named(vec![topic("t", &[0, 0, 1]), topic("u", &[0]), topic("t", &[1, 2])]), named(vec![topic("t", &[0])])],
+    );
+    let want = vec![(
+        "g".to_string(),
+        vec![("t".to_string(), vec![(0, 1), (1, 2), (2, -1)]), ("u".to_string(), vec![(0, 3)])],
+    )];
+    assert_eq!(got, want, "each group, topic and partition once, in the order first named");
+    let every = OffsetFetchRequestGroup::default().with_group_id(group("g")).with_topics(None);
+    let got = fetched(&mut c, vec![named(vec![topic("t", &[0])]), every]);
+    let want = vec![("g".to_string(), vec![("t".to_string(), vec![(0, 1), (1, 2)]), ("u".to_string(), vec![(0, 3)])])];
+    assert_eq!(got, want, "a group named once for every topic is answered every topic");
 }
 
 /// Hostile group requests: huge member metadata, a thousand members, a JoinGroup

@@ -7,17 +7,22 @@ use broker_core::{Command, Reply};
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::ResponseError as E;
+use std::collections::BTreeSet;
 
 /// Kafka's ACL operations on a group (read, delete, describe): every one is allowed,
 /// as on a Kafka broker without an authorizer.
 const GROUP_OPERATIONS: i32 = 1 << 3 | 1 << 6 | 1 << 8;
 
 /// DescribeGroups. A group without members but with committed offsets is `Empty`; one
-/// with neither is `Dead` (and, from version 6, `GROUP_ID_NOT_FOUND`), as in Kafka.
+/// with neither is `Dead` (and, from version 6, `GROUP_ID_NOT_FOUND`), as in Kafka. A
+/// group named twice is described once: its members' metadata and assignments (up to
+/// 1 MiB each) would otherwise be written out again for every repetition.
 pub(super) fn describe_groups(ctx: &Context, v: i16, r: DescribeGroupsRequest) -> Pending {
+    let mut seen = BTreeSet::new();
     let views: Vec<_> = r
         .groups
         .into_iter()
+        .filter(|g| seen.insert(g.clone()))
         .map(|g| {
             let view = ctx.groups.with(|c, _| c.describe(&g.0));
             (g, view)

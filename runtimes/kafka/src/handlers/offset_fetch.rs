@@ -1,7 +1,9 @@
 //! OffsetFetch: a group's committed positions in the live incarnation of each topic
 //! named, or of every live topic. A partition with none (of a topic unknown, or
 //! created again since the commit) gets offset -1, as Kafka answers; a position carries
-//! its incarnation's leader epoch.
+//! its incarnation's leader epoch. A group, topic or partition named twice is answered
+//! once: a request cannot multiply its response, each position of which may hold 4 KiB
+//! of metadata, by repeating a name.
 
 use super::context::{leader_epoch, text, Context, Outcome, Pending};
 use crate::apis::Response;
@@ -14,6 +16,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::{GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::ResponseError as E;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A partition's answer: index, offset, leader epoch, metadata, error.
 type Position = (i32, i64, i32, String, i16);
@@ -40,6 +43,7 @@ pub(super) fn offset_fetch(ctx: &Context, v: i16, r: OffsetFetchRequest) -> Pend
         let topics = r.topics.map(|ts| ts.into_iter().map(|t| (t.name, t.partition_indexes)).collect());
         vec![(r.group_id, topics)]
     };
+    let asked = once(asked);
     let submitted: Vec<(GroupId, Asked)> = asked
         .into_iter()
         .map(|(group, topics)| {
@@ -79,6 +83,43 @@ pub(super) fn offset_fetch(ctx: &Context, v: i16, r: OffsetFetchRequest) -> Pend
         }
         Outcome::Respond(Response::OffsetFetch(response(v, groups)))
     })
+}
+
+/// Each group once, with each of its topics once and each topic's partitions once, in
+/// the order first named; a group named once for every topic (`None`) asks for every
+/// topic, however else it is named.
+fn once(asked: Vec<(GroupId, Named)>) -> Vec<(GroupId, Named)> {
+    let mut groups: Vec<(GroupId, Named)> = Vec::new();
+    let mut at = BTreeMap::new();
+    for (group, topics) in asked {
+        let i = *at.entry(group.clone()).or_insert_with(|| {
+            groups.push((group, Some(Vec::new())));
+            groups.len() - 1
+        });
+        match (&mut groups[i].1, topics) {
+            (Some(named), Some(topics)) => named.extend(topics),
+            (named, None) => *named = None,
+            (None, Some(_)) => {}
+        }
+    }
+    for (_, topics) in &mut groups {
+        let Some(named) = topics else { continue };
+        let mut merged: Vec<(TopicName, Vec<i32>)> = Vec::new();
+        let mut at = BTreeMap::new();
+        for (name, partitions) in named.drain(..) {
+            let i = *at.entry(name.clone()).or_insert_with(|| {
+                merged.push((name, Vec::new()));
+                merged.len() - 1
+            });
+            merged[i].1.extend(partitions);
+        }
+        for (_, partitions) in &mut merged {
+            let mut seen = BTreeSet::new();
+            partitions.retain(|p| seen.insert(*p));
+        }
+        *named = merged;
+    }
+    groups
 }
 
 /// The positions of `partitions` in a FetchOffsets' reply.
