@@ -14,6 +14,7 @@ use common::{KafkaServer, TempDir};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
+use kafka_protocol::ResponseError;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -162,25 +163,33 @@ fn one_connection_can_neither_exhaust_memory_nor_stall_the_others() {
     assert!(api_versions_takes(&mut other, 500) < ANSWER_BOUND);
 }
 
-/// A DescribeGroups v0 frame of `n` empty group ids, correlation id `id`: two bytes an
-/// element on the wire.
-fn empty_group_ids(n: usize, id: i32) -> Vec<u8> {
-    let mut body = Vec::with_capacity(14 + 2 * n);
-    body.extend_from_slice(&((10 + 4 + 2 * n) as i32).to_be_bytes());
+/// A DescribeGroups v0 frame of `n` group ids, correlation id `id`: empty ones (two
+/// bytes an element on the wire), or `distinct` ones of 6 digits.
+fn group_ids(n: usize, id: i32, distinct: bool) -> Vec<u8> {
+    let each = if distinct { 8 } else { 2 };
+    let mut body = Vec::with_capacity(14 + each * n);
+    body.extend_from_slice(&((10 + 4 + each * n) as i32).to_be_bytes());
     body.extend_from_slice(&15i16.to_be_bytes()); // DescribeGroups
     body.extend_from_slice(&0i16.to_be_bytes());
     body.extend_from_slice(&id.to_be_bytes());
     body.extend_from_slice(&(-1i16).to_be_bytes()); // no client id
     body.extend_from_slice(&(n as i32).to_be_bytes());
-    body.resize(body.len() + 2 * n, 0);
+    for i in 0..n {
+        if distinct {
+            body.extend_from_slice(&6i16.to_be_bytes());
+            body.extend_from_slice(format!("{i:06}").as_bytes());
+        } else {
+            body.extend_from_slice(&[0, 0]);
+        }
+    }
     body
 }
 
 /// A request is charged for what its elements decode to and ask of the response, not
 /// only for its bytes: a DescribeGroups of 8 million empty group ids (16 MiB on the wire,
 /// which decoded and answered took 3 GiB at the peak) is refused, its connection closed
-/// with the reason in the log, while another connection is answered; one of 100,000 ids
-/// is answered whole; the broker's peak memory grows by less than the listener's budget.
+/// with the reason in the log, while another connection is answered; one of 100,000
+/// distinct ids is answered whole; the broker's peak memory grows by less than the listener's budget.
 #[test]
 fn requests_are_charged_for_what_their_elements_decode_to() {
     let dir = TempDir::new("kafka-elements");
@@ -189,14 +198,14 @@ fn requests_are_charged_for_what_their_elements_decode_to() {
     let before = peak_memory(pid);
 
     let mut hoarder = connect(&server);
-    hoarder.write_all(&empty_group_ids(8_000_000, 1)).unwrap();
+    hoarder.write_all(&group_ids(8_000_000, 1, false)).unwrap();
     let mut byte = [0; 1];
     assert!(matches!(hoarder.read(&mut byte), Ok(0) | Err(_)), "8 million group ids were answered");
     let mut other = connect(&server);
     assert!(api_versions_takes(&mut other, 2) < ANSWER_BOUND);
 
     let mut asker = connect(&server);
-    asker.write_all(&empty_group_ids(100_000, 3)).unwrap();
+    asker.write_all(&group_ids(100_000, 3, true)).unwrap();
     let (id, r) = response::<DescribeGroupsResponse>(&mut asker, 0);
     assert_eq!((id, r.groups.len()), (3, 100_000));
 
@@ -208,4 +217,49 @@ fn requests_are_charged_for_what_their_elements_decode_to() {
         log.contains("a DescribeGroups request of 16000014 bytes holds 8000000 array elements"),
         "the reason is not in the log: {log}"
     );
+}
+
+/// A Fetch and a Metadata naming 90,000 topics that do not exist (as many as the
+/// listener takes in one request: two elements each in the Fetch) are answered, each
+/// topic once with UNKNOWN_TOPIC_OR_PARTITION, while another connection is answered too.
+/// How long each took is printed: a handler that matches each name against every other
+/// takes tens of seconds of a core here, and held up every connection on that thread.
+#[test]
+fn requests_naming_many_topics_are_answered() {
+    let dir = TempDir::new("kafka-many-topics");
+    let server = KafkaServer::start(&dir.path().join("data"), &dir.path().join("stderr"));
+    let n = 90_000;
+    let names: Vec<String> = (0..n).map(|i| format!("absent-{i:06}")).collect();
+
+    let mut c = connect(&server);
+    let fetch = FetchRequest::default().with_max_wait_ms(0).with_max_bytes(1 << 20).with_topics(
+        names
+            .iter()
+            .map(|t| {
+                FetchTopic::default()
+                    .with_topic(name(t))
+                    .with_partitions(vec![FetchPartition::default().with_fetch_offset(0)])
+            })
+            .collect(),
+    );
+    let start = Instant::now();
+    c.write_all(&frame(ApiKey::Fetch, 12, 1, &fetch)).unwrap();
+    let (id, r) = response::<FetchResponse>(&mut c, 12);
+    eprintln!("a fetch of {n} absent topics was answered in {:?}", start.elapsed());
+    assert_eq!((id, r.responses.len()), (1, n));
+    assert!(r.responses.iter().all(
+        |t| t.partitions.len() == 1 && t.partitions[0].error_code == ResponseError::UnknownTopicOrPartition.code()
+    ));
+
+    let metadata = MetadataRequest::default().with_topics(Some(
+        names.iter().map(|t| metadata_request::MetadataRequestTopic::default().with_name(Some(name(t)))).collect(),
+    ));
+    let start = Instant::now();
+    c.write_all(&frame(ApiKey::Metadata, 12, 2, &metadata)).unwrap();
+    let (id, r) = response::<MetadataResponse>(&mut c, 12);
+    eprintln!("a metadata of {n} absent topics was answered in {:?}", start.elapsed());
+    assert_eq!((id, r.topics.len()), (2, n));
+    assert!(r.topics.iter().all(|t| t.error_code == ResponseError::UnknownTopicOrPartition.code()));
+    let mut other = connect(&server);
+    api_versions_takes(&mut other, 3);
 }

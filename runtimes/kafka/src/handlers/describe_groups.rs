@@ -31,19 +31,19 @@ pub(super) fn describe_groups(ctx: &Context, v: i16, r: DescribeGroupsRequest) -
     let stored = views.iter().any(|(_, view)| view.is_none()).then(|| ctx.core.submit(Command::ListGroups));
     let operations = if v >= 3 && r.include_authorized_operations { GROUP_OPERATIONS } else { i32::MIN };
     Box::pin(async move {
-        let stored = match stored {
+        let stored: BTreeSet<String> = match stored {
             Some(answer) => match answer.get().await {
-                Ok(Reply::Groups(names)) => names,
-                _ => Vec::new(),
+                Ok(Reply::Groups(names)) => names.into_iter().collect(),
+                _ => BTreeSet::new(),
             },
-            None => Vec::new(),
+            None => BTreeSet::new(),
         };
         let groups = views
             .into_iter()
             .map(|(group, view)| {
                 let described = DescribedGroup::default().with_authorized_operations(operations);
                 let Some(view) = view else {
-                    if stored.iter().any(|name| *name == group.0.as_str()) {
+                    if stored.contains(group.0.as_str()) {
                         return described.with_group_id(group).with_group_state(text("Empty"));
                     }
                     let described = described.with_group_id(group).with_group_state(text("Dead"));

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::ResponseError as E;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// How long a fetch that found nothing waits between two looks, while its
@@ -65,6 +66,7 @@ pub fn fetch_reservation(r: &FetchRequest, max_record: usize) -> usize {
 /// listed twice is read once, with its last entry's position, in its first entry's place.
 fn wanted_partitions(r: &FetchRequest) -> Vec<Wanted> {
     let mut wanted: Vec<Wanted> = Vec::new();
+    let mut at = BTreeMap::new();
     for topic in &r.topics {
         for p in &topic.partitions {
             let w = Wanted {
@@ -74,9 +76,12 @@ fn wanted_partitions(r: &FetchRequest) -> Vec<Wanted> {
                 offset: p.fetch_offset,
                 max_bytes: i64::from(p.partition_max_bytes.max(0)),
             };
-            match wanted.iter_mut().find(|o| o.topic == w.topic && o.partition == w.partition) {
-                Some(earlier) => *earlier = w,
-                None => wanted.push(w),
+            match at.get(&(&topic.topic, w.partition)) {
+                Some(&i) => wanted[i] = w,
+                None => {
+                    at.insert((&topic.topic, w.partition), wanted.len());
+                    wanted.push(w);
+                }
             }
         }
     }
@@ -118,8 +123,9 @@ pub(super) fn fetch(ctx: &Context, v: i16, r: FetchRequest) -> Pending {
 /// A DescribeTopic for each topic of `wanted`, in the order they first appear.
 fn describe_topics(core: &Core, wanted: &[Wanted]) -> Vec<(TopicName, Answer)> {
     let mut out: Vec<(TopicName, Answer)> = Vec::new();
+    let mut seen = BTreeSet::new();
     for w in wanted {
-        if !out.iter().any(|(t, _)| *t == w.topic) {
+        if seen.insert(&w.topic) {
             out.push((w.topic.clone(), core.submit(Command::DescribeTopic { name: w.topic.0.to_string() })));
         }
     }
@@ -137,16 +143,16 @@ async fn read_partitions(
     max_bytes: i64,
     how: Serving,
 ) -> (FetchResponse, i64, bool) {
-    let mut topics_seen = Vec::new();
+    let mut topics_seen = BTreeMap::new();
     for (name, answer) in described {
-        topics_seen.push((name, answer.get().await));
+        topics_seen.insert(name, answer.get().await);
     }
     let mut total: i64 = 0;
     let mut failed = false;
     let mut topics: Vec<FetchableTopicResponse> = Vec::new();
     for w in wanted {
         let data = PartitionData::default().with_partition_index(w.partition).with_aborted_transactions(None);
-        let described = topics_seen.iter().find(|(t, _)| *t == w.topic).map(|(_, d)| d);
+        let described = topics_seen.get(&w.topic);
         let log_start = match described {
             Some(Ok(Reply::Described(t))) => t.log_start as i64,
             _ => -1,

@@ -8,7 +8,7 @@ use broker_core::{Command, Reply};
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::ResponseError as E;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The type every group here has: Kafka's classic protocol.
 const CLASSIC: &str = "classic";
@@ -34,13 +34,18 @@ pub(super) fn list_groups(ctx: &Context, v: i16, r: ListGroupsRequest) -> Pendin
         for g in members {
             groups.insert(g.group, (g.state.name(), g.protocol_type));
         }
-        let wanted = |filter: &[kafka_protocol::protocol::StrBytes], value: &str| {
-            filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
+        // Each filter read once, into a set: a long filter costs a lookup per group.
+        let lower = |filter: &[kafka_protocol::protocol::StrBytes]| -> BTreeSet<String> {
+            filter.iter().map(|f| f.to_ascii_lowercase()).collect()
         };
+        let (states, types) = (lower(&r.states_filter), lower(&r.types_filter));
+        let wanted =
+            |filter: &BTreeSet<String>, value: &str| filter.is_empty() || filter.contains(&value.to_ascii_lowercase());
+        let classic = wanted(&types, CLASSIC);
         let listed = groups
             .into_iter()
-            .filter(|(_, (state, _))| v < 4 || wanted(&r.states_filter, state))
-            .filter(|_| v < 5 || wanted(&r.types_filter, CLASSIC))
+            .filter(|(_, (state, _))| v < 4 || wanted(&states, state))
+            .filter(|_| v < 5 || classic)
             .map(|(group, (state, protocol_type))| {
                 let g =
                     ListedGroup::default().with_group_id(GroupId(text(group))).with_protocol_type(text(protocol_type));

@@ -13,7 +13,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::ResponseError as E;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
     let list = ctx.core.submit(Command::ListTopics);
@@ -63,12 +63,16 @@ pub(super) fn metadata(ctx: &Context, v: i16, r: MetadataRequest) -> Pending {
             let mut asked = r.topics.unwrap_or_default();
             let mut seen = BTreeSet::new();
             asked.retain(|t| seen.insert((t.name.clone(), t.topic_id)));
+            // Indexed once, so that a request naming many topics costs no more than
+            // its names times a lookup.
+            let by_name: BTreeMap<&str, &TopicDescription> = live.iter().map(|t| (t.name.as_str(), t)).collect();
+            let by_id: BTreeMap<_, &TopicDescription> = live.iter().map(|t| (topic_uuid(t.id), t)).collect();
             asked
                 .into_iter()
                 .map(|wanted| {
                     let found = match &wanted.name {
-                        Some(name) => live.iter().find(|t| t.name == name.0.as_str()),
-                        None => live.iter().find(|t| topic_uuid(t.id) == wanted.topic_id),
+                        Some(name) => by_name.get(name.0.as_str()).copied(),
+                        None => by_id.get(&wanted.topic_id).copied(),
                     };
                     match (found, wanted.name) {
                         (Some(t), _) => describe_topic(t, &ids, topic_operations),
