@@ -126,13 +126,17 @@ fn once(asked: Vec<(GroupId, Named)>) -> Vec<(GroupId, Named)> {
 fn named_positions(reply: Result<Reply, BrokerError>, partitions: &[i32]) -> Vec<Position> {
     let none = |p: i32, error: i16| (p, -1, -1, String::new(), error);
     match reply {
-        Ok(Reply::Offsets { topic, offsets }) => partitions
-            .iter()
-            .map(|&p| match offsets.iter().find(|o| i64::from(o.partition) == i64::from(p)) {
-                Some(o) => position(o, leader_epoch(topic)),
-                None => none(p, 0),
-            })
-            .collect(),
+        Ok(Reply::Offsets { topic, offsets }) => {
+            let by_partition: BTreeMap<i64, &CommittedOffset> =
+                offsets.iter().map(|o| (i64::from(o.partition), o)).collect();
+            partitions
+                .iter()
+                .map(|&p| match by_partition.get(&i64::from(p)) {
+                    Some(o) => position(o, leader_epoch(topic)),
+                    None => none(p, 0),
+                })
+                .collect()
+        }
         Ok(_) => partitions.iter().map(|&p| none(p, E::UnknownServerError.code())).collect(),
         // Nothing is committed under a topic that does not exist, or a group id the
         // core cannot hold: no position, as Kafka answers.
