@@ -14,7 +14,7 @@ mod common;
 
 use base64::Engine as _;
 use broker_core::partition_for_key;
-use common::clients::{installed, python, required};
+use common::clients::{installed, python, required, wait_child};
 use common::{cli_ok, log_files, KafkaServer, TempDir};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -66,29 +66,7 @@ fn spawn_scenario(server: &KafkaServer, args: &[&str]) -> Child {
 
 /// Waits for a scenario (killing it after SCENARIO_TIMEOUT); its status and output.
 fn wait_scenario(child: &mut Child, args: &[&str]) -> (std::process::ExitStatus, String, String) {
-    let read = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = child.stdout.take().map(|s| read(Box::new(s)));
-    let err = read(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + SCENARIO_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("scenario {args:?} still running after {SCENARIO_TIMEOUT:?}; stderr:\n{}", err.join().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stdout = out.map(|h| h.join().unwrap()).unwrap_or_default();
-    (status, stdout, err.join().unwrap())
+    wait_child(child, &format!("scenario {args:?}"), SCENARIO_TIMEOUT)
 }
 
 fn lines_json(out: &str) -> Vec<Value> {

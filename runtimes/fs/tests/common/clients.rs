@@ -5,7 +5,7 @@
 
 use super::KafkaServer;
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -59,28 +59,7 @@ pub fn run(server: &mut KafkaServer, program: &str, args: &[&str]) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
-    let read = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = read(Box::new(child.stdout.take().unwrap()));
-    let err = read(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{program} {args:?} still running after {RUN_TIMEOUT:?}; stderr:\n{}", err.join().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    let (status, stdout, stderr) = wait_child(&mut child, &format!("{program} {args:?}"), RUN_TIMEOUT);
     println!("--- {program} {args:?} ---\n{stderr}");
     assert!(
         status.success(),
@@ -89,4 +68,33 @@ pub fn run(server: &mut KafkaServer, program: &str, args: &[&str]) -> String {
     );
     server.assert_running();
     stdout
+}
+
+/// Waits for `child`, which pipes its standard error (and maybe its standard output),
+/// reading both as it runs; fails the test, `what` named, if it is still running after
+/// `timeout` (it is killed first). Its status, standard output (empty if not piped) and
+/// standard error.
+pub fn wait_child(child: &mut Child, what: &str, timeout: Duration) -> (ExitStatus, String, String) {
+    let read = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = child.stdout.take().map(|s| read(Box::new(s)));
+    let err = read(Box::new(child.stderr.take().expect("a piped standard error")));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} still running after {timeout:?}; stderr:\n{}", err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, out.map(|h| h.join().unwrap()).unwrap_or_default(), err.join().unwrap())
 }

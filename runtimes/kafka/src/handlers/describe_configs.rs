@@ -177,14 +177,7 @@ fn topic_configs(t: &TopicDescription, core: &Config) -> Vec<Entry> {
             doc: "How long the logs of a deleted topic are kept before they are removed, in milliseconds; \
                   set when the topic is created.",
         },
-        Entry {
-            name: "max.message.bytes",
-            value: core.max_record_bytes.to_string(),
-            source: source_of(core.max_record_bytes, Config::default().max_record_bytes),
-            kind: int_kind(core.max_record_bytes),
-            doc: "The largest record batch, in bytes, as produced (compressed, if it is); a larger one gets \
-                  MESSAGE_TOO_LARGE.",
-        },
+        max_batch_bytes("max.message.bytes", core),
         Entry {
             name: "message.timestamp.type",
             value: "CreateTime".into(),
@@ -207,6 +200,19 @@ fn topic_configs(t: &TopicDescription, core: &Config) -> Vec<Entry> {
             doc: "No record expires: every record of a live topic is kept until the topic is deleted.",
         },
     ]
+}
+
+/// The largest batch a produce may carry, under a topic's name for it (`name`) or the
+/// broker's: the same limit.
+fn max_batch_bytes(name: &'static str, core: &Config) -> Entry {
+    Entry {
+        name,
+        value: core.max_record_bytes.to_string(),
+        source: source_of(core.max_record_bytes, Config::default().max_record_bytes),
+        kind: int_kind(core.max_record_bytes),
+        doc: "The largest record batch, in bytes, as produced (compressed, if it is); a larger one gets \
+              MESSAGE_TOO_LARGE.",
+    }
 }
 
 /// This broker's configs, in name order: what it does whatever the topic.
@@ -233,14 +239,7 @@ fn broker_configs(node: i32, core: &Config) -> Vec<Entry> {
             kind: BOOLEAN,
             doc: "DeleteTopics deletes topics.",
         },
-        Entry {
-            name: "message.max.bytes",
-            value: core.max_record_bytes.to_string(),
-            source: source_of(core.max_record_bytes, Config::default().max_record_bytes),
-            kind: int_kind(core.max_record_bytes),
-            doc: "The largest record batch, in bytes, as produced (compressed, if it is); a larger one gets \
-                  MESSAGE_TOO_LARGE.",
-        },
+        max_batch_bytes("message.max.bytes", core),
         Entry {
             name: "node.id",
             value: node.to_string(),
